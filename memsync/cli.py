@@ -1,0 +1,338 @@
+"""The command line: parse argv, call one function, render the result or the error, exit.
+
+All wording a person reads about an error is produced here, by `render_error`. Exit codes
+(CONTRACT §1): 0 ok, 1 verdict not ok, 2 usage or configuration, 3 internal, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import click
+from pydantic import BaseModel
+
+from memsync import __version__
+from memsync.config import find_config_path, load_config, settings_from
+from memsync.config.model import RootSettings, Settings
+from memsync.config.sample import SAMPLE
+from memsync.errors import ConfigError, GitError, MemsyncError
+from memsync.roots.create import init_root
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.result import SyncResult
+from memsync.roots.worktree import worktree_view
+from memsync.status import status_report
+from memsync.transports.git import Git, redact
+from memsync.validators.gate import validate_tree
+from memsync.validators.graph import default_graph_validator
+from memsync.validators.policy import SyncPolicy
+from memsync.wire import (
+    InitReport,
+    ProblemModel,
+    StatusReport,
+    SyncReport,
+    SyncResultModel,
+    ValidateReport,
+)
+
+EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+log = logging.getLogger("memsync")
+
+
+@dataclass
+class App:
+    config_path: str | None
+    debug: bool
+
+    def settings(self) -> Settings:
+        path = find_config_path(self.config_path)
+        if path is None:
+            raise ConfigError(
+                "no configuration file found",
+                hint="write one with `memsync config sample > ~/.config/memsync/config.yaml`, "
+                "or pass --config PATH",
+            )
+        return settings_from(load_config(path), path)
+
+
+def _emit(model: BaseModel) -> None:
+    click.echo(model.model_dump_json(indent=None))
+
+
+class _Redacting(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = ()
+        return True
+
+
+def _setup_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("memsync: %(levelname)s %(message)s"))
+    handler.addFilter(_Redacting())
+    root = logging.getLogger("memsync")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    root.propagate = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_path", metavar="PATH",
+              help="Config file (default: $MEMSYNC_CONFIG, then "
+                   "$XDG_CONFIG_HOME/memsync/config.yaml, then /etc/memsync/config.yaml).")
+@click.option("--debug", is_flag=True, help="Verbose logs on stderr; tracebacks on errors.")
+@click.version_option(__version__, prog_name="memsync")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+    """memsync keeps Git-backed agent memory roots in step with their upstream, safely.
+
+    Every incoming commit is staged, validated and published by a fenced fast-forward;
+    every local commit is validated before it is pushed; a refusal leaves the root as it was.
+    """
+    _setup_logging(debug)
+    ctx.obj = App(config_path, debug)
+
+
+# -- init ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--upstream", metavar="URL", help="Git remote to use as `origin`; an empty "
+              "upstream receives the baseline, an existing one is joined.")
+@click.option("--branch", default="main", show_default=True, help="Branch name.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def init(path: Path, upstream: str | None, branch: str, as_json: bool) -> int:
+    """Create a valid RightMemory-format memory root at PATH."""
+    done = init_root(path, upstream=upstream, branch=branch)
+    report = InitReport(path=str(done.path), created=done.created, joined=done.joined,
+                        head=done.head, branch=done.branch,
+                        upstream=redact(done.upstream) if done.upstream else None,
+                        pushed=done.pushed, message=done.message)
+    if as_json:
+        _emit(report)
+    else:
+        click.echo(f"{done.path}: {done.message} (branch {done.branch}, "
+                   f"head {done.head[:12]})")
+        if done.upstream is None:
+            click.echo("next: add an upstream with `git remote add origin URL`, then list the "
+                       "root under `roots:` in your memsync config")
+    return EXIT_OK
+
+
+# -- validate --------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--rev", metavar="REV", help="Validate this commit instead of the work tree.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def validate(path: Path, rev: str | None, as_json: bool) -> int:
+    """Check a root's paths, modes, names and memory graph (work tree, or one commit)."""
+    policy = SyncPolicy()
+    if rev is not None:
+        git = Git(path)
+        commit = git.rev_parse(rev)
+        if commit is None:
+            raise MemsyncError(f"{rev!r} is not a commit in {path}",
+                               hint="give a branch, tag or commit id that exists")
+        tree = git.tree_view(commit)
+    else:
+        tree = worktree_view(path)
+    report = validate_tree(tree, policy, default_graph_validator())
+    out = ValidateReport(valid=report.ok, root=str(path.absolute()), rev=rev,
+                         files=report.files, items=report.items,
+                         problems=[ProblemModel.of(p) for p in report.problems])
+    if as_json:
+        _emit(out)
+    else:
+        where = f"{path} at {rev}" if rev else str(path)
+        if report.ok:
+            click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
+        else:
+            click.echo(f"{where}: {len(report.problems)} problem(s)")
+            for p in report.problems:
+                loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
+                click.echo(f"  {p.code:<22} {loc}: {p.message}")
+    return EXIT_OK if report.ok else EXIT_VERDICT
+
+
+# -- sync-now --------------------------------------------------------------------------------
+
+
+@cli.command("sync-now")
+@click.argument("roots", nargs=-1, metavar="[ROOT]...")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--accept-rewrite", is_flag=True,
+              help="Proceed even though the upstream was rewound or rewritten.")
+@click.option("--no-push", is_flag=True, help="Admit incoming commits but push nothing.")
+@click.option("--dry-run", is_flag=True, help="Plan and validate; publish and push nothing.")
+@click.pass_obj
+def sync_now(app: App, roots: tuple[str, ...], as_json: bool, accept_rewrite: bool,
+             no_push: bool, dry_run: bool) -> int:
+    """Run one sync cycle for each named root (all configured roots when none is named)."""
+    settings = app.settings()
+    chosen = _choose(settings, roots)
+    options = SyncOptions(accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run,
+                          wait=None)
+    results = [sync_root(r, settings.state_dir, options) for r in chosen]
+    if as_json:
+        _emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
+    else:
+        for r in results:
+            _print_result(r)
+    return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+
+
+def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
+    known = {r.name: r for r in settings.roots}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise MemsyncError(
+            f"unknown root(s): {', '.join(unknown)}",
+            hint=f"configured roots: {', '.join(known) or 'none'}",
+        )
+    if not known:
+        raise ConfigError("the configuration lists no roots", hint="add one under `roots:`")
+    return [known[n] for n in names] if names else list(known.values())
+
+
+def _print_result(r: SyncResult) -> None:
+    head = r.head[:12] if r.head else "-"
+    dry = " (dry run)" if r.dry_run else ""
+    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} "
+               f"[{r.duration_ms} ms]")
+    for p in r.problems:
+        click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
+    if r.files and not r.problems and r.status not in ("current",):
+        shown = ", ".join(r.files[:8]) + (" …" if len(r.files) > 8 else "")
+        click.echo(f"{'':<16}   files: {shown}")
+    if r.rescue_ref:
+        click.echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def status(app: App, as_json: bool) -> int:
+    """Show roots, views, the daemon and pending operations."""
+    report = status_report(app.settings())
+    if as_json:
+        _emit(report)
+    else:
+        _print_status(report)
+    return EXIT_OK
+
+
+def _print_status(report: StatusReport) -> None:
+    daemon = report.daemon
+    click.echo(f"daemon: {'running, pid ' + str(daemon.pid) if daemon.running else 'not running'}")
+    click.echo(f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
+               f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS")
+    for r in report.roots:
+        click.echo(
+            f"{r.root:<16} {r.status or 'never':<12} {(r.head or '-')[:12]:<12} "
+            f"{_num(r.ahead):>5} {_num(r.behind):>6} {_yes(r.dirty):<5} "
+            f"{r.pending_operations:>7}  {r.last_success_at or '-'}"
+        )
+        if r.message:
+            click.echo(f"{'':<16} {r.message}")
+    if report.views:
+        click.echo("views:")
+        for v in report.views:
+            click.echo(f"  {v.view:<16} {v.status:<12} revision {v.revision}")
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+@cli.group()
+def config() -> None:
+    """Check or create a configuration file."""
+
+
+@config.command("validate")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.pass_obj
+def config_validate(app: App, path: Path | None) -> int:
+    """Check a config file and report every problem at once."""
+    target = path or find_config_path(app.config_path)
+    if target is None:
+        raise ConfigError("no configuration file found", hint="pass the file's PATH")
+    settings = settings_from(load_config(target), target)
+    click.echo(f"{target}: valid ({len(settings.roots)} root(s))")
+    return EXIT_OK
+
+
+@config.command("sample")
+def config_sample() -> int:
+    """Print a commented sample configuration that validates."""
+    click.echo(SAMPLE, nl=False)
+    return EXIT_OK
+
+
+# -- errors, rendered in one place ---------------------------------------------------------
+
+
+def render_error(exc: BaseException, debug: bool) -> int:
+    if isinstance(exc, ConfigError):
+        where = f" in {exc.source}" if exc.source else ""
+        click.echo(f"memsync: {exc.message}{where}", err=True)
+        for p in exc.problems:
+            line = f":{p.line}" if p.line else ""
+            click.echo(f"  {exc.source or 'config'}{line}: {p.location}: {p.message}", err=True)
+        if exc.hint:
+            click.echo(f"  next: {exc.hint}", err=True)
+        return exc.exit_code
+    if isinstance(exc, MemsyncError):
+        hint = f"; {exc.hint}" if exc.hint else ""
+        click.echo(f"memsync: {redact(exc.message)}{hint}", err=True)
+        if debug and isinstance(exc, GitError) and exc.detail:
+            click.echo(redact(exc.detail), err=True)
+        return exc.exit_code
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} "
+               "(rerun with --debug for a traceback, and please report it)", err=True)
+    return EXIT_INTERNAL
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="memsync",
+                        standalone_mode=False)
+        code = code if isinstance(code, int) else EXIT_OK
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("memsync: interrupted", err=True)
+        code = EXIT_INTERRUPTED
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the one place every error is rendered
+        code = render_error(exc, debug)
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

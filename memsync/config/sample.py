@@ -1,0 +1,102 @@
+"""The commented sample configuration printed by `memsync config sample`.
+
+Every key of the schema appears in it, with what it does and its default; a test checks
+that it validates and that no schema field is missing from it.
+"""
+
+from __future__ import annotations
+
+SAMPLE = """\
+# memsync configuration (YAML). Unknown keys are errors; `memsync config validate` lists
+# every problem at once. Durations: <int><ms|s|m|h|d> (e.g. 60s, 5m). Sizes:
+# <int><B|KiB|MiB|GiB> (e.g. 4MiB). Relative paths are relative to this file's directory.
+# Secrets are never plain strings: {env: NAME}, {file: PATH}, {credential: NAME} (systemd
+# $CREDENTIALS_DIRECTORY/NAME) or, for tests and demos only, {value: "..."}.
+version: 1
+
+# Where memsync keeps its journal, trusted marks and imported views.
+# Default: $XDG_STATE_HOME/memsync, else ~/.local/state/memsync.
+state_dir: ~/.local/state/memsync
+
+control:
+  # The daemon's control socket (mode 0600) used by `sync-now`, `status`, ...
+  # Default (null): $XDG_RUNTIME_DIR/memsync.sock, else <state_dir>/memsync.sock.
+  socket: null
+
+# Optional: serve /metrics, /healthz and /readyz on HOST:PORT. Default: off (omit `http`).
+http:
+  listen: 127.0.0.1:9464
+
+# Memory roots to keep in sync, by name (letters, digits, '_', '.', '-').
+roots:
+  personal:
+    path: ~/.rightmemory          # the Git work tree (required)
+    branch: main                  # default (null): the checked-out branch
+    max_file_size: 4MiB           # larger synchronized files are `too-large`; default 4MiB
+    watch: true                   # sync soon after local edits; default true
+    sync:
+      enabled: true               # default true
+      remote: origin              # the Git remote to fetch from and push to; default origin
+      interval: 60s               # how often to check the upstream; default 60s
+      push: true                  # push validated local commits; default true
+      autocommit: false           # commit local edits before syncing; default false
+      timeout: 120s               # limit for one sync cycle; default 120s
+      # Optional hub event stream: sync at once when the upstream moves. Default: none.
+      events: "https://hub.example/v1/events?root=personal"
+      events_token: {env: HUB_TOKEN}   # optional bearer token for `events`
+    prune:                        # periodic expiry of active memory by a role
+      enabled: false              # default false
+      role: pruner                # a name under `roles`; default pruner
+      generation_commits: 70      # commits per generation before pruning is due; default 70
+      check_every: 2h             # how often to check whether pruning is due; default 2h
+    insight:                      # insight logs written by a role
+      enabled: false              # default false
+      role: insight               # a name under `roles`; default insight
+      trigger_points: 150         # points that make an insight cycle due; default 150
+      points_per_commit: 1        # points each new commit adds; default 1
+      check_every: 50m            # how often to check whether insight is due; default 50m
+    repair:                       # optional: a role that settles conflicting merges
+      role: pruner                # any name under `roles`; default: no repair role
+    publish:                      # views of this root to publish to a hub; default none
+      - view: auth                # the VIEW_ID under shared_views/ in this root
+        hub: https://hub.example  # the hub's base URL
+        token: {env: HUB_PUBLISH} # hub token with publish:<view> scope
+        key: {env: VIEW_SIGNING_KEY}  # Ed25519 private key; or {file: ~/.config/memsync/view.key}
+
+# Views imported from other people's roots into one of yours, by name.
+views:
+  team-auth:
+    root: personal                # the configured root that receives the view (required)
+    heading: team-auth            # heading it is mounted under; default (null): the view's name
+    source:                       # where it comes from (required): kind http or git
+      kind: http
+      url: https://hub.example/v1/views/auth
+      token: {env: HUB_TOKEN}     # optional bearer token with read:<view> scope
+      # or: {kind: git, url: ssh://git@host/team.git, branch: main, path: shares/auth}
+      #      (branch defaults to main; path is the directory holding package/ and manifest.json)
+    trust:
+      keys: ["ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"]  # pinned publisher keys
+      threshold: 1                # distinct pinned keys that must sign; default 1
+      allow_unsigned: false       # accept unsigned manifests (tests only); default false
+    refresh: 5m                   # how often to check for a new revision; default 5m
+    max_stale: 7d                 # /readyz fails when the import is older; default 7d
+
+# Roles run by prune, insight and repair cycles, by name.
+roles:
+  pruner:
+    executor: command             # run a local agent command
+    # argv; {prompt_file}, {worktree} and {role} are substituted; the prompt is also on stdin
+    command: ["claude", "-p", "--output-format", "json"]
+    timeout: 15m                  # killed (process group) after this; default 15m
+  insight:
+    executor: openai              # call an OpenAI-compatible chat completions API
+    base_url: http://127.0.0.1:8080/v1
+    model: qwen2.5-7b-instruct
+    api_key: {env: OPENAI_API_KEY}   # optional
+    timeout: 5m                   # default 5m
+
+# Optional: settings for `memsync hub serve`.
+hub:
+  data_dir: /var/lib/memsync-hub  # made by `memsync hub init DIR` (required)
+  listen: 127.0.0.1:8765          # default 127.0.0.1:8765
+"""

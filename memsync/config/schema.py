@@ -1,0 +1,387 @@
+"""The one configuration schema (CONTRACT §4): pydantic models, field types, cross-references.
+
+Every model forbids unknown keys and is frozen. Paths expand `~` and resolve relative paths
+against `base_dir` from the validation context (the config file's directory). Checks that
+relate several fields (a view's root exists, roles exist, trust thresholds, shared paths)
+are in `reference_problems`, which works on the raw mapping so that they are reported
+together with every field problem; `memsync.config.load` runs both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainSerializer,
+    StrictBool,
+    StrictInt,
+    Tag,
+    ValidationInfo,
+)
+
+from memsync.config.secrets import SecretRef
+from memsync.config.units import (
+    check_branch,
+    check_http_url,
+    check_listen,
+    check_name,
+    check_public_key,
+    check_repo_path,
+    check_text,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_size,
+)
+
+Loc = tuple[str | int, ...]
+
+
+def _positive_duration(value: object) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    parsed = parse_duration(value)
+    if not parsed:
+        raise ValueError("a duration here must be more than 0")
+    return parsed
+
+
+def _positive_size(value: object) -> int:
+    parsed = parse_size(value)
+    if not parsed:
+        raise ValueError("a size here must be more than 0B")
+    return parsed
+
+
+def expand_path(value: object, base_dir: Path | None) -> Path:
+    """`~` expanded, relative paths joined to `base_dir` (else the cwd), `..` collapsed."""
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a non-empty path")
+    if "\x00" in value:
+        raise ValueError("a path cannot contain a NUL character")
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:
+        raise ValueError(f"cannot expand the home directory in {value!r}") from None
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    return Path(os.path.normpath(path))
+
+
+def _base_dir(info: ValidationInfo) -> Path | None:
+    context = info.context if isinstance(info.context, Mapping) else {}
+    base = context.get("base_dir")
+    return base if isinstance(base, Path) else None
+
+
+def _path(value: object, info: ValidationInfo) -> Path:
+    return expand_path(value, _base_dir(info))
+
+
+def _git_url(value: str, info: ValidationInfo) -> str:
+    if any(ch.isspace() for ch in value):
+        raise ValueError("a repository URL cannot contain spaces")
+    scheme = urlsplit(value).scheme if "://" in value else ""
+    if scheme in {"http", "https"}:
+        return check_http_url(value)
+    if scheme in {"ssh", "git", "file"}:
+        if urlsplit(value).password is not None:
+            raise ValueError("put credentials in a token secret, not in the URL")
+        return value
+    if scheme:
+        raise ValueError(
+            "expected an ssh://, https://, git://, file:// URL, user@host:path or a path"
+        )
+    if re.fullmatch(r"[^/:]+@[^/:]+:.+", value):  # scp-like user@host:path
+        return value
+    return str(expand_path(value, _base_dir(info)))
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+Text = Annotated[str, AfterValidator(check_text)]
+Count = Annotated[StrictInt, Field(ge=1)]
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(_positive_duration),
+    PlainSerializer(format_duration, return_type=str),
+]
+Size = Annotated[
+    int, BeforeValidator(_positive_size), PlainSerializer(format_size, return_type=str)
+]
+ConfigPath = Annotated[Path, BeforeValidator(_path)]
+HttpUrl = Annotated[str, AfterValidator(check_http_url)]
+GitUrl = Annotated[str, AfterValidator(_git_url)]
+Listen = Annotated[str, AfterValidator(check_listen)]
+Branch = Annotated[str, AfterValidator(check_branch)]
+PublicKey = Annotated[str, AfterValidator(check_public_key)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Control(_Model):
+    socket: ConfigPath | None = None  # None: $XDG_RUNTIME_DIR/memsync.sock or <state_dir>/...
+
+
+class Http(_Model):
+    listen: Listen
+
+
+class Sync(_Model):
+    enabled: StrictBool = True
+    remote: Name = "origin"
+    interval: Duration = timedelta(seconds=60)
+    push: StrictBool = True
+    autocommit: StrictBool = False
+    timeout: Duration = timedelta(seconds=120)
+    events: HttpUrl | None = None
+    events_token: SecretRef | None = None
+
+
+class Prune(_Model):
+    enabled: StrictBool = False
+    role: Text = "pruner"
+    generation_commits: Count = 70
+    check_every: Duration = timedelta(hours=2)
+
+
+class Insight(_Model):
+    enabled: StrictBool = False
+    role: Text = "insight"
+    trigger_points: Count = 150
+    points_per_commit: Count = 1
+    check_every: Duration = timedelta(minutes=50)
+
+
+class Repair(_Model):
+    role: Text
+
+
+class Publish(_Model):
+    view: Name
+    hub: HttpUrl
+    token: SecretRef
+    key: SecretRef
+
+
+class Root(_Model):
+    path: ConfigPath
+    branch: Branch | None = None  # None: the checked-out branch
+    max_file_size: Size = 4 * 1024 * 1024
+    watch: StrictBool = True
+    sync: Sync = Sync()
+    prune: Prune = Prune()
+    insight: Insight = Insight()
+    repair: Repair | None = None
+    publish: tuple[Publish, ...] = ()
+
+
+class HttpSource(_Model):
+    kind: Literal["http"]
+    url: HttpUrl
+    token: SecretRef | None = None
+
+
+class GitSource(_Model):
+    kind: Literal["git"]
+    url: GitUrl
+    branch: Branch = "main"
+    path: Annotated[str, AfterValidator(check_repo_path)]
+
+
+def _tag(key: str) -> Any:
+    def tag(value: Any) -> str | None:
+        found = value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
+        return f"{key}={found}" if isinstance(found, str) else None
+
+    return tag
+
+
+# Tags carry "=" so they can never be mistaken for a key when locations are rendered.
+TAGS: dict[str, type[BaseModel]] = {"kind=http": HttpSource, "kind=git": GitSource}
+Source = Annotated[
+    Annotated[HttpSource, Tag("kind=http")] | Annotated[GitSource, Tag("kind=git")],
+    Discriminator(
+        _tag("kind"),
+        custom_error_type="source_kind",
+        custom_error_message="expected a mapping with kind: http or kind: git",
+    ),
+]
+
+
+def _distinct(keys: tuple[str, ...]) -> tuple[str, ...]:
+    if len(set(keys)) != len(keys):
+        raise ValueError("the same key is listed twice")
+    return keys
+
+
+class Trust(_Model):
+    keys: Annotated[tuple[PublicKey, ...], AfterValidator(_distinct)] = ()
+    threshold: Count = 1
+    allow_unsigned: StrictBool = False
+
+
+class View(_Model):
+    root: Text
+    heading: Text | None = None  # None: the view's name
+    source: Source
+    trust: Trust = Trust()
+    refresh: Duration = timedelta(minutes=5)
+    max_stale: Duration = timedelta(days=7)
+
+
+class CommandRole(_Model):
+    executor: Literal["command"]
+    command: tuple[Annotated[str, Field(min_length=1)], ...] = Field(min_length=1)
+    timeout: Duration = timedelta(minutes=15)
+
+
+class OpenAIRole(_Model):
+    executor: Literal["openai"]
+    base_url: HttpUrl
+    model: Text
+    api_key: SecretRef | None = None
+    timeout: Duration = timedelta(minutes=5)
+
+
+TAGS.update({"executor=command": CommandRole, "executor=openai": OpenAIRole})
+Role = Annotated[
+    Annotated[CommandRole, Tag("executor=command")] | Annotated[OpenAIRole, Tag("executor=openai")],
+    Discriminator(
+        _tag("executor"),
+        custom_error_type="role_executor",
+        custom_error_message="expected a mapping with executor: command or executor: openai",
+    ),
+]
+
+
+class Hub(_Model):
+    data_dir: ConfigPath
+    listen: Listen = "127.0.0.1:8765"
+
+
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/memsync` (when set and absolute), else `~/.local/state/memsync`."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "memsync"
+    return Path.home() / ".local" / "state" / "memsync"
+
+
+def default_control_socket(state_dir: Path) -> Path:
+    """`$XDG_RUNTIME_DIR/memsync.sock` (when set and absolute), else `<state_dir>/memsync.sock`."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "memsync.sock"
+    return state_dir / "memsync.sock"
+
+
+def _version(value: object) -> object:
+    if type(value) is not int:  # YAML `true` and `1.0` are not version 1
+        raise ValueError("unsupported version (this memsync reads `version: 1`)")
+    return value
+
+
+class Config(_Model):
+    version: Annotated[Literal[1], BeforeValidator(_version)]
+    state_dir: ConfigPath = Field(default_factory=default_state_dir)
+    control: Control = Control()
+    http: Http | None = None
+    roots: dict[Name, Root] = Field(default_factory=dict)
+    views: dict[Name, View] = Field(default_factory=dict)
+    roles: dict[Name, Role] = Field(default_factory=dict)
+    hub: Hub | None = None
+
+    @property
+    def control_socket(self) -> Path:
+        """The control socket path with its default applied."""
+        return self.control.socket or default_control_socket(self.state_dir)
+
+
+def _mapping(value: object) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, str]]:
+    """Cross-field problems in a raw config mapping, tolerant of malformed parts (those
+    are reported by the models; here they are skipped)."""
+    top = _mapping(data)
+    roots, views, roles = (_mapping(top.get(key)) for key in ("roots", "views", "roles"))
+    defined_roles = ", ".join(sorted(str(name) for name in roles)) or "none"
+    problems: list[tuple[Loc, str]] = []
+
+    def need_role(loc: Loc, role: object) -> None:
+        if isinstance(role, str) and role not in roles:
+            problems.append(
+                (loc, f"role {role!r} is not defined in roles (defined: {defined_roles})")
+            )
+
+    seen_paths: dict[Path, str] = {}
+    for name, root in roots.items():
+        root_map = _mapping(root)
+        for cycle, model in (("prune", Prune), ("insight", Insight)):
+            settings = _mapping(root_map.get(cycle))
+            if settings.get("enabled") is True:
+                need_role(
+                    ("roots", name, cycle, "role"),
+                    settings.get("role", model.model_fields["role"].default),
+                )
+        need_role(("roots", name, "repair", "role"), _mapping(root_map.get("repair")).get("role"))
+        try:
+            path = expand_path(root_map.get("path"), base_dir)
+        except ValueError:
+            continue
+        if path in seen_paths:
+            problems.append(
+                (
+                    ("roots", name, "path"),
+                    f"roots {seen_paths[path]} and {name} share the path {path}",
+                )
+            )
+        else:
+            seen_paths[path] = str(name)
+
+    known_roots = ", ".join(sorted(str(name) for name in roots)) or "none"
+    for name, view in views.items():
+        view_map = _mapping(view)
+        root_name = view_map.get("root")
+        if isinstance(root_name, str) and root_name not in roots:
+            problems.append(
+                (
+                    ("views", name, "root"),
+                    f"root {root_name!r} is not configured (roots: {known_roots})",
+                )
+            )
+        trust = _mapping(view_map.get("trust"))
+        keys = trust.get("keys", ())
+        threshold = trust.get("threshold", 1)
+        if (
+            trust.get("allow_unsigned") is not True
+            and isinstance(keys, list | tuple)
+            and isinstance(threshold, int)
+            and not isinstance(threshold, bool)
+            and threshold > len(set(map(str, keys)))
+        ):
+            problems.append(
+                (
+                    ("views", name, "trust", "threshold"),
+                    f"threshold {threshold} needs at least {threshold} distinct trust.keys "
+                    f"(has {len(set(map(str, keys)))}); add keys or set allow_unsigned: true",
+                )
+            )
+    return problems

@@ -1,0 +1,101 @@
+"""The one exception tree.
+
+User errors carry structured facts (problems, hints), never finished prose for a person:
+the wording a person reads is produced by the renderer in `memsync.cli`. Third-party
+errors are translated at the transport boundary with `raise ... from exc`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Located:
+    """One configuration problem: a dotted location and what is wrong there."""
+
+    location: str
+    message: str
+    line: int | None = None
+
+
+class MemsyncError(Exception):
+    """Root of every error memsync raises on purpose."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(MemsyncError):
+    """The command line asked for something that cannot be done as asked."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """The configuration is missing or invalid; `problems` lists every issue at once."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problems: Sequence[Located] = (),
+        source: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = tuple(problems)
+        self.source = source
+
+
+class SecretError(ConfigError):
+    """A secret reference could not be resolved (the secret itself is never shown)."""
+
+
+class RootError(UsageError):
+    """A memory root path is unusable for the requested command (init, validate)."""
+
+
+class GitError(MemsyncError):
+    """A git command failed; `detail` is git's own stderr with credentials redacted."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: Sequence[str] = (),
+        returncode: int | None = None,
+        detail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.argv = tuple(argv)
+        self.returncode = returncode
+        self.detail = detail
+
+
+class GitTimeout(GitError):
+    """A git command ran past its timeout and was killed with its process group."""
+
+
+class GitMissing(MemsyncError):
+    """The git binary is not installed or too old."""
+
+    exit_code = 2
+
+
+class LockBusy(MemsyncError):
+    """Another process holds a root's lock."""
+
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message, hint="wait for the other memsync run to finish, then retry")
+        self.holder = holder
+
+
+class JournalError(MemsyncError):
+    """An operation record could not be read or written."""

@@ -1,0 +1,1 @@
+"""One memory root's state machine: sync cycle, candidates, the publisher, journal, locks."""

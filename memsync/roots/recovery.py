@@ -1,0 +1,124 @@
+"""Start-of-cycle recovery: settle every unsettled journal record, then sweep leftovers.
+
+A `running` record never touched the active root: its candidate is removed and the record
+fails. A `prepared` record may have stopped anywhere inside publication; recovery works out
+where from the branch, the index and the work tree, and finishes the publication when
+everything it finds is our own half-written move. If anything else is found (a local edit,
+a moved branch), it changes nothing, fails the record and says so: an edit is never lost.
+Finally, candidate worktrees and refs that no unsettled record owns are removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+
+from memsync.roots import journal as J
+from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
+from memsync.roots.publish import Target, blocking_changes, move_branch
+from memsync.transports.git import Git
+from memsync.validators.policy import SyncPolicy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    operation_id: str
+    outcome: str  # committed | failed
+    message: str
+
+
+def recover(git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
+            ) -> list[Recovered]:
+    done: list[Recovered] = []
+    for op in journal.unsettled():
+        if op.phase == J.RUNNING:
+            journal.advance(op, J.FAILED, message="interrupted before publication; "
+                            "the root was not touched")
+            done.append(Recovered(op.id, J.FAILED, "interrupted before publication"))
+        else:
+            done.append(_finish_prepared(git, journal, op, policy))
+        remove_candidate(git, layout, op.id)
+    sweep(git, journal, layout)
+    for item in done:
+        log.info("recovered operation %s: %s (%s)", item.operation_id, item.outcome,
+                 item.message)
+    return done
+
+
+def _finish_prepared(git: Git, journal: J.Journal, op: J.Operation, policy: SyncPolicy
+                     ) -> Recovered:
+    candidate = op.candidate
+    if candidate is None:
+        journal.advance(op, J.FAILED, message="prepared record without a candidate")
+        return Recovered(op.id, J.FAILED, "prepared record without a candidate")
+    target = Target(op.branch, op.start, candidate, op.id)
+    head = git.rev_parse(f"refs/heads/{op.branch}")
+
+    def settle(outcome: str, message: str) -> Recovered:
+        journal.advance(op, outcome, message=message)
+        return Recovered(op.id, outcome, message)
+
+    if head == candidate or (head is not None and head != op.start
+                             and git.is_ancestor(candidate, head)):
+        return settle(J.COMMITTED, "publication had completed before an interruption")
+    if head != op.start:
+        return settle(J.FAILED, "the branch moved after an interrupted publication; "
+                                "nothing was changed")
+    index_tree = git.write_tree()
+    dirty = blocking_changes(git.status(), policy)
+    if dirty and not _all_match(git, dirty, candidate):
+        return settle(J.FAILED, "an interrupted publication found local edits; they were kept "
+                                "and nothing was published")
+    if index_tree == git.tree_of(candidate) or dirty:
+        # The work tree (fully or partly) already holds the candidate's files.
+        git.reset_to(candidate)
+    elif index_tree == git.tree_of(op.start):
+        git.run("update-index", "-q", "--refresh", check=False)
+        git.read_tree_update(op.start, candidate)
+    else:
+        return settle(J.FAILED, "the index matches neither the start nor the candidate; "
+                                "nothing was changed")
+    move_branch(git, target)
+    return settle(J.COMMITTED, "an interrupted publication was completed")
+
+
+def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
+    """True when every differing file is exactly the candidate's version (our own write)."""
+    wanted = git.ls_tree(candidate)
+    present = [p for p in paths if (git.cwd / p).is_file() and not (git.cwd / p).is_symlink()]
+    hashes = git.hash_files(present)
+    for path in paths:
+        entry = wanted.get(path)
+        on_disk = hashes.get(path)
+        if entry is None:
+            if (git.cwd / path).exists() or (git.cwd / path).is_symlink():
+                return False
+        elif on_disk is None or on_disk != entry.oid:
+            return False
+    return True
+
+
+def remove_candidate(git: Git, layout: RootLayout, operation_id: str) -> None:
+    path = layout.worktree(operation_id)
+    if path.exists():
+        git.worktree_remove(path)
+        shutil.rmtree(path, ignore_errors=True)
+    git.worktree_prune()
+    git.delete_ref(candidate_ref(operation_id))
+
+
+def sweep(git: Git, journal: J.Journal, layout: RootLayout) -> None:
+    """Remove candidate worktrees and refs that no unsettled record owns."""
+    owned = {op.id for op in journal.unsettled()}
+    if layout.worktrees_dir.is_dir():
+        for path in layout.worktrees_dir.iterdir():
+            if path.name not in owned:
+                git.worktree_remove(path)
+                shutil.rmtree(path, ignore_errors=True)
+    git.worktree_prune()
+    for ref in git.refs(CANDIDATE_REFS.rstrip("/")):
+        if ref.removeprefix(CANDIDATE_REFS) not in owned:
+            git.delete_ref(ref)

@@ -1,0 +1,63 @@
+"""Per-root state (`state.json`): the last result, success and failure times, trusted upstream.
+
+A corrupt or missing file reads as an empty state: it never breaks a sync. The trusted
+upstream is the newest upstream commit this root accepted (published, pushed or already
+contained); the planner refuses any upstream that is not its descendant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from memsync import timefmt
+from memsync.atomicfile import read_json, write_json
+
+OK_STATUSES = frozenset({"current", "synced", "pushed"})
+
+
+@dataclass(frozen=True)
+class RootState:
+    trusted_upstream: str | None = None
+    last_status: str | None = None
+    last_message: str | None = None
+    last_files: tuple[str, ...] = ()
+    last_run_at: str | None = None
+    last_success_at: str | None = None
+    last_failure_at: str | None = None
+    last_head: str | None = None
+    last_upstream: str | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> RootState:
+        raw = read_json(path)
+        if not isinstance(raw, dict):
+            return cls()
+        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        files = known.pop("last_files", ())
+        try:
+            return cls(**known, last_files=tuple(str(f) for f in files or ()))
+        except TypeError:
+            return cls()
+
+    def save(self, path: Path) -> None:
+        data = asdict(self)
+        data["last_files"] = list(self.last_files)
+        write_json(path, data)
+
+    def recorded(self, status: str, message: str, files: tuple[str, ...], head: str | None,
+                 upstream: str | None, trusted: str | None) -> RootState:
+        stamp = timefmt.rfc3339(timefmt.now())
+        ok = status in OK_STATUSES
+        return replace(
+            self,
+            trusted_upstream=trusted or self.trusted_upstream,
+            last_status=status,
+            last_message=message,
+            last_files=files,
+            last_run_at=stamp,
+            last_success_at=stamp if ok else self.last_success_at,
+            last_failure_at=self.last_failure_at if ok else stamp,
+            last_head=head or self.last_head,
+            last_upstream=upstream or self.last_upstream,
+        )

@@ -1,0 +1,82 @@
+"""A tree view of a root's work tree as it is on disk (for `memsync validate PATH`).
+
+Entries come from `lstat`, so symlinks, executables and special files are seen as they are;
+bytes are read only when a validator asks. Inside a Git work tree the listing is what git
+would consider (tracked, plus untracked files the allowlist `.gitignore` does not ignore).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from memsync.transports.git import Git
+from memsync.validators.tree import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_SPECIAL,
+    MODE_SYMLINK,
+    Entry,
+    TreeView,
+)
+
+_SKIP_DIRS = {".git", ".runtime"}
+
+
+class FileBlobs:
+    """A BlobSource whose object ids are work-tree paths."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def read_many(self, oids: Sequence[str]) -> Mapping[str, bytes]:
+        return {oid: (self.root / oid).read_bytes() for oid in oids}
+
+
+def entry_for(path: Path) -> Entry | None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    mode = info.st_mode
+    if stat.S_ISLNK(mode):
+        return Entry(MODE_SYMLINK, size=info.st_size)
+    if stat.S_ISDIR(mode):
+        return Entry(MODE_GITLINK if (path / ".git").exists() else MODE_SPECIAL)
+    if not stat.S_ISREG(mode):
+        return Entry(MODE_SPECIAL)
+    exe = MODE_EXECUTABLE if mode & 0o111 else MODE_FILE
+    return Entry(exe, size=info.st_size)
+
+
+def worktree_view(root: Path) -> TreeView:
+    root = root.absolute()
+    git = Git(root)
+    top = git.toplevel()
+    if top is not None and top.resolve() == root.resolve():
+        names = git.list_files()
+    else:
+        names = sorted(_walk(root))
+    entries: dict[str, Entry] = {}
+    for name in names:
+        name = name.rstrip("/")
+        entry = entry_for(root / name)
+        if entry is not None:
+            entries[name] = Entry(entry.mode, entry.size, oid=name) if entry.is_regular else entry
+    return TreeView(entries, FileBlobs(root))
+
+
+def _walk(root: Path) -> list[str]:
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS or Path(dirpath) != root]
+        rel = Path(dirpath).relative_to(root)
+        for name in filenames:
+            found.append((rel / name).as_posix() if rel != Path() else name)
+        for name in list(dirnames):
+            if (Path(dirpath) / name).is_symlink():
+                found.append((rel / name).as_posix() if rel != Path() else name)
+    return found

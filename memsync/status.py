@@ -1,0 +1,65 @@
+"""`memsync status`: what each configured root looks like now, from local facts only.
+
+No network: head, branch, dirty, ahead/behind against the last fetched upstream, pending
+journal records and the last recorded cycle result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsync import __version__
+from memsync.config.model import RootSettings, Settings
+from memsync.errors import GitError
+from memsync.roots.journal import Journal
+from memsync.roots.layout import RootLayout
+from memsync.roots.publish import blocking_changes
+from memsync.roots.state import RootState
+from memsync.transports.git import Git
+from memsync.validators.policy import SyncPolicy
+from memsync.wire import CycleStatus, DaemonStatus, InsightStatus, RootStatus, StatusReport
+
+
+def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
+    layout = RootLayout.for_root(state_dir, settings.name)
+    state = RootState.load(layout.state_file)
+    pending = len(Journal(layout.journal_dir).unsettled())
+    head = branch = None
+    dirty: bool | None = None
+    ahead = behind = None
+    message = state.last_message
+    git = Git(settings.path, timeout=settings.timeout.total_seconds())
+    try:
+        top = git.toplevel() if settings.path.is_dir() else None
+        if top is not None and top.resolve() == settings.path.resolve():
+            branch = settings.branch or git.current_branch()
+            head = git.rev_parse(f"refs/heads/{branch}") if branch else None
+            dirty = bool(blocking_changes(git.status(),
+                                          SyncPolicy(max_file_size=settings.max_file_size)))
+            tracking = (f"refs/remotes/{settings.remote}/"
+                        f"{git.upstream_branch(branch, settings.remote)}" if branch else None)
+            upstream = git.rev_parse(tracking) if tracking else None
+            if head and upstream:
+                ahead = git.count(head, upstream)
+                behind = git.count(upstream, head)
+        else:
+            message = f"{settings.path} is not a Git work tree top level"
+    except GitError as exc:
+        message = exc.message
+    return RootStatus(
+        root=settings.name, path=str(settings.path), head=head, branch=branch,
+        status=state.last_status, message=message,
+        last_success_at=state.last_success_at, last_failure_at=state.last_failure_at,
+        dirty=dirty, ahead=ahead, behind=behind, pending_operations=pending,
+        trusted_upstream=state.trusted_upstream,
+        prune=CycleStatus(enabled=False),
+        insight=InsightStatus(enabled=False, points=0, threshold=0),
+    )
+
+
+def status_report(settings: Settings) -> StatusReport:
+    return StatusReport(
+        daemon=DaemonStatus(running=False, pid=None, version=__version__),
+        roots=[root_status(r, settings.state_dir) for r in settings.roots],
+        views=[],
+    )

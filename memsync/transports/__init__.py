@@ -1,0 +1,1 @@
+"""I/O adapters: git (the git box). Later: the HTTP client for views."""

@@ -1,0 +1,127 @@
+"""The one wire model: pydantic models of every JSON document memsync prints or serves.
+
+The CLI's `--json` output (and later the control socket and hub API) is produced from these
+models, and tests parse the output back through the same models.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from memsync.roots.result import SyncResult
+from memsync.validators.problems import Problem
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProblemModel(_Wire):
+    code: str
+    path: str | None
+    line: int | None
+    message: str
+
+    @classmethod
+    def of(cls, problem: Problem) -> ProblemModel:
+        return cls(code=problem.code, path=problem.path, line=problem.line,
+                   message=problem.message)
+
+
+class SyncResultModel(_Wire):
+    root: str
+    status: str
+    message: str
+    head: str | None
+    upstream: str | None
+    files: list[str]
+    problems: list[ProblemModel]
+    rescue_ref: str | None
+    operation_id: str | None
+    duration_ms: int
+    dry_run: bool = False
+
+    @classmethod
+    def of(cls, result: SyncResult) -> SyncResultModel:
+        return cls(
+            root=result.root, status=result.status, message=result.message, head=result.head,
+            upstream=result.upstream, files=list(result.files),
+            problems=[ProblemModel.of(p) for p in result.problems],
+            rescue_ref=result.rescue_ref, operation_id=result.operation_id,
+            duration_ms=result.duration_ms, dry_run=result.dry_run,
+        )
+
+
+class SyncReport(_Wire):
+    results: list[SyncResultModel]
+
+
+class ValidateReport(_Wire):
+    valid: bool
+    root: str
+    rev: str | None = None
+    files: int
+    items: int
+    problems: list[ProblemModel]
+
+
+class InitReport(_Wire):
+    path: str
+    created: bool
+    joined: bool
+    head: str
+    branch: str
+    upstream: str | None
+    pushed: bool
+    message: str
+
+
+class DaemonStatus(_Wire):
+    running: bool
+    pid: int | None = None
+    version: str | None = None
+
+
+class CycleStatus(_Wire):
+    enabled: bool
+
+
+class InsightStatus(_Wire):
+    enabled: bool
+    points: int
+    threshold: int
+
+
+class RootStatus(_Wire):
+    root: str
+    path: str
+    head: str | None
+    branch: str | None
+    status: str | None
+    message: str | None
+    last_success_at: str | None
+    last_failure_at: str | None
+    dirty: bool | None
+    ahead: int | None
+    behind: int | None
+    pending_operations: int
+    trusted_upstream: str | None
+    prune: CycleStatus
+    insight: InsightStatus
+
+
+class ViewStatus(_Wire):
+    view: str
+    root: str
+    heading: str
+    status: str
+    revision: int | None
+    fetched_at: str | None
+    expires_at: str | None
+    message: str | None
+
+
+class StatusReport(_Wire):
+    daemon: DaemonStatus
+    roots: list[RootStatus]
+    views: list[ViewStatus]

@@ -1,0 +1,47 @@
+"""Shared fixtures: a team upstream (a real bare repository) and two memory roots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from memsync.config.model import RootSettings
+from memsync.roots.create import init_root
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.result import SyncResult
+from tests.helpers import git, settings_for
+
+
+@dataclass
+class Member:
+    name: str
+    path: Path
+    settings: RootSettings
+    state_dir: Path
+
+    def sync(self, **options: object) -> SyncResult:
+        return sync_root(self.settings, self.state_dir, SyncOptions(**options))  # type: ignore[arg-type]
+
+
+@dataclass
+class Team:
+    upstream: Path
+    alice: Member
+    bob: Member
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Team:
+    upstream = tmp_path / "team.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
+    members = []
+    for name in ("alice", "bob"):
+        path = tmp_path / name
+        init_root(path, upstream=str(upstream))
+        git(path, "config", "user.name", name.title())
+        git(path, "config", "user.email", f"{name}@example.invalid")
+        state = tmp_path / f"state-{name}"
+        members.append(Member(name, path, settings_for(name, path), state))
+    return Team(upstream, members[0], members[1])

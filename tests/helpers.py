@@ -1,0 +1,108 @@
+"""Test helpers: raw git for arranging scenes (never our git box), snapshots, polling."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from memsync.config.model import RootSettings
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Person",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Person",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:  # noqa: A002
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=input, capture_output=True,
+                          check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.decode()}")
+    return done.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
+    for rel, data in files.items():
+        target = root / rel
+        if data is None:
+            target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def commit(root: Path, files: Mapping[str, bytes | str | None], message: str = "edit",
+           *, force_add: bool = True) -> str:
+    write(root, files)
+    for rel, data in files.items():
+        if data is None:
+            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        else:
+            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def push(root: Path, ref: str = "HEAD:refs/heads/main", force: bool = False) -> None:
+    git(root, "push", "-q", *(["--force"] if force else []), "origin", ref)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    head: str
+    branch: str
+    index: str
+    files: dict[str, str]
+    status: str
+
+
+def snapshot(root: Path) -> Snapshot:
+    """HEAD, index and every work-tree file's bytes (hashed), for byte-identity checks."""
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel == ".git" or rel.startswith(".git/") or path.is_dir() and not path.is_symlink():
+            continue
+        data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        files[rel] = hashlib.sha256(data).hexdigest()
+    index = hashlib.sha256((root / ".git" / "index").read_bytes()).hexdigest()
+    return Snapshot(
+        head=git(root, "rev-parse", "HEAD"),
+        branch=git(root, "symbolic-ref", "HEAD"),
+        index=index,
+        files=files,
+        status=git(root, "status", "--porcelain", "--untracked-files=all"),
+    )
+
+
+def settings_for(name: str, path: Path, **overrides: object) -> RootSettings:
+    values: dict[str, object] = {
+        "name": name, "path": path, "branch": None, "max_file_size": 4 * 1024 * 1024,
+        "watch": False, "sync_enabled": True, "remote": "origin",
+        "interval": timedelta(seconds=60), "push": True, "autocommit": False,
+        "timeout": timedelta(seconds=60),
+    }
+    values.update(overrides)
+    return RootSettings(**values)  # type: ignore[arg-type]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition"
+             ) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -1,0 +1,259 @@
+"""The gate: whole-tree and per-commit validation, and the root-document graph check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from memsync.validators.gate import validate_changes, validate_tree
+from memsync.validators.graph import RootDocumentsValidator, default_graph_validator
+from memsync.validators.policy import DEFAULT_POLICY, SyncPolicy
+from memsync.validators.problems import Report
+from memsync.validators.tree import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_SPECIAL,
+    MODE_SYMLINK,
+    Change,
+    Entry,
+    TreeView,
+)
+
+P = DEFAULT_POLICY
+GOOD = {"MEMORY.md": b"# Memory\n", "PURSUITS.md": b"# Pursuits\n"}
+C1 = "1" * 40
+C2 = "2" * 40
+
+
+class DictBlobs:
+    """An in-memory blob store standing in for the git adapter; it counts its reads."""
+
+    def __init__(self, blobs: Mapping[str, bytes]) -> None:
+        self.blobs = dict(blobs)
+        self.calls: list[list[str]] = []
+
+    def read_many(self, oids: Sequence[str]) -> Mapping[str, bytes]:
+        self.calls.append(list(oids))
+        return {oid: self.blobs[oid] for oid in oids}
+
+
+def _tree(extra: Mapping[str, Entry] | None = None, files: Mapping[str, bytes] = GOOD) -> TreeView:
+    everything = {**GOOD, **files}
+    entries = {p: Entry(mode=MODE_FILE, size=len(b), data=b) for p, b in everything.items()}
+    entries.update(extra or {})
+    return TreeView(entries)
+
+
+def _validate(tree: TreeView, policy: SyncPolicy = P) -> Report:
+    return validate_tree(tree, policy, default_graph_validator())
+
+
+def test_clean_tree_passes() -> None:
+    tree = TreeView.from_bytes(
+        {**GOOD, "MEMORY_x.md": b"x", "shared_views/a/view.md": b"v", "insight_logs/a.md": b"i"}
+    )
+    report = _validate(tree)
+    assert report.ok and report.problems == ()
+    assert report.files == 5 and report.items == 0
+
+
+@pytest.mark.parametrize(
+    ("entries", "code"),
+    [
+        ({"rightmemory.toml": Entry(mode=MODE_FILE, data=b"x=1\n")}, "path-not-allowed"),
+        ({"PURSUIT_RULES.md": Entry(mode=MODE_FILE, data=b"x\n")}, "legacy-reference"),
+        ({"insight_logs/a..md ": Entry(mode=MODE_FILE, data=b"x\n")}, "unsafe-path"),
+        ({"shared_views/.GIT/view.md": Entry(mode=MODE_FILE, data=b"x\n")}, "dotgit-path"),
+        ({"insight_logs/a.md": Entry(mode=MODE_SYMLINK, data=b"../x")}, "symlink"),
+        ({"shared_views/a/view.md": Entry(mode=MODE_GITLINK, oid="a" * 40)}, "gitlink"),
+        ({"insight_logs/a.md": Entry(mode=MODE_SPECIAL)}, "special-file"),
+        ({"insight_logs/a.md": Entry(mode=MODE_EXECUTABLE, data=b"#!/bin/sh\n")}, "executable"),
+        ({"insight_logs/a.md": Entry(mode=MODE_FILE, size=5 * 1024 * 1024)}, "too-large"),
+        ({"MEMORY_x.md": Entry(mode=MODE_FILE, data=b"ok\n\xc3(\n")}, "not-utf8"),
+        (
+            {
+                "shared_views/A/view.md": Entry(mode=MODE_FILE, data=b"a"),
+                "shared_views/a/view.md": Entry(mode=MODE_FILE, data=b"b"),
+            },
+            "case-collision",
+        ),
+    ],
+)
+def test_each_problem_yields_exactly_its_code(entries: Mapping[str, Entry], code: str) -> None:
+    report = _validate(_tree(entries))
+    assert report.codes() == {code}, report.problems
+
+
+def test_too_large_file_is_not_read() -> None:
+    source = DictBlobs({})
+    entries = {p: Entry(mode=MODE_FILE, size=len(b), data=b) for p, b in GOOD.items()}
+    entries["MEMORY_big.md"] = Entry(mode=MODE_FILE, size=11, oid="b" * 40)
+    report = validate_tree(TreeView(entries, source), SyncPolicy(max_file_size=10))
+    assert report.codes() == {"too-large"}
+    assert source.calls == []
+
+
+def test_not_utf8_reports_the_line() -> None:
+    report = _validate(_tree(files={"MEMORY_x.md": b"one\ntwo\n\xff\n"}))
+    [problem] = report.problems
+    assert (problem.code, problem.path, problem.line) == ("not-utf8", "MEMORY_x.md", 3)
+
+
+@pytest.mark.parametrize("missing", ["MEMORY.md", "PURSUITS.md"])
+def test_missing_root_document(missing: str) -> None:
+    files = {p: b for p, b in GOOD.items() if p != missing}
+    report = _validate(TreeView.from_bytes(files))
+    [problem] = report.problems
+    assert (problem.code, problem.path) == ("missing-root-document", missing)
+    assert "missing" in problem.message
+
+
+def test_root_document_that_is_a_symlink() -> None:
+    tree = _tree({"MEMORY.md": Entry(mode=MODE_SYMLINK, data=b"elsewhere.md")})
+    report = _validate(tree)
+    assert report.codes() == {"symlink", "missing-root-document"}
+    [root] = [p for p in report.problems if p.code == "missing-root-document"]
+    assert "not a regular file" in root.message and "symbolic link" in root.message
+
+
+def test_root_documents_validator_counts_markdown_files() -> None:
+    tree = TreeView.from_bytes({**GOOD, "insight_logs/a.md": b"", "shares.toml": b""})
+    assert RootDocumentsValidator().validate(tree) == Report(files=3, items=0)
+
+
+def test_tree_blobs_are_read_in_one_batch() -> None:
+    source = DictBlobs({"a" * 40: b"# Memory\n", "b" * 40: b"# Pursuits\n", "c" * 40: b"\xff"})
+    entries = {
+        "MEMORY.md": Entry(mode=MODE_FILE, size=9, oid="a" * 40),
+        "PURSUITS.md": Entry(mode=MODE_FILE, size=11, oid="b" * 40),
+        "MEMORY_copy.md": Entry(mode=MODE_FILE, size=9, oid="a" * 40),
+        "insight_logs/x.md": Entry(mode=MODE_FILE, size=1, oid="c" * 40),
+        "dream_logs/x.md": Entry(mode=MODE_FILE, size=1, oid="c" * 40),
+    }
+    report = _validate(TreeView(entries, source))
+    assert [(p.code, p.path) for p in report.problems] == [
+        ("path-not-allowed", "dream_logs/x.md"),
+        ("not-utf8", "insight_logs/x.md"),
+    ]
+    assert source.calls == [["a" * 40, "b" * 40, "c" * 40]]
+
+
+def test_problem_order_is_by_path_then_code() -> None:
+    entries = {
+        "zeta.md": Entry(mode=MODE_EXECUTABLE, data=b"x"),
+        "alpha.md": Entry(mode=MODE_SYMLINK, data=b"x"),
+        "insight_logs/a.md": Entry(mode=MODE_EXECUTABLE, size=10**9),
+    }
+    report = _validate(_tree(entries))
+    assert [(p.path, p.code) for p in report.problems] == [
+        ("alpha.md", "path-not-allowed"),
+        ("alpha.md", "symlink"),
+        ("insight_logs/a.md", "executable"),
+        ("insight_logs/a.md", "too-large"),
+        ("zeta.md", "executable"),
+        ("zeta.md", "path-not-allowed"),
+    ]
+    assert report == _validate(TreeView(dict(reversed(list(_tree(entries).entries.items())))))
+
+
+def test_graph_validator_defaults_to_root_documents_and_can_be_replaced() -> None:
+    tree = TreeView.from_bytes({"insight_logs/a.md": b"x"})
+    assert validate_tree(tree, P).codes() == {"missing-root-document"}
+
+    class Counting:
+        def validate(self, tree: TreeView) -> Report:
+            return Report(files=len(tree.entries), items=7)
+
+    report = validate_tree(tree, P, Counting())
+    assert report.ok and (report.files, report.items) == (1, 7)
+
+
+# --- validate_changes ------------------------------------------------------------------
+
+
+def _blob(oid: str, size: int = 3, mode: int = MODE_FILE) -> Entry:
+    return Entry(mode=mode, size=size, oid=oid)
+
+
+def test_changes_every_commit_is_checked_and_blobs_read_once() -> None:
+    source = DictBlobs({"a" * 40: b"ok\n", "b" * 40: b"\xff\xfe", "c" * 40: b"fine\n"})
+    changes = [
+        Change(C1, "MEMORY.md", _blob("a" * 40)),
+        Change(C1, "rightmemory.toml", _blob("c" * 40)),
+        Change(C1, "insight_logs/bad.md", _blob("b" * 40)),
+        Change(C2, "rightmemory.toml", None),  # deleted later: still refused
+        Change(C2, "insight_logs/bad.md", _blob("b" * 40)),
+        Change(C2, "PURSUITS.md", _blob("a" * 40)),
+        Change(C2, "shared_views/a/view.md", Entry(mode=MODE_FILE, data=b"inline\n")),
+    ]
+    report = validate_changes(changes, source, P)
+    assert [(p.code, p.path) for p in report.problems] == [
+        ("not-utf8", "insight_logs/bad.md"),
+        ("path-not-allowed", "rightmemory.toml"),
+    ]
+    assert all(f"(in commit {C1[:12]})" in p.message for p in report.problems)
+    assert source.calls == [["a" * 40, "b" * 40]]
+    assert report.files == 5
+
+
+def test_changes_deletions_are_checked_by_name_only() -> None:
+    changes = [
+        Change(C1, ".git/config", None),
+        Change(C1, "MEMORY.md", None),
+        Change(C2, "insight_logs/a.md", None),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P)
+    assert [(p.code, p.path) for p in report.problems] == [("dotgit-path", ".git/config")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "code"),
+    [
+        (Entry(mode=MODE_SYMLINK, oid="d" * 40), "symlink"),
+        (Entry(mode=MODE_GITLINK, oid="d" * 40), "gitlink"),
+        (Entry(mode=MODE_EXECUTABLE, size=3, oid="d" * 40), "executable"),
+        (Entry(mode=MODE_SPECIAL), "special-file"),
+        (Entry(mode=MODE_FILE, size=5 * 1024 * 1024, oid="e" * 40), "too-large"),
+    ],
+)
+def test_changes_entry_rules(entry: Entry, code: str) -> None:
+    source = DictBlobs({"d" * 40: b"ok\n"})
+    report = validate_changes([Change(C2, "insight_logs/a.md", entry)], source, P)
+    assert report.codes() == {code}
+    assert C2[:12] in report.problems[0].message
+    assert "e" * 40 not in [oid for call in source.calls for oid in call]
+
+
+def test_changes_unsafe_names_are_not_read() -> None:
+    source = DictBlobs({})
+    changes = [
+        Change(C1, "insight_logs/\udcff.md", _blob("f" * 40)),
+        Change(C1, "a\\b", _blob("f" * 40)),
+    ]
+    report = validate_changes(changes, source, P)
+    assert report.codes() == {"unsafe-path"}
+    assert [p.path for p in report.problems] == ["a\\\\b", "insight_logs/\\udcff.md"]
+    assert source.calls == []
+
+
+def test_changes_same_path_and_code_kept_from_first_commit() -> None:
+    changes = [
+        Change(C1, "dream_logs/a.md", Entry(mode=MODE_FILE, data=b"x")),
+        Change(C2, "dream_logs/a.md", Entry(mode=MODE_EXECUTABLE, data=b"y")),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P)
+    assert [(p.code, p.message[-13:-1]) for p in report.problems] == [
+        ("executable", C2[:12]),
+        ("path-not-allowed", C1[:12]),
+    ]
+
+
+def test_changes_missing_blob_fails_closed() -> None:
+    class Forgetful(DictBlobs):
+        def read_many(self, oids: Sequence[str]) -> Mapping[str, bytes]:
+            return {}
+
+    with pytest.raises(KeyError):
+        validate_changes([Change(C1, "MEMORY.md", _blob("a" * 40))], Forgetful({}), P)
