@@ -21,8 +21,12 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so a reader sees the old or the new bytes, never a mix."""
+def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data` so a reader sees the old or the new bytes, never a mix.
+
+    `durable=False` skips the fsyncs: still atomic for readers, but a power cut may bring
+    back the previous version (fine for reporting fields, not for safety state).
+    """
     private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -30,12 +34,15 @@ def write_bytes(path: Path, data: bytes) -> None:
             os.fchmod(handle.fileno(), FILE_MODE)
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(dir_fd)
@@ -43,8 +50,9 @@ def write_bytes(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def write_json(path: Path, value: Any) -> None:
-    write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+def write_json(path: Path, value: Any, *, durable: bool = True) -> None:
+    text = json.dumps(value, indent=2, sort_keys=True) + "\n"
+    write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def read_json(path: Path) -> Any | None:

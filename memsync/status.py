@@ -30,20 +30,14 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     message = state.last_message
     git = Git(settings.path, timeout=settings.timeout.total_seconds())
     try:
-        top = git.toplevel() if settings.path.is_dir() else None
-        if top is not None and top.resolve() == settings.path.resolve():
-            branch = settings.branch or git.current_branch()
-            head = git.rev_parse(f"refs/heads/{branch}") if branch else None
-            dirty = bool(blocking_changes(git.status(),
+        if settings.path.is_dir() and git.git_dir() is not None:
+            work = git.work_state()
+            branch, head = work.branch, work.head
+            dirty = bool(blocking_changes(work.entries,
                                           SyncPolicy(max_file_size=settings.max_file_size)))
-            tracking = (f"refs/remotes/{settings.remote}/"
-                        f"{git.upstream_branch(branch, settings.remote)}" if branch else None)
-            upstream = git.rev_parse(tracking) if tracking else None
-            if head and upstream:
-                ahead = git.count(head, upstream)
-                behind = git.count(upstream, head)
+            ahead, behind = work.ahead, work.behind
         else:
-            message = f"{settings.path} is not a Git work tree top level"
+            message = f"{settings.path} is not the top level of a Git work tree"
     except GitError as exc:
         message = exc.message
     return RootStatus(

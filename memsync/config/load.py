@@ -73,10 +73,10 @@ def load_config(path: Path | str) -> Config:
 def load_config_text(text: str, base_dir: Path, source_name: str = "<config>") -> Config:
     """Validate YAML text; raise one ConfigError listing every problem."""
     data, lines, problems = _parse_yaml(text)
-    if data is None and not problems:
-        problems.append(Located("", "the file is empty; start from `memsync config sample`", 1))
-    elif data is not None and not isinstance(data, dict):
-        problems.append(Located("", "expected a mapping of settings at the top level", 1))
+    if not problems and not isinstance(data, dict):
+        empty = "the file is empty; start from `memsync config sample`"
+        message = "expected a mapping of settings at the top level" if lines else empty
+        problems.append(Located("", message, lines.get((), 1)))
     if not isinstance(data, dict):
         raise _error(problems, source_name)
     found: list[tuple[Loc, str]] = []

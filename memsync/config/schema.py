@@ -298,6 +298,9 @@ def _version(value: object) -> object:
 
 
 class Config(_Model):
+    """The whole file. `model_validate` checks fields only; `load.load_config_text` also
+    runs `reference_problems` and reports everything with line numbers."""
+
     version: Annotated[Literal[1], BeforeValidator(_version)]
     state_dir: ConfigPath = Field(default_factory=default_state_dir)
     control: Control = Control()
@@ -322,66 +325,47 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
     are reported by the models; here they are skipped)."""
     top = _mapping(data)
     roots, views, roles = (_mapping(top.get(key)) for key in ("roots", "views", "roles"))
-    defined_roles = ", ".join(sorted(str(name) for name in roles)) or "none"
     problems: list[tuple[Loc, str]] = []
 
     def need_role(loc: Loc, role: object) -> None:
         if isinstance(role, str) and role not in roles:
-            problems.append(
-                (loc, f"role {role!r} is not defined in roles (defined: {defined_roles})")
-            )
+            defined = ", ".join(sorted(map(str, roles))) or "none"
+            problems.append((loc, f"role {role!r} is not defined in roles (defined: {defined})"))
 
     seen_paths: dict[Path, str] = {}
     for name, root in roots.items():
         root_map = _mapping(root)
         for cycle, model in (("prune", Prune), ("insight", Insight)):
-            settings = _mapping(root_map.get(cycle))
-            if settings.get("enabled") is True:
-                need_role(
-                    ("roots", name, cycle, "role"),
-                    settings.get("role", model.model_fields["role"].default),
-                )
+            cycle_map = _mapping(root_map.get(cycle))
+            if cycle_map.get("enabled") is True:
+                role = cycle_map.get("role", model.model_fields["role"].default)
+                need_role(("roots", name, cycle, "role"), role)
         need_role(("roots", name, "repair", "role"), _mapping(root_map.get("repair")).get("role"))
         try:
             path = expand_path(root_map.get("path"), base_dir)
         except ValueError:
             continue
         if path in seen_paths:
-            problems.append(
-                (
-                    ("roots", name, "path"),
-                    f"roots {seen_paths[path]} and {name} share the path {path}",
-                )
-            )
-        else:
-            seen_paths[path] = str(name)
+            message = f"roots {seen_paths[path]} and {name} share the path {path}"
+            problems.append((("roots", name, "path"), message))
+        seen_paths.setdefault(path, str(name))
 
-    known_roots = ", ".join(sorted(str(name) for name in roots)) or "none"
     for name, view in views.items():
         view_map = _mapping(view)
         root_name = view_map.get("root")
         if isinstance(root_name, str) and root_name not in roots:
-            problems.append(
-                (
-                    ("views", name, "root"),
-                    f"root {root_name!r} is not configured (roots: {known_roots})",
-                )
-            )
+            known = ", ".join(sorted(map(str, roots))) or "none"
+            message = f"root {root_name!r} is not configured (roots: {known})"
+            problems.append((("views", name, "root"), message))
         trust = _mapping(view_map.get("trust"))
-        keys = trust.get("keys", ())
-        threshold = trust.get("threshold", 1)
-        if (
-            trust.get("allow_unsigned") is not True
-            and isinstance(keys, list | tuple)
-            and isinstance(threshold, int)
-            and not isinstance(threshold, bool)
-            and threshold > len(set(map(str, keys)))
-        ):
-            problems.append(
-                (
-                    ("views", name, "trust", "threshold"),
-                    f"threshold {threshold} needs at least {threshold} distinct trust.keys "
-                    f"(has {len(set(map(str, keys)))}); add keys or set allow_unsigned: true",
-                )
+        keys, threshold = trust.get("keys", ()), trust.get("threshold", 1)
+        if not isinstance(keys, list | tuple) or type(threshold) is not int:
+            continue
+        distinct = len(set(map(str, keys)))
+        if trust.get("allow_unsigned") is not True and threshold > distinct:
+            message = (
+                f"threshold {threshold} needs at least {threshold} distinct trust.keys "
+                f"(has {distinct}); add keys or set allow_unsigned: true"
             )
+            problems.append((("views", name, "trust", "threshold"), message))
     return problems

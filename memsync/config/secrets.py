@@ -83,7 +83,14 @@ class SecretRef:
         if kind == "credential" and (not _CREDENTIAL_NAME.fullmatch(ref) or ref in {".", ".."}):
             raise ValueError("invalid credential name (a file name: letters, digits, '_.@:-')")
         if kind == "file":
-            path = Path(ref).expanduser()
+            if "\x00" in ref:
+                raise ValueError("a secret file path cannot contain a NUL character")
+            try:
+                path = Path(ref).expanduser()
+            except RuntimeError:
+                raise ValueError(
+                    "cannot expand the home directory in the secret file path"
+                ) from None
             if not path.is_absolute():
                 path = (base_dir or Path.cwd()) / path
             ref = str(path)
@@ -103,6 +110,12 @@ class SecretRef:
 
         return core_schema.with_info_plain_validator_function(
             validate,
+            json_schema_input_schema=core_schema.dict_schema(
+                core_schema.literal_schema(list(SECRET_KINDS)),
+                core_schema.str_schema(min_length=1),
+                min_length=1,
+                max_length=1,
+            ),
             serialization=core_schema.plain_serializer_function_ser_schema(serialize),
         )
 

@@ -96,8 +96,8 @@ def init_root(path: Path, *, upstream: str | None = None, branch: str = "main",
 def _join(git: Git, path: Path, branch: str, upstream: str, policy: SyncPolicy) -> InitResult:
     commit = git.rev_parse(f"refs/remotes/origin/{branch}")
     assert commit is not None
-    history = git.rev_list(commit)
-    changes = validate_changes(git.commit_changes(history), GitBlobs(git), policy)
+    _count, history = git.changes(commit, None)
+    changes = validate_changes(history, GitBlobs(git), policy)
     report = validate_tree(git.tree_view(commit), policy, default_graph_validator())
     problems = changes.problems + report.problems
     if problems:

@@ -53,43 +53,71 @@ def new_operation_id(kind: str) -> str:
 
 
 class Journal:
+    """Records live in `open/` while unsettled and move to the journal directory when settled.
+
+    Settling writes the final record first and removes the open one second, so a crash in
+    between leaves both and `unsettled` knows the operation is done. Finding the unsettled
+    work at the start of every cycle is one small directory listing.
+    """
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.open_dir = directory / "open"
 
-    def _path(self, operation_id: str) -> Path:
+    def _settled_path(self, operation_id: str) -> Path:
         return self.directory / f"{operation_id}.json"
 
+    def _open_path(self, operation_id: str) -> Path:
+        return self.open_dir / f"{operation_id}.json"
+
     def begin(self, kind: str, branch: str, start: str, upstream: str | None) -> Operation:
-        private_dir(self.directory)
         op = Operation(id=new_operation_id(kind), kind=kind, phase=RUNNING, branch=branch,
                        start=start, upstream=upstream)
-        write_json(self._path(op.id), op.to_json())
+        private_dir(self.open_dir)
+        write_json(self._open_path(op.id), op.to_json())
         return op
 
     def advance(self, op: Operation, phase: str, **changes: object) -> Operation:
         updated = replace(op, phase=phase, updated_at=timefmt.rfc3339(timefmt.now()),
                           pid=os.getpid(), **changes)  # type: ignore[arg-type]
-        write_json(self._path(op.id), updated.to_json())
-        if phase not in UNSETTLED:
+        if phase in UNSETTLED:
+            write_json(self._open_path(op.id), updated.to_json())
+        else:
+            write_json(self._settled_path(op.id), updated.to_json())
+            self._open_path(op.id).unlink(missing_ok=True)
             self._trim()
         return updated
 
     def load(self, operation_id: str) -> Operation | None:
-        return _parse(read_json(self._path(operation_id)))
+        return (_parse(read_json(self._open_path(operation_id)))
+                or _parse(read_json(self._settled_path(operation_id))))
 
-    def all(self) -> list[Operation]:
+    def settled(self) -> list[Operation]:
         if not self.directory.is_dir():
             return []
         ops = [_parse(read_json(p)) for p in sorted(self.directory.glob("*.json"))]
         return [op for op in ops if op is not None]
 
     def unsettled(self) -> list[Operation]:
-        return [op for op in self.all() if op.phase in UNSETTLED]
+        try:
+            paths = sorted(self.open_dir.glob("*.json"))
+        except OSError:
+            return []
+        found: list[Operation] = []
+        for path in paths:
+            op = _parse(read_json(path))
+            if op is None:
+                continue
+            if self._settled_path(op.id).exists():
+                path.unlink(missing_ok=True)  # settled just before a crash
+                continue
+            found.append(op)
+        return found
 
     def _trim(self) -> None:
-        settled = [op for op in self.all() if op.phase not in UNSETTLED]
-        for op in settled[:-KEEP_SETTLED] if len(settled) > KEEP_SETTLED else []:
-            self._path(op.id).unlink(missing_ok=True)
+        paths = sorted(self.directory.glob("*.json"))
+        for path in paths[:-KEEP_SETTLED] if len(paths) > KEEP_SETTLED else []:
+            path.unlink(missing_ok=True)
 
 
 def _parse(raw: object) -> Operation | None:

@@ -6,6 +6,10 @@ where from the branch, the index and the work tree, and finishes the publication
 everything it finds is our own half-written move. If anything else is found (a local edit,
 a moved branch), it changes nothing, fails the record and says so: an edit is never lost.
 Finally, candidate worktrees and refs that no unsettled record owns are removed.
+
+The cycle keeps one invariant that makes this cheap: a candidate ref or worktree exists
+only while its operation's record is unsettled (candidates are removed before a record
+settles). So when no record is open and no worktree is left, there is nothing to do.
 """
 
 from __future__ import annotations
@@ -30,59 +34,61 @@ class Recovered:
     message: str
 
 
+def needed(journal: J.Journal, layout: RootLayout) -> bool:
+    wt = layout.worktrees_dir
+    return bool(journal.unsettled()) or (wt.is_dir() and any(wt.iterdir()))
+
+
 def recover(git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
             ) -> list[Recovered]:
     done: list[Recovered] = []
     for op in journal.unsettled():
         if op.phase == J.RUNNING:
-            journal.advance(op, J.FAILED, message="interrupted before publication; "
-                            "the root was not touched")
-            done.append(Recovered(op.id, J.FAILED, "interrupted before publication"))
+            remove_candidate(git, layout, op.id)
+            message = ("interrupted before publication; the root was not touched"
+                       if op.kind == "sync" else "interrupted; the next cycle checks the upstream")
+            journal.advance(op, J.FAILED, message=message)
+            done.append(Recovered(op.id, J.FAILED, message))
         else:
-            done.append(_finish_prepared(git, journal, op, policy))
-        remove_candidate(git, layout, op.id)
+            outcome, message = _finish_prepared(git, op, policy)
+            remove_candidate(git, layout, op.id)
+            journal.advance(op, outcome, message=message)
+            done.append(Recovered(op.id, outcome, message))
     sweep(git, journal, layout)
     for item in done:
-        log.info("recovered operation %s: %s (%s)", item.operation_id, item.outcome,
-                 item.message)
+        log.warning("recovered operation %s: %s (%s)", item.operation_id, item.outcome,
+                    item.message)
     return done
 
 
-def _finish_prepared(git: Git, journal: J.Journal, op: J.Operation, policy: SyncPolicy
-                     ) -> Recovered:
+def _finish_prepared(git: Git, op: J.Operation, policy: SyncPolicy) -> tuple[str, str]:
     candidate = op.candidate
     if candidate is None:
-        journal.advance(op, J.FAILED, message="prepared record without a candidate")
-        return Recovered(op.id, J.FAILED, "prepared record without a candidate")
-    target = Target(op.branch, op.start, candidate, op.id)
+        return J.FAILED, "prepared record without a candidate"
     head = git.rev_parse(f"refs/heads/{op.branch}")
-
-    def settle(outcome: str, message: str) -> Recovered:
-        journal.advance(op, outcome, message=message)
-        return Recovered(op.id, outcome, message)
-
     if head == candidate or (head is not None and head != op.start
                              and git.is_ancestor(candidate, head)):
-        return settle(J.COMMITTED, "publication had completed before an interruption")
+        return J.COMMITTED, "publication had completed before an interruption"
     if head != op.start:
-        return settle(J.FAILED, "the branch moved after an interrupted publication; "
-                                "nothing was changed")
-    index_tree = git.write_tree()
+        return J.FAILED, "the branch moved after an interrupted publication; nothing changed"
+    if git.current_branch() != op.branch:
+        return J.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     dirty = blocking_changes(git.status(), policy)
     if dirty and not _all_match(git, dirty, candidate):
-        return settle(J.FAILED, "an interrupted publication found local edits; they were kept "
-                                "and nothing was published")
-    if index_tree == git.tree_of(candidate) or dirty:
-        # The work tree (fully or partly) already holds the candidate's files.
+        return J.FAILED, ("an interrupted publication found local edits; they were kept and "
+                          "nothing was published")
+    index_tree = git.write_tree()
+    if dirty or index_tree == git.tree_of(candidate):
+        # The index or work tree already holds (some of) the candidate's files: ours.
         git.reset_to(candidate)
     elif index_tree == git.tree_of(op.start):
-        git.run("update-index", "-q", "--refresh", check=False)
         git.read_tree_update(op.start, candidate)
     else:
-        return settle(J.FAILED, "the index matches neither the start nor the candidate; "
-                                "nothing was changed")
-    move_branch(git, target)
-    return settle(J.COMMITTED, "an interrupted publication was completed")
+        return J.FAILED, "the index matches neither the start nor the candidate; nothing changed"
+    if git.rev_parse(candidate_ref(op.id)) != candidate:
+        git.update_ref(candidate_ref(op.id), candidate, reason="memsync: recovery")
+    move_branch(git, Target(op.branch, op.start, candidate, op.id))
+    return J.COMMITTED, "an interrupted publication was completed"
 
 
 def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
@@ -92,22 +98,24 @@ def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
     hashes = git.hash_files(present)
     for path in paths:
         entry = wanted.get(path)
-        on_disk = hashes.get(path)
         if entry is None:
             if (git.cwd / path).exists() or (git.cwd / path).is_symlink():
                 return False
-        elif on_disk is None or on_disk != entry.oid:
+        elif hashes.get(path) != entry.oid:
             return False
     return True
 
 
-def remove_candidate(git: Git, layout: RootLayout, operation_id: str) -> None:
+def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bool = True
+                     ) -> None:
+    """Remove an operation's candidate worktree and (unless already gone) its ref."""
     path = layout.worktree(operation_id)
     if path.exists():
         git.worktree_remove(path)
         shutil.rmtree(path, ignore_errors=True)
-    git.worktree_prune()
-    git.delete_ref(candidate_ref(operation_id))
+        git.worktree_prune()
+    if ref:
+        git.delete_ref(candidate_ref(operation_id))
 
 
 def sweep(git: Git, journal: J.Journal, layout: RootLayout) -> None:

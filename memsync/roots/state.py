@@ -40,10 +40,10 @@ class RootState:
         except TypeError:
             return cls()
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, *, durable: bool = True) -> None:
         data = asdict(self)
         data["last_files"] = list(self.last_files)
-        write_json(path, data)
+        write_json(path, data, durable=durable)
 
     def recorded(self, status: str, message: str, files: tuple[str, ...], head: str | None,
                  upstream: str | None, trusted: str | None) -> RootState:

@@ -8,7 +8,7 @@ is still refused. Both are pure and report every problem at once, in a stable or
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from memsync.validators.graph import GraphValidator, default_graph_validator
 from memsync.validators.paths import (
@@ -28,7 +28,11 @@ def _order(problem: Problem) -> tuple[str, str, int, str]:
 
 
 def validate_tree(
-    tree: TreeView, policy: SyncPolicy, graph: GraphValidator | None = None
+    tree: TreeView,
+    policy: SyncPolicy,
+    graph: GraphValidator | None = None,
+    *,
+    content_paths: Collection[str] | None = None,
 ) -> Report:
     """Every problem of one whole tree, the graph's included.
 
@@ -37,6 +41,9 @@ def validate_tree(
 
     Bytes are read only for regular files whose name passed and whose size is within the
     cap: a forbidden or unsafe path is reported for its name, not also for its bytes.
+    `content_paths` limits the byte checks to those paths: a candidate that differs from an
+    already validated tree only there needs no other file read (publication is O(diff));
+    names, modes, sizes and collisions are still checked for every entry.
     """
     problems: list[Problem] = []
     readable: list[str] = []
@@ -48,6 +55,9 @@ def validate_tree(
         problems += check_entry(path, entry, policy)
         if name_problem is None and within_cap(entry, policy):
             readable.append(path)
+    if content_paths is not None:
+        wanted = set(content_paths)
+        readable = [path for path in readable if path in wanted]
     tree.preload(readable)
     for path in readable:
         text_problem = check_text(path, tree.content(path))

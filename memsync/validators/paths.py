@@ -9,6 +9,8 @@ The `.git` rules follow Git's own `is_ntfs_dotgit` (path.c) and `is_hfs_dotgit` 
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -33,6 +35,12 @@ _WINDOWS_RESERVED = frozenset(
 )
 _WINDOWS_FORBIDDEN = frozenset('<>:"|?*')
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+# The common case, decided by two regexes: ASCII components that start with a letter, digit
+# or underscore (so no `.git`, `..` or `git~1`), no trailing dot, no Windows device name.
+_PLAIN = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_PLAIN_RISK = re.compile(r"\./|\.$|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)",
+                         re.IGNORECASE)
 
 
 def printable(path: str) -> str:
@@ -127,8 +135,41 @@ def _portable(path: str, policy: SyncPolicy) -> str | None:
     return None
 
 
+def _is_plain(path: str, policy: SyncPolicy) -> bool:
+    """True when no unsafe-path or dotgit-path rule can apply (checked without splitting)."""
+    if _PLAIN.fullmatch(path) is None or _PLAIN_RISK.search(path) is not None:
+        return False
+    if len(path) > policy.max_component_bytes:
+        return len(path) <= policy.max_path_bytes and all(
+            len(c) <= policy.max_component_bytes for c in path.split("/"))
+    return True
+
+
+def _allowlist(path: str, policy: SyncPolicy) -> Problem | None:
+    if policy.is_legacy(path):
+        shown = printable(path)
+        message = f"'{shown}' is a legacy reference file; it stays local and is never synchronized"
+        return Problem("legacy-reference", shown, None, message)
+    if not policy.allows(path):
+        shown = printable(path)
+        message = f"'{shown}' is outside the synchronized memory files (the sync allowlist)"
+        return Problem("path-not-allowed", shown, None, message)
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def check_name(path: str, policy: SyncPolicy) -> Problem | None:
-    """The first name rule `path` breaks, or None when it may be synchronized."""
+    """The first name rule `path` breaks, or None when it may be synchronized.
+
+    Pure, so cached: a daemon re-validating a large root sees the same names every cycle.
+    """
+    if _is_plain(path, policy):
+        return _allowlist(path, policy)
+    return check_name_fully(path, policy)
+
+
+def check_name_fully(path: str, policy: SyncPolicy) -> Problem | None:
+    """`check_name` without the fast path (the reference the fast path is tested against)."""
     why = _structural(path)
     if why is not None:
         return _unsafe(path, why)
@@ -143,17 +184,14 @@ def check_name(path: str, policy: SyncPolicy) -> Problem | None:
     why = _portable(path, policy)
     if why is not None:
         return _unsafe(path, why)
-    if policy.is_legacy(path):
-        message = f"'{shown}' is a legacy reference file; it stays local and is never synchronized"
-        return Problem("legacy-reference", shown, None, message)
-    if not policy.allows(path):
-        message = f"'{shown}' is outside the synchronized memory files (the sync allowlist)"
-        return Problem("path-not-allowed", shown, None, message)
-    return None
+    return _allowlist(path, policy)
 
 
 def check_entry(path: str, entry: Entry, policy: SyncPolicy) -> list[Problem]:
     """Mode and size rules for one tree entry."""
+    size = entry.size if entry.size is not None else _data_size(entry)
+    if entry.mode == MODE_FILE and (size is None or size <= policy.max_file_size):
+        return []
     shown = printable(path)
     problems: list[Problem] = []
     if entry.mode == MODE_GITLINK:
@@ -166,7 +204,6 @@ def check_entry(path: str, entry: Entry, policy: SyncPolicy) -> list[Problem]:
     elif entry.mode != MODE_FILE:
         message = f"'{shown}' is not a regular file (mode {entry.mode:06o})"
         problems.append(Problem("special-file", shown, None, message))
-    size = entry.size if entry.size is not None else _data_size(entry)
     if size is not None and size > policy.max_file_size:
         message = f"'{shown}' is {size} bytes, over the {policy.max_file_size}-byte cap"
         problems.append(Problem("too-large", shown, None, message))
@@ -195,7 +232,10 @@ def check_text(path: str, data: bytes) -> Problem | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _fold(component: str) -> str:
+    if component.isascii():
+        return component.lower()
     normalized = unicodedata.normalize("NFC", component).casefold()
     return "".join(c for c in normalized if ord(c) not in HFS_IGNORABLES)
 
@@ -209,6 +249,8 @@ def case_collisions(paths: Iterable[str]) -> list[Problem]:
     first (sorted) path it clashes with.
     """
     ordered = sorted(set(paths))
+    if not _may_collide(ordered):
+        return []
     split = {p: p.split("/") for p in ordered}
     folded = {p: tuple(_fold(c) for c in parts) for p, parts in split.items()}
     # folded prefix -> {(spelling of the prefix, is it the file itself): first path}
@@ -244,6 +286,26 @@ def case_collisions(paths: Iterable[str]) -> list[Problem]:
             problems.append(Problem("case-collision", shown, None, message))
             break
     return problems
+
+
+def _may_collide(paths: list[str]) -> bool:
+    """A cheap screen: False when no two paths or directory prefixes fold to one name."""
+    files: set[str] = set()
+    dirs: dict[str, str] = {}
+    for path in paths:
+        key = "/".join(_fold(c) for c in path.split("/"))
+        if key in files:
+            return True
+        files.add(key)
+        cut = path.rfind("/")
+        while cut > 0:
+            prefix = path[:cut]
+            folded = key[: len(prefix)] if prefix.isascii() else "/".join(
+                _fold(c) for c in prefix.split("/"))
+            if dirs.setdefault(folded, prefix) != prefix:
+                return True
+            cut = path.rfind("/", 0, cut)
+    return any(key in files for key in dirs)
 
 
 _WHERE = " on case-insensitive or Unicode-normalizing file systems (macOS, Windows)"

@@ -8,8 +8,8 @@ through a `BlobSource` that the adapter supplies, so validation never runs git i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 MODE_FILE = 0o100644
 MODE_EXECUTABLE = 0o100755
@@ -18,14 +18,17 @@ MODE_GITLINK = 0o160000
 MODE_SPECIAL = 0  # a FIFO, socket or device node seen in a work tree
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One leaf of a tree: its Git-style mode, size in bytes, and where its bytes live."""
+class Entry(NamedTuple):
+    """One leaf of a tree: its Git-style mode, size in bytes, and where its bytes live.
+
+    A NamedTuple rather than a frozen dataclass: trees hold tens of thousands of entries and
+    tuples are built several times faster.
+    """
 
     mode: int
     size: int | None = None
     oid: str | None = None
-    data: bytes | None = field(default=None, repr=False)
+    data: bytes | None = None
 
     @property
     def is_regular(self) -> bool:

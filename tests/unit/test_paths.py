@@ -460,3 +460,21 @@ def test_gitignore_matches_the_allowlist_in_real_git(tmp_path: Path) -> None:
 
 def _z(paths: list[str]) -> bytes:
     return b"".join(p.encode() + b"\0" for p in paths)
+
+
+@given(st.text(alphabet=st.sampled_from("abcXYZ019_.-/~ \\:\u00e9\u200c"), max_size=40))
+def test_fast_path_agrees_with_the_full_check(path: str) -> None:
+    from memsync.validators.paths import check_name_fully
+
+    assert check_name(path, DEFAULT_POLICY) == check_name_fully(path, DEFAULT_POLICY)
+
+
+@given(st.lists(st.sampled_from(["MEMORY.md", "memory.md", "MEMORY_a.md", "MEMORY_A.md",
+                                 "shared_views/a/view.md", "shared_views/A/view.md",
+                                 "shared_views/a", "insight_logs/x.md", "Insight_logs/y.md"]),
+                unique=True))
+def test_collision_screen_never_hides_a_collision(paths: list[str]) -> None:
+    from memsync.validators.paths import _may_collide
+
+    if case_collisions(paths):
+        assert _may_collide(sorted(paths))

@@ -68,7 +68,8 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["60", "60x", " 60s", "60s ", "6 0s", "1.5m", "-5s", "+5s", "s", "", "60S", "٣s", "5sec"]
+    "text",
+    ["60", "60x", " 60s", "60s ", "6 0s", "1.5m", "-5s", "+5s", "s", "", "60S", "٣s", "5sec"],
 )
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match=r"<int><ms\|s\|m\|h\|d>"):

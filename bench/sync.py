@@ -1,0 +1,150 @@
+"""B2 and B3 (design/BENCHMARKS.md): sync-now against raw git on the same upstream.
+
+B2: a cycle with nothing to do, against `git fetch` of the same upstream.
+B3: a cycle admitting one incoming commit that touches one file, against
+`git fetch && git merge --ff-only`, on a 100-file and a 10k-file root (publication must be
+O(diff), so the 10k-file root may cost at most 2x the 100-file one).
+
+The memsync side runs in-process (`sync_root`, as the daemon runs it); the CLI's own
+start-up time is reported separately.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memsync.config.model import RootSettings
+from memsync.roots.cycle import SyncOptions, sync_root
+
+RUNS = 15
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=ENV, input=stdin, capture_output=True,
+                          check=True)
+    return done.stdout.decode().strip()
+
+
+def make_upstream(base: Path, files: int) -> Path:
+    """A bare upstream whose one commit holds MEMORY.md, PURSUITS.md and `files` detail files."""
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    stream = bytearray(b"commit refs/heads/main\ncommitter Bench <b@e> 0 +0000\ndata 4\nbase\n")
+
+    def add(path: str, data: bytes) -> None:
+        stream.extend(b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data
+                      + b"\n")
+
+    add("MEMORY.md", b"# User Context\n")
+    add("PURSUITS.md", b"# Pursuits\n\n## Focus\n")
+    add(".gitignore", b"*\n!MEMORY*.md\n!PURSUITS.md\n!.gitignore\n")
+    for i in range(files - 3):
+        add(f"MEMORY_note{i:05d}.md", f"# Note {i}\n\nsome remembered fact {i}\n".encode())
+    git(upstream, "fast-import", "--quiet", stdin=bytes(stream))
+    return upstream
+
+
+def clone(upstream: Path, path: Path) -> Path:
+    git(path.parent, "clone", "-q", str(upstream), str(path))
+    return path
+
+
+def settings(path: Path) -> RootSettings:
+    return RootSettings(name="bench", path=path, branch=None, max_file_size=4 << 20, watch=False,
+                        sync_enabled=True, remote="origin", interval=timedelta(seconds=60),
+                        push=True, autocommit=False, timeout=timedelta(seconds=120))
+
+
+def timed(fn: Any) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def b2(base: Path) -> dict[str, Any]:
+    upstream = make_upstream(base, 100)
+    root = clone(upstream, base / "root")
+    raw = clone(upstream, base / "raw")
+    state = base / "state"
+    cfg = settings(root)
+    assert sync_root(cfg, state, SyncOptions()).status == "current"
+    ours, theirs = [], []
+    for _ in range(RUNS):
+        ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "current")))
+        theirs.append(timed(lambda: git(raw, "fetch", "-q", "origin")))
+    cli = _cli_ms(base, root, state)
+    return _row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x",
+                cli_ms=cli)
+
+
+def b3(base: Path, files: int) -> dict[str, Any]:
+    upstream = make_upstream(base, files)
+    writer = clone(upstream, base / "writer")
+    root = clone(upstream, base / "root")
+    raw = clone(upstream, base / "raw")
+    state = base / "state"
+    cfg = settings(root)
+    sync_root(cfg, state, SyncOptions())
+    ours, theirs = [], []
+    for i in range(RUNS):
+        (writer / "MEMORY_note00001.md").write_text(f"# Note 1\n\nrevision {i}\n")
+        git(writer, "commit", "-qam", f"edit {i}")
+        git(writer, "push", "-q", "origin", "main")
+        ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "synced")))
+        theirs.append(timed(lambda: (git(raw, "fetch", "-q", "origin"),
+                                     git(raw, "merge", "-q", "--ff-only", "origin/main"))))
+    return _row(f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours,
+                theirs, "<= 2.5x")
+
+
+def _expect(result: Any, status: str) -> None:
+    if result.status != status:
+        raise RuntimeError(f"expected {status}, got {result.status}: {result.message}")
+
+
+def _cli_ms(base: Path, root: Path, state: Path) -> float:
+    cfg = base / "config.yaml"
+    cfg.write_text(f"version: 1\nstate_dir: {state}\nroots:\n  bench:\n    path: {root}\n")
+    runs = []
+    for _ in range(5):
+        runs.append(timed(lambda: subprocess.run(
+            [sys.executable, "-m", "memsync", "--config", str(cfg), "sync-now"], env=ENV,
+            capture_output=True, check=True)))
+    return statistics.median(runs)
+
+
+def _row(name: str, ours: list[float], theirs: list[float], target: str, **extra: Any
+         ) -> dict[str, Any]:
+    m, r = statistics.median(ours), statistics.median(theirs)
+    return {"name": name, "memsync_ms": m, "raw_ms": r, "ratio": m / r, "target": target,
+            "runs": len(ours), **extra}
+
+
+def run() -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-") as tmp:
+        base = Path(tmp)
+        for name, job in (("b2", lambda p: b2(p)), ("b3-100", lambda p: b3(p, 100)),
+                          ("b3-10k", lambda p: b3(p, 10_000))):
+            (base / name).mkdir()
+            rows.append(job(base / name))
+    small, large = rows[1]["memsync_ms"], rows[2]["memsync_ms"]
+    rows.append({"name": "B3 10k-file / 100-file root (memsync)", "memsync_ms": large,
+                 "raw_ms": small, "ratio": large / small, "target": "<= 2x", "runs": RUNS})
+    return rows
