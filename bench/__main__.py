@@ -17,8 +17,10 @@ def main() -> int:
     width = max(len(r["name"]) for r in rows)
     print(f"{'benchmark':<{width}}  {'memsync ms':>10}  {'raw ms':>8}  {'ratio':>6}  target")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['memsync_ms']:>10.1f}  {r['raw_ms']:>8.1f}  "
-              f"{r['ratio']:>6.2f}  {r['target']}")
+        print(
+            f"{r['name']:<{width}}  {r['memsync_ms']:>10.1f}  {r['raw_ms']:>8.1f}  "
+            f"{r['ratio']:>6.2f}  {r['target']}"
+        )
     print(f"\nwritten: {out / 'bench.json'}")
     return 0
 

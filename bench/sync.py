@@ -36,8 +36,9 @@ ENV = {
 
 
 def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=ENV, input=stdin, capture_output=True,
-                          check=True)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=ENV, input=stdin, capture_output=True, check=True
+    )
     return done.stdout.decode().strip()
 
 
@@ -48,8 +49,9 @@ def make_upstream(base: Path, files: int) -> Path:
     stream = bytearray(b"commit refs/heads/main\ncommitter Bench <b@e> 0 +0000\ndata 4\nbase\n")
 
     def add(path: str, data: bytes) -> None:
-        stream.extend(b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data
-                      + b"\n")
+        stream.extend(
+            b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data + b"\n"
+        )
 
     add("MEMORY.md", b"# User Context\n")
     add("PURSUITS.md", b"# Pursuits\n\n## Focus\n")
@@ -66,9 +68,19 @@ def clone(upstream: Path, path: Path) -> Path:
 
 
 def settings(path: Path) -> RootSettings:
-    return RootSettings(name="bench", path=path, branch=None, max_file_size=4 << 20, watch=False,
-                        sync_enabled=True, remote="origin", interval=timedelta(seconds=60),
-                        push=True, autocommit=False, timeout=timedelta(seconds=120))
+    return RootSettings(
+        name="bench",
+        path=path,
+        branch=None,
+        max_file_size=4 << 20,
+        watch=False,
+        sync_enabled=True,
+        remote="origin",
+        interval=timedelta(seconds=60),
+        push=True,
+        autocommit=False,
+        timeout=timedelta(seconds=120),
+    )
 
 
 def timed(fn: Any) -> float:
@@ -89,8 +101,7 @@ def b2(base: Path) -> dict[str, Any]:
         ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "current")))
         theirs.append(timed(lambda: git(raw, "fetch", "-q", "origin")))
     cli = _cli_ms(base, root, state)
-    return _row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x",
-                cli_ms=cli)
+    return _row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x", cli_ms=cli)
 
 
 def b3(base: Path, files: int) -> dict[str, Any]:
@@ -107,10 +118,17 @@ def b3(base: Path, files: int) -> dict[str, Any]:
         git(writer, "commit", "-qam", f"edit {i}")
         git(writer, "push", "-q", "origin", "main")
         ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "synced")))
-        theirs.append(timed(lambda: (git(raw, "fetch", "-q", "origin"),
-                                     git(raw, "merge", "-q", "--ff-only", "origin/main"))))
-    return _row(f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours,
-                theirs, "<= 2.5x")
+        theirs.append(
+            timed(
+                lambda: (
+                    git(raw, "fetch", "-q", "origin"),
+                    git(raw, "merge", "-q", "--ff-only", "origin/main"),
+                )
+            )
+        )
+    return _row(
+        f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours, theirs, "<= 2.5x"
+    )
 
 
 def _expect(result: Any, status: str) -> None:
@@ -123,28 +141,54 @@ def _cli_ms(base: Path, root: Path, state: Path) -> float:
     cfg.write_text(f"version: 1\nstate_dir: {state}\nroots:\n  bench:\n    path: {root}\n")
     runs = []
     for _ in range(5):
-        runs.append(timed(lambda: subprocess.run(
-            [sys.executable, "-m", "memsync", "--config", str(cfg), "sync-now"], env=ENV,
-            capture_output=True, check=True)))
+        runs.append(
+            timed(
+                lambda: subprocess.run(
+                    [sys.executable, "-m", "memsync", "--config", str(cfg), "sync-now"],
+                    env=ENV,
+                    capture_output=True,
+                    check=True,
+                )
+            )
+        )
     return statistics.median(runs)
 
 
-def _row(name: str, ours: list[float], theirs: list[float], target: str, **extra: Any
-         ) -> dict[str, Any]:
+def _row(
+    name: str, ours: list[float], theirs: list[float], target: str, **extra: Any
+) -> dict[str, Any]:
     m, r = statistics.median(ours), statistics.median(theirs)
-    return {"name": name, "memsync_ms": m, "raw_ms": r, "ratio": m / r, "target": target,
-            "runs": len(ours), **extra}
+    return {
+        "name": name,
+        "memsync_ms": m,
+        "raw_ms": r,
+        "ratio": m / r,
+        "target": target,
+        "runs": len(ours),
+        **extra,
+    }
 
 
 def run() -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="memsync-bench-") as tmp:
         base = Path(tmp)
-        for name, job in (("b2", lambda p: b2(p)), ("b3-100", lambda p: b3(p, 100)),
-                          ("b3-10k", lambda p: b3(p, 10_000))):
+        for name, job in (
+            ("b2", b2),
+            ("b3-100", lambda p: b3(p, 100)),
+            ("b3-10k", lambda p: b3(p, 10_000)),
+        ):
             (base / name).mkdir()
             rows.append(job(base / name))
     small, large = rows[1]["memsync_ms"], rows[2]["memsync_ms"]
-    rows.append({"name": "B3 10k-file / 100-file root (memsync)", "memsync_ms": large,
-                 "raw_ms": small, "ratio": large / small, "target": "<= 2x", "runs": RUNS})
+    rows.append(
+        {
+            "name": "B3 10k-file / 100-file root (memsync)",
+            "memsync_ms": large,
+            "raw_ms": small,
+            "ratio": large / small,
+            "target": "<= 2x",
+            "runs": RUNS,
+        }
+    )
     return rows

@@ -21,7 +21,7 @@ from memsync import __version__
 from memsync.config import find_config_path, load_config, settings_from
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sample import SAMPLE
-from memsync.errors import ConfigError, GitError, MemsyncError
+from memsync.errors import ConfigError, GitError, MemsyncError, UsageError
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
@@ -83,9 +83,13 @@ def _setup_logging(debug: bool) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", "config_path", metavar="PATH",
-              help="Config file (default: $MEMSYNC_CONFIG, then "
-                   "$XDG_CONFIG_HOME/memsync/config.yaml, then /etc/memsync/config.yaml).")
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Config file (default: $MEMSYNC_CONFIG, then "
+    "$XDG_CONFIG_HOME/memsync/config.yaml, then /etc/memsync/config.yaml).",
+)
 @click.option("--debug", is_flag=True, help="Verbose logs on stderr; tracebacks on errors.")
 @click.version_option(__version__, prog_name="memsync")
 @click.pass_context
@@ -104,25 +108,36 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--upstream", metavar="URL", help="Git remote to use as `origin`; an empty "
-              "upstream receives the baseline, an existing one is joined.")
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="Git remote to use as `origin`; an empty "
+    "upstream receives the baseline, an existing one is joined.",
+)
 @click.option("--branch", default="main", show_default=True, help="Branch name.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def init(path: Path, upstream: str | None, branch: str, as_json: bool) -> int:
     """Create a valid RightMemory-format memory root at PATH."""
     done = init_root(path, upstream=upstream, branch=branch)
-    report = InitReport(path=str(done.path), created=done.created, joined=done.joined,
-                        head=done.head, branch=done.branch,
-                        upstream=redact(done.upstream) if done.upstream else None,
-                        pushed=done.pushed, message=done.message)
+    report = InitReport(
+        path=str(done.path),
+        created=done.created,
+        joined=done.joined,
+        head=done.head,
+        branch=done.branch,
+        upstream=redact(done.upstream) if done.upstream else None,
+        pushed=done.pushed,
+        message=done.message,
+    )
     if as_json:
         _emit(report)
     else:
-        click.echo(f"{done.path}: {done.message} (branch {done.branch}, "
-                   f"head {done.head[:12]})")
+        click.echo(f"{done.path}: {done.message} (branch {done.branch}, head {done.head[:12]})")
         if done.upstream is None:
-            click.echo("next: add an upstream with `git remote add origin URL`, then list the "
-                       "root under `roots:` in your memsync config")
+            click.echo(
+                "next: add an upstream with `git remote add origin URL`, then list the "
+                "root under `roots:` in your memsync config"
+            )
     return EXIT_OK
 
 
@@ -140,15 +155,22 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         git = Git(path)
         commit = git.rev_parse(rev)
         if commit is None:
-            raise MemsyncError(f"{rev!r} is not a commit in {path}",
-                               hint="give a branch, tag or commit id that exists")
+            raise UsageError(
+                f"{rev!r} is not a commit in {path}",
+                hint="give a branch, tag or commit id that exists",
+            )
         tree = git.tree_view(commit)
     else:
         tree = worktree_view(path)
     report = validate_tree(tree, policy, default_graph_validator())
-    out = ValidateReport(valid=report.ok, root=str(path.absolute()), rev=rev,
-                         files=report.files, items=report.items,
-                         problems=[ProblemModel.of(p) for p in report.problems])
+    out = ValidateReport(
+        valid=report.ok,
+        root=str(path.absolute()),
+        rev=rev,
+        files=report.files,
+        items=report.items,
+        problems=[ProblemModel.of(p) for p in report.problems],
+    )
     if as_json:
         _emit(out)
     else:
@@ -169,18 +191,28 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
 @cli.command("sync-now")
 @click.argument("roots", nargs=-1, metavar="[ROOT]...")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--accept-rewrite", is_flag=True,
-              help="Proceed even though the upstream was rewound or rewritten.")
+@click.option(
+    "--accept-rewrite",
+    is_flag=True,
+    help="Proceed even though the upstream was rewound or rewritten.",
+)
 @click.option("--no-push", is_flag=True, help="Admit incoming commits but push nothing.")
 @click.option("--dry-run", is_flag=True, help="Plan and validate; publish and push nothing.")
 @click.pass_obj
-def sync_now(app: App, roots: tuple[str, ...], as_json: bool, accept_rewrite: bool,
-             no_push: bool, dry_run: bool) -> int:
+def sync_now(
+    app: App,
+    roots: tuple[str, ...],
+    as_json: bool,
+    accept_rewrite: bool,
+    no_push: bool,
+    dry_run: bool,
+) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     settings = app.settings()
     chosen = _choose(settings, roots)
-    options = SyncOptions(accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run,
-                          wait=None)
+    options = SyncOptions(
+        accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
+    )
     results = [sync_root(r, settings.state_dir, options) for r in chosen]
     if as_json:
         _emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
@@ -194,7 +226,7 @@ def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
     known = {r.name: r for r in settings.roots}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise MemsyncError(
+        raise UsageError(
             f"unknown root(s): {', '.join(unknown)}",
             hint=f"configured roots: {', '.join(known) or 'none'}",
         )
@@ -206,8 +238,7 @@ def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
 def _print_result(r: SyncResult) -> None:
     head = r.head[:12] if r.head else "-"
     dry = " (dry run)" if r.dry_run else ""
-    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} "
-               f"[{r.duration_ms} ms]")
+    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
     for p in r.problems:
         click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
     if r.files and not r.problems and r.status not in ("current",):
@@ -236,8 +267,10 @@ def status(app: App, as_json: bool) -> int:
 def _print_status(report: StatusReport) -> None:
     daemon = report.daemon
     click.echo(f"daemon: {'running, pid ' + str(daemon.pid) if daemon.running else 'not running'}")
-    click.echo(f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
-               f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS")
+    click.echo(
+        f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
+        f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
+    )
     for r in report.roots:
         click.echo(
             f"{r.root:<16} {r.status or 'never':<12} {(r.head or '-')[:12]:<12} "
@@ -309,16 +342,22 @@ def render_error(exc: BaseException, debug: bool) -> int:
         return exc.exit_code
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} "
-               "(rerun with --debug for a traceback, and please report it)", err=True)
+    click.echo(
+        f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} "
+        "(rerun with --debug for a traceback, and please report it)",
+        err=True,
+    )
     return EXIT_INTERNAL
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        code = cli.main(args=list(argv) if argv is not None else None, prog_name="memsync",
-                        standalone_mode=False)
+        code = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="memsync",
+            standalone_mode=False,
+        )
         code = code if isinstance(code, int) else EXIT_OK
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("memsync: interrupted", err=True)
@@ -328,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
-    except Exception as exc:  # noqa: BLE001 - the one place every error is rendered
+    except Exception as exc:
         code = render_error(exc, debug)
     sys.stdout.flush()
     sys.exit(code)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -99,3 +102,14 @@ class LockBusy(MemsyncError):
 
 class JournalError(MemsyncError):
     """An operation record could not be read or written."""
+
+
+class InternalError(MemsyncError):
+    """A state memsync itself should never reach (a bug): reported, never hidden."""
+
+
+def require(value: T | None, what: str) -> T:
+    """`value`, or an InternalError naming what was missing (asserts vanish under -O)."""
+    if value is None:
+        raise InternalError(f"internal: {what} is missing")
+    return value

@@ -33,18 +33,27 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
         if settings.path.is_dir() and git.git_dir() is not None:
             work = git.work_state()
             branch, head = work.branch, work.head
-            dirty = bool(blocking_changes(work.entries,
-                                          SyncPolicy(max_file_size=settings.max_file_size)))
+            dirty = bool(
+                blocking_changes(work.entries, SyncPolicy(max_file_size=settings.max_file_size))
+            )
             ahead, behind = work.ahead, work.behind
         else:
             message = f"{settings.path} is not the top level of a Git work tree"
     except GitError as exc:
         message = exc.message
     return RootStatus(
-        root=settings.name, path=str(settings.path), head=head, branch=branch,
-        status=state.last_status, message=message,
-        last_success_at=state.last_success_at, last_failure_at=state.last_failure_at,
-        dirty=dirty, ahead=ahead, behind=behind, pending_operations=pending,
+        root=settings.name,
+        path=str(settings.path),
+        head=head,
+        branch=branch,
+        status=state.last_status,
+        message=message,
+        last_success_at=state.last_success_at,
+        last_failure_at=state.last_failure_at,
+        dirty=dirty,
+        ahead=ahead,
+        behind=behind,
+        pending_operations=pending,
         trusted_upstream=state.trusted_upstream,
         prune=CycleStatus(enabled=False),
         insight=InsightStatus(enabled=False, points=0, threshold=0),

@@ -24,8 +24,7 @@ class ProblemModel(_Wire):
 
     @classmethod
     def of(cls, problem: Problem) -> ProblemModel:
-        return cls(code=problem.code, path=problem.path, line=problem.line,
-                   message=problem.message)
+        return cls(code=problem.code, path=problem.path, line=problem.line, message=problem.message)
 
 
 class SyncResultModel(_Wire):
@@ -44,11 +43,17 @@ class SyncResultModel(_Wire):
     @classmethod
     def of(cls, result: SyncResult) -> SyncResultModel:
         return cls(
-            root=result.root, status=result.status, message=result.message, head=result.head,
-            upstream=result.upstream, files=list(result.files),
+            root=result.root,
+            status=result.status,
+            message=result.message,
+            head=result.head,
+            upstream=result.upstream,
+            files=list(result.files),
             problems=[ProblemModel.of(p) for p in result.problems],
-            rescue_ref=result.rescue_ref, operation_id=result.operation_id,
-            duration_ms=result.duration_ms, dry_run=result.dry_run,
+            rescue_ref=result.rescue_ref,
+            operation_id=result.operation_id,
+            duration_ms=result.duration_ms,
+            dry_run=result.dry_run,
         )
 
 

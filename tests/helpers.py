@@ -24,10 +24,11 @@ GIT_ENV = {
 }
 
 
-def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:  # noqa: A002
+def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
     env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=input, capture_output=True,
-                          check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, input=input, capture_output=True, check=False
+    )
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.decode()}")
     return done.stdout.decode("utf-8", "surrogateescape").strip()
@@ -43,8 +44,13 @@ def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
-def commit(root: Path, files: Mapping[str, bytes | str | None], message: str = "edit",
-           *, force_add: bool = True) -> str:
+def commit(
+    root: Path,
+    files: Mapping[str, bytes | str | None],
+    message: str = "edit",
+    *,
+    force_add: bool = True,
+) -> str:
     write(root, files)
     for rel, data in files.items():
         if data is None:
@@ -73,7 +79,7 @@ def snapshot(root: Path) -> Snapshot:
     files: dict[str, str] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if rel == ".git" or rel.startswith(".git/") or path.is_dir() and not path.is_symlink():
+        if rel == ".git" or rel.startswith(".git/") or (path.is_dir() and not path.is_symlink()):
             continue
         data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
         files[rel] = hashlib.sha256(data).hexdigest()
@@ -89,17 +95,23 @@ def snapshot(root: Path) -> Snapshot:
 
 def settings_for(name: str, path: Path, **overrides: object) -> RootSettings:
     values: dict[str, object] = {
-        "name": name, "path": path, "branch": None, "max_file_size": 4 * 1024 * 1024,
-        "watch": False, "sync_enabled": True, "remote": "origin",
-        "interval": timedelta(seconds=60), "push": True, "autocommit": False,
+        "name": name,
+        "path": path,
+        "branch": None,
+        "max_file_size": 4 * 1024 * 1024,
+        "watch": False,
+        "sync_enabled": True,
+        "remote": "origin",
+        "interval": timedelta(seconds=60),
+        "push": True,
+        "autocommit": False,
         "timeout": timedelta(seconds=60),
     }
     values.update(overrides)
     return RootSettings(**values)  # type: ignore[arg-type]
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition"
-             ) -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

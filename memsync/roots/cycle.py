@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsync.config.model import RootSettings
-from memsync.errors import GitError, GitTimeout, LockBusy
+from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal as J
 from memsync.roots import recovery
 from memsync.roots import result as R
@@ -43,13 +43,18 @@ class SyncOptions:
     wait: float | None = None  # seconds to wait for the root lock; 0 answers `busy` at once
 
 
-def sync_root(settings: RootSettings, state_dir: Path, options: SyncOptions,
-              graph: GraphValidator | None = None) -> R.SyncResult:
+def sync_root(
+    settings: RootSettings,
+    state_dir: Path,
+    options: SyncOptions,
+    graph: GraphValidator | None = None,
+) -> R.SyncResult:
     """Run one cycle and record its outcome in the root's state file."""
     started = time.monotonic()
     if not settings.sync_enabled:
-        return R.SyncResult(settings.name, R.DISABLED,
-                            f"sync is off (roots.{settings.name}.sync.enabled: false)")
+        return R.SyncResult(
+            settings.name, R.DISABLED, f"sync is off (roots.{settings.name}.sync.enabled: false)"
+        )
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
         with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):
@@ -63,8 +68,13 @@ def sync_root(settings: RootSettings, state_dir: Path, options: SyncOptions,
 
 
 class _Cycle:
-    def __init__(self, settings: RootSettings, layout: RootLayout, options: SyncOptions,
-                 graph: GraphValidator) -> None:
+    def __init__(
+        self,
+        settings: RootSettings,
+        layout: RootLayout,
+        options: SyncOptions,
+        graph: GraphValidator,
+    ) -> None:
         self.s = settings
         self.layout = layout
         self.options = options
@@ -81,14 +91,14 @@ class _Cycle:
         self.start = ""
 
     def result(self, status: str, message: str, **fields: object) -> R.SyncResult:
-        return R.SyncResult(self.s.name, status, message, dry_run=self.options.dry_run,
-                            **fields)  # type: ignore[arg-type]
+        return R.SyncResult(self.s.name, status, message, dry_run=self.options.dry_run, **fields)  # type: ignore[arg-type]
 
     def record(self, result: R.SyncResult) -> None:
         if result.status in (R.BUSY, R.DISABLED):
             return
-        updated = self.state.recorded(result.status, result.message, result.files,
-                                      result.head, result.upstream, self.trusted)
+        updated = self.state.recorded(
+            result.status, result.message, result.files, result.head, result.upstream, self.trusted
+        )
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
@@ -111,8 +121,9 @@ class _Cycle:
         if not path.is_dir():
             return self.result(R.UNCONFIGURED, f"the root path {path} does not exist")
         if self.git.git_dir() is None:
-            return self.result(R.UNCONFIGURED,
-                               f"{path} is not the top level of its own Git work tree")
+            return self.result(
+                R.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
+            )
         if recovery.needed(self.journal, self.layout):
             recovery.recover(self.git, self.journal, self.layout, self.policy)
         state = self.git.work_state(refresh=True)
@@ -120,46 +131,70 @@ class _Cycle:
         if not self.branch:
             return self.result(R.ERROR, "HEAD is detached; check out the root's branch")
         if state.branch != self.branch:
-            return self.result(R.ERROR, f"branch {self.branch} is configured but "
-                                        f"{state.branch or 'a detached HEAD'} is checked out")
+            return self.result(
+                R.ERROR,
+                f"branch {self.branch} is configured but "
+                f"{state.branch or 'a detached HEAD'} is checked out",
+            )
         if state.head is None:
             return self.result(R.ERROR, f"branch {self.branch} has no commits yet")
         self.start = state.head
         upstream = state.upstream or ""
-        self.upstream_branch = (upstream.removeprefix(f"{remote}/")
-                                if upstream.startswith(f"{remote}/") else self.branch)
+        self.upstream_branch = (
+            upstream.removeprefix(f"{remote}/")
+            if upstream.startswith(f"{remote}/")
+            else self.branch
+        )
         self.tracking = f"refs/remotes/{remote}/{self.upstream_branch}"
         unmerged = tuple(sorted(e.path for e in state.entries if e.unmerged))
         if unmerged or self.git.merge_in_progress():
-            return self.result(R.CONFLICT, "the root has an unfinished merge; finish or abort "
-                                           "it with git", files=unmerged, head=state.head)
+            return self.result(
+                R.CONFLICT,
+                "the root has an unfinished merge; finish or abort it with git",
+                files=unmerged,
+                head=state.head,
+            )
         dirty = blocking_changes(state.entries, self.policy)
         if dirty:
-            return self.result(R.DIRTY, f"{len(dirty)} synchronized file(s) have uncommitted "
-                                        "edits; commit them (or enable autocommit) to sync",
-                               files=dirty, head=state.head)
+            return self.result(
+                R.DIRTY,
+                f"{len(dirty)} synchronized file(s) have uncommitted "
+                "edits; commit them (or enable autocommit) to sync",
+                files=dirty,
+                head=state.head,
+            )
         return None
 
     def _fetch(self, local: str) -> tuple[str | None, R.SyncResult | None]:
-        outcome, detail = self.git.fetch(self.s.remote, self.upstream_branch, self.tracking,
-                                         timeout=self.timeout)
+        outcome, detail = self.git.fetch(
+            self.s.remote, self.upstream_branch, self.tracking, timeout=self.timeout
+        )
         if outcome is FetchOutcome.UNREACHABLE:
             if self.git.remote_url(self.s.remote) is None:
-                return None, self.result(R.UNCONFIGURED,
-                                         f"the root has no remote '{self.s.remote}'", head=local)
-            return None, self.result(R.OFFLINE, "the upstream could not be reached: "
-                                                f"{last_line(detail)}", head=local)
+                return None, self.result(
+                    R.UNCONFIGURED, f"the root has no remote '{self.s.remote}'", head=local
+                )
+            return None, self.result(
+                R.OFFLINE, f"the upstream could not be reached: {last_line(detail)}", head=local
+            )
         if outcome is FetchOutcome.BAD_OBJECTS:
             findings = fsck_findings(detail)
             if not findings:
-                return None, self.result(R.ERROR, "the upstream sent objects that failed git's "
-                                                  f"object check: {last_line(detail)}",
-                                         head=local)
+                return None, self.result(
+                    R.ERROR,
+                    "the upstream sent objects that failed git's "
+                    f"object check: {last_line(detail)}",
+                    head=local,
+                )
             problems = tuple(Problem(code, None, None, msg) for code, msg in findings)
-            return None, self.result(R.REJECTED, "refused: the upstream sent trees with "
-                                                 "forbidden names; nothing was fetched and "
-                                                 "the root is unchanged",
-                                     head=local, problems=problems)
+            return None, self.result(
+                R.REJECTED,
+                "refused: the upstream sent trees with "
+                "forbidden names; nothing was fetched and "
+                "the root is unchanged",
+                head=local,
+                problems=problems,
+            )
         if outcome is FetchOutcome.MISSING_BRANCH:
             self.git.delete_ref(self.tracking)
             return None, None
@@ -178,10 +213,15 @@ class _Cycle:
             if upstream is not None:
                 ref = rescue_ref("rewound", upstream)
                 self.git.update_ref(ref, upstream, reason="memsync: refused rewound upstream")
-            return self.result(R.REWOUND, f"refused: {plan.reason}; the root is unchanged. "
-                                          "Inspect the upstream, then rerun with "
-                                          "--accept-rewrite to proceed",
-                               head=local, upstream=upstream, rescue_ref=ref)
+            return self.result(
+                R.REWOUND,
+                f"refused: {plan.reason}; the root is unchanged. "
+                "Inspect the upstream, then rerun with "
+                "--accept-rewrite to proceed",
+                head=local,
+                upstream=upstream,
+                rescue_ref=ref,
+            )
         if plan.action is Action.CURRENT:
             self.trusted = upstream
             return self.result(R.CURRENT, "already up to date", head=local, upstream=upstream)
@@ -197,8 +237,7 @@ class _Cycle:
             self.trusted = upstream
 
         if not plan.outgoing:
-            assert admitted is not None
-            return admitted
+            return require(admitted, "the admitted result")
         if not self.s.push or self.options.no_push:
             ahead = len(self.git.rev_list(head, upstream))
             base = admitted or self.result(R.CURRENT, "", head=head, upstream=upstream)
@@ -207,15 +246,20 @@ class _Cycle:
         pushed = self._push(head, upstream if plan.action is not Action.CREATE else None)
         if pushed.status == RETRY:
             if not retry_push:
-                return replace(pushed, status=R.ERROR,
-                               message="the upstream rejected the push twice; it is moving "
-                                       "fast, try again")
+                return replace(
+                    pushed,
+                    status=R.ERROR,
+                    message="the upstream rejected the push twice; it is moving fast, try again",
+                )
             again = self._round(head, retry_push=False)
             return replace(again, message=f"{again.message} (after a rejected push)")
         if admitted is not None and pushed.status == R.PUSHED:
-            return replace(pushed, files=tuple(sorted({*admitted.files, *pushed.files})),
-                           operation_id=admitted.operation_id,
-                           message=f"{admitted.message}; {pushed.message}")
+            return replace(
+                pushed,
+                files=tuple(sorted({*admitted.files, *pushed.files})),
+                operation_id=admitted.operation_id,
+                message=f"{admitted.message}; {pushed.message}",
+            )
         return pushed
 
     def _facts(self, local: str, upstream: str | None) -> Facts:
@@ -229,20 +273,27 @@ class _Cycle:
         trusted_in = None
         if "trusted_in_upstream" in need and self.trusted is not None:
             trusted_in = git.is_ancestor(self.trusted, upstream)
-        return Facts(local, upstream, self.trusted, local_in_upstream=local_in,
-                     upstream_in_local=upstream_in, trusted_in_upstream=trusted_in,
-                     related=related)
+        return Facts(
+            local,
+            upstream,
+            self.trusted,
+            local_in_upstream=local_in,
+            upstream_in_local=upstream_in,
+            trusted_in_upstream=trusted_in,
+            related=related,
+        )
 
     # -- incoming ----------------------------------------------------------------------------
 
     def _admit(self, plan: Plan) -> R.SyncResult:
-        git, local, upstream = self.git, plan.local, plan.upstream
-        assert upstream is not None
+        git, local = self.git, plan.local
+        upstream = require(plan.upstream, "the upstream commit")
         count, changes = git.changes(upstream, local)
         report = validate_changes(changes, GitBlobs(git), self.policy)
         if not report.ok:
-            return self._refuse(report.problems, upstream, local,
-                                f"{count} incoming commit(s) break the path rules")
+            return self._refuse(
+                report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"
+            )
         op = self.journal.begin("sync", self.branch, local, upstream)
         try:
             return self._stage_validate_publish(op, plan)
@@ -252,15 +303,22 @@ class _Cycle:
                 self._settle(latest, J.FAILED, "the cycle failed while staging")
             raise  # a prepared record stays for the next cycle's recovery
 
-    def _settle(self, op: J.Operation, phase: str, message: str, *, ref: bool = True,
-                **changes: object) -> None:
+    def _settle(
+        self,
+        op: J.Operation,
+        phase: str,
+        message: str,
+        *,
+        ref: bool = True,
+        files: tuple[str, ...] | None = None,
+    ) -> None:
         """Remove the candidate first, then settle: no candidate outlives an open record."""
         recovery.remove_candidate(self.git, self.layout, op.id, ref=ref)
-        self.journal.advance(op, phase, message=message, **changes)
+        self.journal.advance(op, phase, message=message, files=files)
 
     def _stage_validate_publish(self, op: J.Operation, plan: Plan) -> R.SyncResult:
-        git, local, upstream = self.git, plan.local, plan.upstream
-        assert upstream is not None
+        git, local = self.git, plan.local
+        upstream = require(plan.upstream, "the upstream commit")
         staged = self._stage(op, plan)
         if isinstance(staged, R.SyncResult):
             return staged
@@ -268,39 +326,59 @@ class _Cycle:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
         fault("after-merge")
         files = git.changed_paths(local, candidate)
-        report = validate_tree(git.tree_view(candidate), self.policy, self.graph,
-                               content_paths=files)
+        report = validate_tree(
+            git.tree_view(candidate), self.policy, self.graph, content_paths=files
+        )
         fault("after-validation")
         if not report.ok:
             self._settle(op, J.FAILED, "the candidate failed validation")
-            return self._refuse(report.problems, upstream, local,
-                                "the merged candidate breaks the memory rules",
-                                operation_id=op.id)
+            return self._refuse(
+                report.problems,
+                upstream,
+                local,
+                "the merged candidate breaks the memory rules",
+                operation_id=op.id,
+            )
         if self.options.dry_run:
             self._settle(op, J.NO_CHANGE, "dry run", files=files)
-            return self.result(R.SYNCED, f"dry run: {plan.action.value} to {candidate[:12]} "
-                                         "validated; nothing published",
-                               head=local, upstream=upstream, files=files, operation_id=op.id)
+            return self.result(
+                R.SYNCED,
+                f"dry run: {plan.action.value} to {candidate[:12]} validated; nothing published",
+                head=local,
+                upstream=upstream,
+                files=files,
+                operation_id=op.id,
+            )
         op = self.journal.advance(op, J.PREPARED, candidate=candidate, files=files)
         fault("after-prepared")
         try:
             publish(git, Target(self.branch, local, candidate, op.id), self.policy)
         except FenceBroken as fence:
             self._settle(op, J.FAILED, fence.message)
-            return self.result(fence.status, f"nothing published: {fence.message}",
-                               head=local, upstream=upstream, files=fence.files,
-                               operation_id=op.id)
+            return self.result(
+                fence.status,
+                f"nothing published: {fence.message}",
+                head=local,
+                upstream=upstream,
+                files=fence.files,
+                operation_id=op.id,
+            )
         self._settle(op, J.COMMITTED, "published", ref=False)  # publication dropped the ref
         fault("after-publish")
         self.trusted = upstream
         how = "fast-forward" if candidate == upstream else "merge"
-        return self.result(R.SYNCED, f"published validated upstream state ({how})",
-                           head=candidate, upstream=upstream, files=files, operation_id=op.id)
+        return self.result(
+            R.SYNCED,
+            f"published validated upstream state ({how})",
+            head=candidate,
+            upstream=upstream,
+            files=files,
+            operation_id=op.id,
+        )
 
     def _stage(self, op: J.Operation, plan: Plan) -> str | R.SyncResult:
         """The candidate commit: the upstream itself, or a merge made in a candidate worktree."""
-        upstream = plan.upstream
-        assert upstream is not None
+        upstream = require(plan.upstream, "the upstream commit")
         if plan.action is Action.BEHIND:
             fault("after-staging")
             return upstream
@@ -315,26 +393,44 @@ class _Cycle:
         merged = wt.run(*args, upstream, check=False, config=self.git.identity_config())
         if merged.returncode != 0:
             conflicted = tuple(wt.unmerged_paths())
-            message = ("incoming and local edits conflict; the root is unchanged. Merge the "
-                       "upstream by hand (git merge) and commit, then sync again"
-                       if conflicted else f"the merge failed: {last_line(merged.stderr)}")
+            message = (
+                "incoming and local edits conflict; the root is unchanged. Merge the "
+                "upstream by hand (git merge) and commit, then sync again"
+                if conflicted
+                else f"the merge failed: {last_line(merged.stderr)}"
+            )
             self._settle(op, J.FAILED, message, files=conflicted)
-            return self.result(R.CONFLICT if conflicted else R.ERROR, message,
-                               head=plan.local, upstream=upstream, files=conflicted,
-                               operation_id=op.id)
-        head = wt.rev_parse("HEAD")
-        assert head is not None
-        return head
+            return self.result(
+                R.CONFLICT if conflicted else R.ERROR,
+                message,
+                head=plan.local,
+                upstream=upstream,
+                files=conflicted,
+                operation_id=op.id,
+            )
+        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
 
-    def _refuse(self, problems: tuple[Problem, ...], upstream: str, local: str, summary: str,
-                operation_id: str | None = None) -> R.SyncResult:
+    def _refuse(
+        self,
+        problems: tuple[Problem, ...],
+        upstream: str,
+        local: str,
+        summary: str,
+        operation_id: str | None = None,
+    ) -> R.SyncResult:
         ref = rescue_ref("rejected", upstream)
         self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
         codes = ", ".join(sorted({p.code for p in problems}))
-        return self.result(R.REJECTED, f"refused: {summary} ({codes}); the root is unchanged",
-                           head=local, upstream=upstream, problems=problems,
-                           files=tuple(sorted({p.path for p in problems if p.path})),
-                           rescue_ref=ref, operation_id=operation_id)
+        return self.result(
+            R.REJECTED,
+            f"refused: {summary} ({codes}); the root is unchanged",
+            head=local,
+            upstream=upstream,
+            problems=problems,
+            files=tuple(sorted({p.path for p in problems if p.path})),
+            rescue_ref=ref,
+            operation_id=operation_id,
+        )
 
     # -- outgoing ----------------------------------------------------------------------------
 
@@ -345,27 +441,44 @@ class _Cycle:
         files = tuple(sorted({c.path for c in changes}))
         if not report.ok:
             codes = ", ".join(sorted(report.codes()))
-            return self.result(R.REJECTED, f"refused to push: {count} local commit(s) break "
-                                           f"the path rules ({codes}); nothing was pushed",
-                               head=head, upstream=upstream, problems=report.problems,
-                               files=tuple(sorted({p.path for p in report.problems if p.path})))
+            return self.result(
+                R.REJECTED,
+                f"refused to push: {count} local commit(s) break "
+                f"the path rules ({codes}); nothing was pushed",
+                head=head,
+                upstream=upstream,
+                problems=report.problems,
+                files=tuple(sorted({p.path for p in report.problems if p.path})),
+            )
         if self.options.dry_run:
-            return self.result(R.PUSHED, f"dry run: {count} local commit(s) validated; "
-                                         "nothing pushed", head=head, upstream=upstream,
-                               files=files)
+            return self.result(
+                R.PUSHED,
+                f"dry run: {count} local commit(s) validated; nothing pushed",
+                head=head,
+                upstream=upstream,
+                files=files,
+            )
         op = self.journal.begin("push", self.branch, head, upstream)
         fault("before-push")
-        outcome, detail = git.push(self.s.remote, head, self.upstream_branch,
-                                   timeout=self.timeout)
+        outcome, detail = git.push(self.s.remote, head, self.upstream_branch, timeout=self.timeout)
         fault("after-push")
         if outcome is PushOutcome.OK:
             self.journal.advance(op, J.COMMITTED, message="pushed", files=files)
             self.trusted = head
             git.update_ref(self.tracking, head, reason="memsync: pushed")
-            return self.result(R.PUSHED, f"pushed {count} validated commit(s)",
-                               head=head, upstream=head, files=files)
+            return self.result(
+                R.PUSHED,
+                f"pushed {count} validated commit(s)",
+                head=head,
+                upstream=head,
+                files=files,
+            )
         self.journal.advance(op, J.FAILED, message=last_line(detail))
         if outcome is PushOutcome.REJECTED:
             return self.result(RETRY, "the upstream rejected the push", head=head)
-        return self.result(R.OFFLINE, f"the push did not reach the upstream: {last_line(detail)}",
-                           head=head, upstream=upstream)
+        return self.result(
+            R.OFFLINE,
+            f"the push did not reach the upstream: {last_line(detail)}",
+            head=head,
+            upstream=upstream,
+        )

@@ -71,15 +71,36 @@ class Journal:
         return self.open_dir / f"{operation_id}.json"
 
     def begin(self, kind: str, branch: str, start: str, upstream: str | None) -> Operation:
-        op = Operation(id=new_operation_id(kind), kind=kind, phase=RUNNING, branch=branch,
-                       start=start, upstream=upstream)
+        op = Operation(
+            id=new_operation_id(kind),
+            kind=kind,
+            phase=RUNNING,
+            branch=branch,
+            start=start,
+            upstream=upstream,
+        )
         private_dir(self.open_dir)
         write_json(self._open_path(op.id), op.to_json())
         return op
 
-    def advance(self, op: Operation, phase: str, **changes: object) -> Operation:
-        updated = replace(op, phase=phase, updated_at=timefmt.rfc3339(timefmt.now()),
-                          pid=os.getpid(), **changes)  # type: ignore[arg-type]
+    def advance(
+        self,
+        op: Operation,
+        phase: str,
+        *,
+        message: str | None = None,
+        candidate: str | None = None,
+        files: tuple[str, ...] | None = None,
+    ) -> Operation:
+        updated = replace(
+            op,
+            phase=phase,
+            updated_at=timefmt.rfc3339(timefmt.now()),
+            pid=os.getpid(),
+            message=op.message if message is None else message,
+            candidate=op.candidate if candidate is None else candidate,
+            files=op.files if files is None else files,
+        )
         if phase in UNSETTLED:
             write_json(self._open_path(op.id), updated.to_json())
         else:
@@ -89,8 +110,9 @@ class Journal:
         return updated
 
     def load(self, operation_id: str) -> Operation | None:
-        return (_parse(read_json(self._open_path(operation_id)))
-                or _parse(read_json(self._settled_path(operation_id))))
+        return _parse(read_json(self._open_path(operation_id))) or _parse(
+            read_json(self._settled_path(operation_id))
+        )
 
     def settled(self) -> list[Operation]:
         if not self.directory.is_dir():

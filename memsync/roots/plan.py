@@ -70,8 +70,12 @@ def decide(facts: Facts, *, accept_rewrite: bool = False) -> Plan:
     local, upstream, trusted = facts.local, facts.upstream, facts.trusted
     if upstream is None:
         if trusted is not None and not accept_rewrite:
-            return Plan(Action.REWOUND, local, None,
-                        "the upstream branch was deleted after this root trusted it")
+            return Plan(
+                Action.REWOUND,
+                local,
+                None,
+                "the upstream branch was deleted after this root trusted it",
+            )
         return Plan(Action.CREATE, local, None, "the upstream branch does not exist yet")
     if upstream == local:
         return Plan(Action.CURRENT, local, upstream, "local and upstream are the same commit")
@@ -79,15 +83,25 @@ def decide(facts: Facts, *, accept_rewrite: bool = False) -> Plan:
     rewritten = trusted is not None and trusted != upstream and not facts.trusted_in_upstream
     if not facts.related:
         if not accept_rewrite:
-            return Plan(Action.REWOUND, local, upstream,
-                        "the upstream shares no history with this root")
-        return Plan(Action.DIVERGED, local, upstream,
-                    "unrelated upstream history accepted by --accept-rewrite",
-                    allow_unrelated=True)
+            return Plan(
+                Action.REWOUND, local, upstream, "the upstream shares no history with this root"
+            )
+        return Plan(
+            Action.DIVERGED,
+            local,
+            upstream,
+            "unrelated upstream history accepted by --accept-rewrite",
+            allow_unrelated=True,
+        )
     if rewritten and not accept_rewrite:
-        return Plan(Action.REWOUND, local, upstream,
-                    f"the upstream no longer contains the last trusted commit {trusted[:12]}"
-                    if trusted else "the upstream was rewritten")
+        return Plan(
+            Action.REWOUND,
+            local,
+            upstream,
+            f"the upstream no longer contains the last trusted commit {trusted[:12]}"
+            if trusted
+            else "the upstream was rewritten",
+        )
 
     if facts.local_in_upstream:
         return Plan(Action.BEHIND, local, upstream, "upstream has new commits")

@@ -39,14 +39,18 @@ def needed(journal: J.Journal, layout: RootLayout) -> bool:
     return bool(journal.unsettled()) or (wt.is_dir() and any(wt.iterdir()))
 
 
-def recover(git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
-            ) -> list[Recovered]:
+def recover(
+    git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
+) -> list[Recovered]:
     done: list[Recovered] = []
     for op in journal.unsettled():
         if op.phase == J.RUNNING:
             remove_candidate(git, layout, op.id)
-            message = ("interrupted before publication; the root was not touched"
-                       if op.kind == "sync" else "interrupted; the next cycle checks the upstream")
+            message = (
+                "interrupted before publication; the root was not touched"
+                if op.kind == "sync"
+                else "interrupted; the next cycle checks the upstream"
+            )
             journal.advance(op, J.FAILED, message=message)
             done.append(Recovered(op.id, J.FAILED, message))
         else:
@@ -56,8 +60,9 @@ def recover(git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
             done.append(Recovered(op.id, outcome, message))
     sweep(git, journal, layout)
     for item in done:
-        log.warning("recovered operation %s: %s (%s)", item.operation_id, item.outcome,
-                    item.message)
+        log.warning(
+            "recovered operation %s: %s (%s)", item.operation_id, item.outcome, item.message
+        )
     return done
 
 
@@ -66,8 +71,9 @@ def _finish_prepared(git: Git, op: J.Operation, policy: SyncPolicy) -> tuple[str
     if candidate is None:
         return J.FAILED, "prepared record without a candidate"
     head = git.rev_parse(f"refs/heads/{op.branch}")
-    if head == candidate or (head is not None and head != op.start
-                             and git.is_ancestor(candidate, head)):
+    if head == candidate or (
+        head is not None and head != op.start and git.is_ancestor(candidate, head)
+    ):
         return J.COMMITTED, "publication had completed before an interruption"
     if head != op.start:
         return J.FAILED, "the branch moved after an interrupted publication; nothing changed"
@@ -75,8 +81,9 @@ def _finish_prepared(git: Git, op: J.Operation, policy: SyncPolicy) -> tuple[str
         return J.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     dirty = blocking_changes(git.status(), policy)
     if dirty and not _all_match(git, dirty, candidate):
-        return J.FAILED, ("an interrupted publication found local edits; they were kept and "
-                          "nothing was published")
+        return J.FAILED, (
+            "an interrupted publication found local edits; they were kept and nothing was published"
+        )
     index_tree = git.write_tree()
     if dirty or index_tree == git.tree_of(candidate):
         # The index or work tree already holds (some of) the candidate's files: ours.
@@ -106,8 +113,7 @@ def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
     return True
 
 
-def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bool = True
-                     ) -> None:
+def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bool = True) -> None:
     """Remove an operation's candidate worktree and (unless already gone) its ref."""
     path = layout.worktree(operation_id)
     if path.exists():

@@ -45,8 +45,15 @@ class RootState:
         data["last_files"] = list(self.last_files)
         write_json(path, data, durable=durable)
 
-    def recorded(self, status: str, message: str, files: tuple[str, ...], head: str | None,
-                 upstream: str | None, trusted: str | None) -> RootState:
+    def recorded(
+        self,
+        status: str,
+        message: str,
+        files: tuple[str, ...],
+        head: str | None,
+        upstream: str | None,
+        trusted: str | None,
+    ) -> RootState:
         stamp = timefmt.rfc3339(timefmt.now())
         ok = status in OK_STATUSES
         return replace(

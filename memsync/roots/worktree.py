@@ -61,8 +61,8 @@ def worktree_view(root: Path) -> TreeView:
     else:
         names = sorted(_walk(root))
     entries: dict[str, Entry] = {}
-    for name in names:
-        name = name.rstrip("/")
+    for listed in names:
+        name = listed.rstrip("/")
         entry = entry_for(root / name)
         if entry is not None:
             entries[name] = Entry(entry.mode, entry.size, oid=name) if entry.is_regular else entry

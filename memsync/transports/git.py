@@ -28,8 +28,16 @@ from memsync.transports import gitparse as P
 from memsync.transports.gitparse import StatusEntry, WorkState
 from memsync.validators.tree import Change, Entry, TreeView
 
-__all__ = ["FetchOutcome", "Git", "GitBlobs", "PushOutcome", "StatusEntry", "WorkState",
-           "clean_env", "redact"]
+__all__ = [
+    "FetchOutcome",
+    "Git",
+    "GitBlobs",
+    "PushOutcome",
+    "StatusEntry",
+    "WorkState",
+    "clean_env",
+    "redact",
+]
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -123,8 +131,9 @@ class PushOutcome(Enum):
 class Git:
     """git for one repository (or work tree) directory."""
 
-    def __init__(self, cwd: Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, cwd: Path, *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+    ) -> None:
         self.cwd = cwd
         self.timeout = timeout
         self._env = clean_env(env)
@@ -137,10 +146,15 @@ class Git:
 
     # -- running -------------------------------------------------------------------------------
 
-    def run(self, *args: str, input: bytes | None = None,  # noqa: A002 - as in subprocess
-            timeout: float | None = None, check: bool = True,
-            config: Sequence[tuple[str, str]] = (),
-            env: Mapping[str, str] | None = None) -> GitResult:
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        config: Sequence[tuple[str, str]] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> GitResult:
         argv = ["git", *_FORCED_ARGS]
         for key, value in config:
             argv += ["-c", f"{key}={value}"]
@@ -149,13 +163,18 @@ class Git:
         shown = redact(" ".join(["git", *args]))
         try:
             proc = subprocess.Popen(
-                argv, cwd=self.cwd, env={**self._env, **env} if env else self._env,
+                argv,
+                cwd=self.cwd,
+                env={**self._env, **env} if env else self._env,
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
-            raise GitMissing("git is not installed or not on PATH",
-                             hint="install git 2.30 or newer") from exc
+            raise GitMissing(
+                "git is not installed or not on PATH", hint="install git 2.30 or newer"
+            ) from exc
         # The watchdog kills the whole process group (git and its ssh or helper children) at
         # the deadline; communicate() without a timeout avoids subprocess's polling wait.
         ticket = _WATCHDOG.watch(proc, limit)
@@ -168,13 +187,19 @@ class Git:
         finally:
             ticket.done = True
         if ticket.expired:
-            raise GitTimeout(f"`{shown}` did not finish within {limit:g}s and was stopped",
-                             argv=[shown], hint="raise the root's sync.timeout or check the "
-                                                "network")
+            raise GitTimeout(
+                f"`{shown}` did not finish within {limit:g}s and was stopped",
+                argv=[shown],
+                hint="raise the root's sync.timeout or check the network",
+            )
         stderr = redact(err.decode("utf-8", errors="replace").strip())
         if check and proc.returncode != 0:
-            raise GitError(f"`{shown}` failed: {P.last_line(stderr)}", argv=[shown],
-                           returncode=proc.returncode, detail=stderr)
+            raise GitError(
+                f"`{shown}` failed: {P.last_line(stderr)}",
+                argv=[shown],
+                returncode=proc.returncode,
+                detail=stderr,
+            )
         return GitResult(proc.returncode, out, stderr)
 
     def out(self, *args: str) -> str:
@@ -215,9 +240,16 @@ class Git:
         lock briefly, as a plain `git status` does); without it, files git cannot trust by
         their stat data are hashed again on every call, which is slow on large roots.
         """
-        raw = self.run("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all",
-                       "--no-renames", "--ignore-submodules=none",
-                       env={"GIT_OPTIONAL_LOCKS": "1"} if refresh else None).stdout
+        raw = self.run(
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=none",
+            env={"GIT_OPTIONAL_LOCKS": "1"} if refresh else None,
+        ).stdout
         return P.parse_status_v2(raw)
 
     def status(self) -> list[StatusEntry]:
@@ -229,8 +261,9 @@ class Git:
 
     def rev_parse(self, ref: str) -> str | None:
         """The commit `ref` names, or None when it does not resolve."""
-        result = self.run("rev-parse", "--verify", "--quiet", "--end-of-options",
-                          f"{ref}^{{commit}}", check=False)
+        result = self.run(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", check=False
+        )
         return result.stdout.decode("ascii").strip() if result.returncode == 0 else None
 
     def ref_value(self, ref: str) -> str | None:
@@ -303,8 +336,18 @@ class Git:
 
         Each parent of a merge counts; the new side carries mode, size and object id.
         """
-        args = ["log", "--reverse", "-m", "--raw", "-z", "--no-renames", "--no-abbrev",
-                "--no-ext-diff", "--format=%x01%H", include]
+        args = [
+            "log",
+            "--reverse",
+            "-m",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            "--no-ext-diff",
+            "--format=%x01%H",
+            include,
+        ]
         if exclude:
             args.append(f"^{exclude}")
         raw = self.run(*args).stdout
@@ -314,38 +357,48 @@ class Git:
         return commits, P.changes_from(records, sizes)
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
-        raw = self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-ext-diff",
-                       old, new).stdout
+        raw = self.run(
+            "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-ext-diff", old, new
+        ).stdout
         return tuple(sorted(P.decode_path(p) for p in raw.split(b"\0") if p))
 
     def blob_sizes(self, oids: Sequence[str]) -> dict[str, int]:
         wanted = sorted(set(oids))
         if not wanted:
             return {}
-        raw = self.run("cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)",
-                       input=("\n".join(wanted) + "\n").encode("ascii")).stdout
+        raw = self.run(
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+            input=("\n".join(wanted) + "\n").encode("ascii"),
+        ).stdout
         return P.parse_batch_check(raw)
 
     def read_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
         wanted = sorted(set(oids))
         if not wanted:
             return {}
-        raw = self.run("cat-file", "--batch",
-                       input=("\n".join(wanted) + "\n").encode("ascii")).stdout
+        raw = self.run(
+            "cat-file", "--batch", input=("\n".join(wanted) + "\n").encode("ascii")
+        ).stdout
         return P.parse_batch(raw)
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""
         if not paths:
             return {}
-        raw = self.run("hash-object", "--no-filters", "--stdin-paths",
-                       input=b"".join(P.encode_path(p) + b"\n" for p in paths)).stdout
+        raw = self.run(
+            "hash-object",
+            "--no-filters",
+            "--stdin-paths",
+            input=b"".join(P.encode_path(p) + b"\n" for p in paths),
+        ).stdout
         return dict(zip(paths, raw.decode("ascii").split(), strict=True))
 
     def list_files(self) -> list[str]:
         """Work-tree paths git would consider: tracked ones and untracked ones not ignored."""
-        raw = self.run("ls-files", "-z", "--cached", "--others", "--exclude-standard",
-                       "--deduplicate").stdout
+        raw = self.run(
+            "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"
+        ).stdout
         return sorted({P.decode_path(p) for p in raw.split(b"\0") if p})
 
     def write_tree(self) -> str:
@@ -366,12 +419,22 @@ class Git:
 
     # -- network -------------------------------------------------------------------------------
 
-    def fetch(self, remote: str, branch: str, into: str, timeout: float | None = None
-              ) -> tuple[FetchOutcome, str]:
+    def fetch(
+        self, remote: str, branch: str, into: str, timeout: float | None = None
+    ) -> tuple[FetchOutcome, str]:
         """Fetch one upstream branch into `into` (forced: the planner judges rewinds)."""
-        result = self.run("fetch", "--no-tags", "--no-write-fetch-head",
-                          "--no-recurse-submodules", "--quiet", "--end-of-options", remote,
-                          f"+refs/heads/{branch}:{into}", timeout=timeout, check=False)
+        result = self.run(
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--quiet",
+            "--end-of-options",
+            remote,
+            f"+refs/heads/{branch}:{into}",
+            timeout=timeout,
+            check=False,
+        )
         if result.returncode == 0:
             return FetchOutcome.OK, ""
         text = result.stderr
@@ -381,11 +444,20 @@ class Git:
             return FetchOutcome.BAD_OBJECTS, text
         return FetchOutcome.UNREACHABLE, text
 
-    def push(self, remote: str, commit: str, branch: str, timeout: float | None = None
-             ) -> tuple[PushOutcome, str]:
+    def push(
+        self, remote: str, commit: str, branch: str, timeout: float | None = None
+    ) -> tuple[PushOutcome, str]:
         """Push one exact commit to the upstream branch, never forced."""
-        result = self.run("push", "--porcelain", "--no-verify", "--end-of-options", remote,
-                          f"{commit}:refs/heads/{branch}", timeout=timeout, check=False)
+        result = self.run(
+            "push",
+            "--porcelain",
+            "--no-verify",
+            "--end-of-options",
+            remote,
+            f"{commit}:refs/heads/{branch}",
+            timeout=timeout,
+            check=False,
+        )
         if result.returncode == 0:
             return PushOutcome.OK, ""
         text = redact((result.stderr + "\n" + result.stdout.decode("utf-8", "replace")).strip())
@@ -396,18 +468,25 @@ class Git:
 
     # -- refs, worktrees, the work tree ------------------------------------------------------
 
-    def update_ref(self, ref: str, new: str, old: str | None = None, reason: str = "memsync"
-                   ) -> None:
+    def update_ref(
+        self, ref: str, new: str, old: str | None = None, reason: str = "memsync"
+    ) -> None:
         """Move `ref` to `new`, only if it still points at `old` (compare-and-swap)."""
         self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
 
-    def move_refs(self, updates: Sequence[tuple[str, str, str]], deletes: Sequence[str],
-                  reason: str) -> None:
+    def move_refs(
+        self, updates: Sequence[tuple[str, str, str]], deletes: Sequence[str], reason: str
+    ) -> None:
         """One atomic transaction: (ref, new, old) compare-and-swap updates, then deletions."""
         lines = [f"update {ref} {new} {old}" for ref, new, old in updates]
         lines += [f"delete {ref}" for ref in deletes]
-        self.run("update-ref", "-m", reason, "--stdin",
-                 input=("start\n" + "\n".join(lines) + "\nprepare\ncommit\n").encode())
+        self.run(
+            "update-ref",
+            "-m",
+            reason,
+            "--stdin",
+            input=("start\n" + "\n".join(lines) + "\nprepare\ncommit\n").encode(),
+        )
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref, check=False)
@@ -470,8 +549,7 @@ class _Watchdog:
         with self._cond:
             heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), ticket))
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="git-watchdog",
-                                                daemon=True)
+                self._thread = threading.Thread(target=self._loop, name="git-watchdog", daemon=True)
                 self._thread.start()
             self._cond.notify()
         return ticket

@@ -95,8 +95,9 @@ _LS_TREE = re.compile(rb"([0-7]+) [a-z]+ ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
 def parse_ls_tree(raw: bytes) -> dict[str, Entry]:
     """`git ls-tree -r -z -l`: every leaf with mode, size and object id."""
     return {
-        decode_path(path): Entry(int(mode, 8), None if size == b"-" else int(size),
-                                 oid.decode("ascii"))
+        decode_path(path): Entry(
+            int(mode, 8), None if size == b"-" else int(size), oid.decode("ascii")
+        )
         for mode, oid, size, path in _LS_TREE.findall(raw)
     }
 
@@ -125,11 +126,15 @@ def parse_log_raw(raw: bytes) -> list[tuple[str, str, int, str | None]]:
     return found
 
 
-def changes_from(records: list[tuple[str, str, int, str | None]], sizes: dict[str, int]
-                 ) -> list[Change]:
+def changes_from(
+    records: list[tuple[str, str, int, str | None]], sizes: dict[str, int]
+) -> list[Change]:
     return [
-        Change(commit=c, path=p,
-               entry=None if oid is None else Entry(mode=mode, size=sizes.get(oid), oid=oid))
+        Change(
+            commit=c,
+            path=p,
+            entry=None if oid is None else Entry(mode=mode, size=sizes.get(oid), oid=oid),
+        )
         for c, p, mode, oid in records
     ]
 
@@ -196,8 +201,15 @@ def fsck_findings(text: str) -> list[tuple[str, str]]:
 
 def looks_like_bad_objects(text: str) -> bool:
     lowered = text.lower()
-    return any(k in lowered for k in ("fsck error", "error in object",
-                                      "did not send all necessary objects", "bad object"))
+    return any(
+        k in lowered
+        for k in (
+            "fsck error",
+            "error in object",
+            "did not send all necessary objects",
+            "bad object",
+        )
+    )
 
 
 def last_line(text: str) -> str:

@@ -39,8 +39,9 @@ _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRST
 # The common case, decided by two regexes: ASCII components that start with a letter, digit
 # or underscore (so no `.git`, `..` or `git~1`), no trailing dot, no Windows device name.
 _PLAIN = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*[A-Za-z0-9_][A-Za-z0-9_.-]*")
-_PLAIN_RISK = re.compile(r"\./|\.$|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)",
-                         re.IGNORECASE)
+_PLAIN_RISK = re.compile(
+    r"\./|\.$|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)", re.IGNORECASE
+)
 
 
 def printable(path: str) -> str:
@@ -141,7 +142,8 @@ def _is_plain(path: str, policy: SyncPolicy) -> bool:
         return False
     if len(path) > policy.max_component_bytes:
         return len(path) <= policy.max_path_bytes and all(
-            len(c) <= policy.max_component_bytes for c in path.split("/"))
+            len(c) <= policy.max_component_bytes for c in path.split("/")
+        )
     return True
 
 
@@ -300,8 +302,11 @@ def _may_collide(paths: list[str]) -> bool:
         cut = path.rfind("/")
         while cut > 0:
             prefix = path[:cut]
-            folded = key[: len(prefix)] if prefix.isascii() else "/".join(
-                _fold(c) for c in prefix.split("/"))
+            folded = (
+                key[: len(prefix)]
+                if prefix.isascii()
+                else "/".join(_fold(c) for c in prefix.split("/"))
+            )
             if dirs.setdefault(folded, prefix) != prefix:
                 return True
             cut = path.rfind("/", 0, cut)

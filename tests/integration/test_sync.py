@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,8 +87,9 @@ def test_dry_run_publishes_nothing(team: Team) -> None:
     assert leftovers(team.bob) == []
 
 
-def _push_raw(team: Team, files: dict[str, bytes | str | None], message: str = "raw",
-              mode: str | None = None) -> str:
+def _push_raw(
+    team: Team, files: dict[str, bytes | str | None], message: str = "raw", mode: str | None = None
+) -> str:
     """Alice commits with plain git and pushes past memsync: a hostile or careless peer."""
     sha = commit(team.alice.path, files, message)
     if mode is not None:
@@ -109,7 +111,8 @@ def _refused(team: Team, status: str, code: str) -> None:
     assert leftovers(bob) == []
     if status == "rejected" and result.rescue_ref:
         assert git(bob.path, "rev-parse", result.rescue_ref) == git(
-            team.upstream, "rev-parse", "main")
+            team.upstream, "rev-parse", "main"
+        )
 
 
 def test_forbidden_path_rejected(team: Team) -> None:
@@ -230,8 +233,10 @@ def test_conflicting_edits_are_a_conflict(team: Team) -> None:
 def test_dirty_root_is_never_touched(team: Team) -> None:
     commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
     team.alice.sync()
-    write(team.bob.path, {"MEMORY.md": "# User Context\n\nunsaved thought\n",
-                          "MEMORY_new.md": "# new, untracked\n"})
+    write(
+        team.bob.path,
+        {"MEMORY.md": "# User Context\n\nunsaved thought\n", "MEMORY_new.md": "# new, untracked\n"},
+    )
     before = snapshot(team.bob.path)
     result = team.bob.sync()
     assert result.status == "dirty"
@@ -240,8 +245,7 @@ def test_dirty_root_is_never_touched(team: Team) -> None:
 
 
 def test_untracked_ignored_files_do_not_make_a_root_dirty(team: Team) -> None:
-    write(team.bob.path, {"rightmemory.toml": "x=1\n", ".runtime/x": "y",
-                          "dream_logs/a.md": "z"})
+    write(team.bob.path, {"rightmemory.toml": "x=1\n", ".runtime/x": "y", "dream_logs/a.md": "z"})
     assert team.bob.sync().status == "current"
 
 
@@ -286,16 +290,12 @@ def test_credentials_in_remote_url_never_shown(team: Team) -> None:
 
 @pytest.mark.parametrize("enabled", [False])
 def test_disabled_root(team: Team, enabled: bool) -> None:
-    from dataclasses import replace
-
     member = team.bob
     member.settings = replace(member.settings, sync_enabled=enabled)
     assert member.sync().status == "disabled"
 
 
 def test_nested_root_is_unconfigured(team: Team) -> None:
-    from dataclasses import replace
-
     nested = team.bob.path / "insight_logs"
     nested.mkdir()
     team.bob.settings = replace(team.bob.settings, path=nested)

@@ -12,9 +12,11 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from memsync.validators.paths import (
+    _may_collide,
     case_collisions,
     check_entry,
     check_name,
+    check_name_fully,
     check_text,
     is_dotgit,
     printable,
@@ -464,17 +466,27 @@ def _z(paths: list[str]) -> bytes:
 
 @given(st.text(alphabet=st.sampled_from("abcXYZ019_.-/~ \\:\u00e9\u200c"), max_size=40))
 def test_fast_path_agrees_with_the_full_check(path: str) -> None:
-    from memsync.validators.paths import check_name_fully
-
     assert check_name(path, DEFAULT_POLICY) == check_name_fully(path, DEFAULT_POLICY)
 
 
-@given(st.lists(st.sampled_from(["MEMORY.md", "memory.md", "MEMORY_a.md", "MEMORY_A.md",
-                                 "shared_views/a/view.md", "shared_views/A/view.md",
-                                 "shared_views/a", "insight_logs/x.md", "Insight_logs/y.md"]),
-                unique=True))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "MEMORY.md",
+                "memory.md",
+                "MEMORY_a.md",
+                "MEMORY_A.md",
+                "shared_views/a/view.md",
+                "shared_views/A/view.md",
+                "shared_views/a",
+                "insight_logs/x.md",
+                "Insight_logs/y.md",
+            ]
+        ),
+        unique=True,
+    )
+)
 def test_collision_screen_never_hides_a_collision(paths: list[str]) -> None:
-    from memsync.validators.paths import _may_collide
-
     if case_collisions(paths):
         assert _may_collide(sorted(paths))
