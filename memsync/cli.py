@@ -18,7 +18,7 @@ import click
 from pydantic import BaseModel
 
 from memsync import __version__
-from memsync.config import find_config_path, load_config, settings_from
+from memsync.config import find_config_path, format_problem, load_config, settings_from
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sample import SAMPLE
 from memsync.errors import ConfigError, GitError, MemsyncError, UsageError
@@ -326,11 +326,9 @@ def config_sample() -> int:
 
 def render_error(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, ConfigError):
-        where = f" in {exc.source}" if exc.source else ""
-        click.echo(f"memsync: {exc.message}{where}", err=True)
-        for p in exc.problems:
-            line = f":{p.line}" if p.line else ""
-            click.echo(f"  {exc.source or 'config'}{line}: {p.location}: {p.message}", err=True)
+        click.echo(f"memsync: {exc.message}", err=True)
+        for problem in exc.problems:
+            click.echo(f"  {format_problem(problem, exc.source)}", err=True)
         if exc.hint:
             click.echo(f"  next: {exc.hint}", err=True)
         return exc.exit_code

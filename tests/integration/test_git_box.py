@@ -1,0 +1,131 @@
+"""The git box against the real git binary: clean environment, no hooks, timeouts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memsync.errors import GitTimeout
+from memsync.roots.layout import RootLayout
+from memsync.roots.lock import RootLock
+from memsync.transports.git import Git, redact
+from tests.conftest import Team
+from tests.helpers import commit, git, wait_for
+
+
+def test_redact_hides_userinfo_everywhere() -> None:
+    text = "fatal: unable to access 'https://bob:t0ken@host/x.git/' and ssh://u@h/y"
+    shown = redact(text)
+    assert "t0ken" not in shown and "bob" not in shown and "u@h" not in shown
+    assert "https://***@host/x.git/" in shown
+
+
+def test_inherited_git_environment_is_ignored(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_DIR", str(team.upstream))
+    monkeypatch.setenv("GIT_WORK_TREE", "/")
+    head = git(team.bob.path, "rev-parse", "HEAD")
+    assert Git(team.bob.path).rev_parse("HEAD") == head
+
+
+def test_hooks_never_run(team: Team) -> None:
+    marker = team.bob.path.parent / "hook-ran"
+    hooks = team.bob.path / ".git" / "hooks"
+    for name in (
+        "pre-merge-commit",
+        "post-merge",
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "post-checkout",
+        "reference-transaction",
+        "pre-push",
+    ):
+        (hooks / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        (hooks / name).chmod(0o755)
+    git(team.bob.path, "config", "core.hooksPath", str(hooks))
+    commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    commit(team.bob.path, {"MEMORY_b.md": "# B\n"}, "bob")  # plain git: may run hooks
+    marker.unlink(missing_ok=True)
+    assert team.bob.sync().status == "pushed"  # a merge commit, a ref transaction, a push
+    assert not marker.exists(), marker.read_text()
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    started = time.monotonic()
+    with pytest.raises(GitTimeout):
+        Git(repo, timeout=0.5).run("fetch", "--upload-pack=sleep 31.4159 #", str(repo))
+    assert time.monotonic() - started < 10
+
+    def gone() -> bool:
+        found = subprocess.run(["pgrep", "-f", "sleep 31.4159"], capture_output=True, check=False)
+        return found.returncode == 1
+
+    wait_for(gone, what="the timed-out git child to be killed")
+
+
+def test_non_ascii_names_sync_and_count_as_dirty(team: Team) -> None:
+    name = "MEMORY_日本 notes é.md"
+    commit(team.alice.path, {name: "# 日本\n"})
+    assert team.alice.sync().status == "pushed"
+    result = team.bob.sync()
+    assert result.status == "synced" and result.files == (name,)
+    assert (team.bob.path / name).read_text() == "# 日本\n"
+    (team.bob.path / name).write_text("# edited\n")
+    dirty = team.bob.sync()
+    assert dirty.status == "dirty" and dirty.files == (name,)
+
+
+def test_root_lock_excludes_another_process(team: Team) -> None:
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from memsync.roots.lock import RootLock\n"
+            f"lock = RootLock(Path({str(layout.lock_file)!r}), wait=5); lock.acquire()\n"
+            "print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        busy = team.bob.sync(wait=0)
+        assert busy.status == "busy"
+        assert str(holder.pid) in busy.message
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert team.bob.sync(wait=5).status == "current"
+    with RootLock(layout.lock_file, wait=0):
+        pass  # the kernel released the dead holder's lock
+
+
+def test_a_killed_lock_holder_leaves_no_lock(team: Team) -> None:
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from pathlib import Path; from memsync.roots.lock import RootLock\n"
+            f"RootLock(Path({str(layout.lock_file)!r})).acquire(); print('held', flush=True)\n"
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait(timeout=10)
+    assert team.bob.sync(wait=0).status == "current"
