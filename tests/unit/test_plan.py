@@ -97,6 +97,7 @@ def test_plan_matches_the_history_model(
     if (
         not accept
         and upstream is not None
+        and upstream != local
         and (
             (trusted is not None and not anc(trusted, upstream))
             or not (_ancestors(graph, local) & _ancestors(graph, upstream))
