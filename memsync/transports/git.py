@@ -423,8 +423,11 @@ class Git:
         self, remote: str, branch: str, into: str, timeout: float | None = None
     ) -> tuple[FetchOutcome, str]:
         """Fetch one upstream branch into `into` (forced: the planner judges rewinds)."""
+        # Naming upload-pack and receive-pack keeps a root's remote.*.uploadpack and
+        # remote.*.receivepack settings (commands in repository config) from ever running.
         result = self.run(
             "fetch",
+            "--upload-pack=git-upload-pack",
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
@@ -450,6 +453,7 @@ class Git:
         """Push one exact commit to the upstream branch, never forced."""
         result = self.run(
             "push",
+            "--receive-pack=git-receive-pack",
             "--porcelain",
             "--no-verify",
             "--end-of-options",

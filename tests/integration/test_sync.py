@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -266,18 +267,6 @@ def test_outgoing_forbidden_path_is_not_pushed(team: Team) -> None:
     assert git(team.upstream, "rev-parse", "main") == before
 
 
-def test_rejected_push_syncs_once_then_retries(team: Team, tmp_path: Path) -> None:
-    alice, bob = team.alice, team.bob
-    commit(bob.path, {"MEMORY_b.md": "# B\n"})
-    # Alice pushes between bob's fetch and bob's push: simulated by pushing first with raw git
-    # and pointing bob's remote-tracking ref at the stale commit (the fetch refreshes it).
-    commit(alice.path, {"MEMORY_a.md": "# A\n"})
-    push(alice.path)
-    result = bob.sync()
-    assert result.status == "pushed"
-    assert git(team.upstream, "rev-parse", "main") == git(bob.path, "rev-parse", "HEAD")
-
-
 def test_credentials_in_remote_url_never_shown(team: Team) -> None:
     url = "https://alice:s3cr3t-token@127.0.0.1:9/team.git"
     git(team.bob.path, "remote", "set-url", "origin", url)
@@ -300,3 +289,37 @@ def test_nested_root_is_unconfigured(team: Team) -> None:
     nested.mkdir()
     team.bob.settings = replace(team.bob.settings, path=nested)
     assert team.bob.sync().status == "unconfigured"
+
+
+def test_push_rejected_by_a_concurrent_push_syncs_once_then_pushes(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A teammate pushes between bob's fetch and bob's push (injected with a PATH shim that
+    runs the teammate's real push just before bob's real `git push`)."""
+    alice, bob = team.alice, team.bob
+    commit(alice.path, {"MEMORY_a.md": "# A\n"}, "alice, racing")
+    commit(bob.path, {"MEMORY_b.md": "# B\n"}, "bob")
+    real_git = shutil.which("git")
+    assert real_git is not None
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    mark = tmp_path / "raced"
+    (shim / "git").write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do\n'
+        f'  if [ "$a" = push ] && [ ! -e {mark} ]; then\n'
+        f"    touch {mark}\n"
+        f"    (cd {alice.path} && {real_git} push -q origin HEAD:main)\n"
+        "  fi\n"
+        "done\n"
+        f'exec {real_git} "$@"\n'
+    )
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    result = bob.sync()
+    assert mark.exists()
+    assert result.status == "pushed", result.message
+    assert "after a rejected push" in result.message
+    head = git(bob.path, "rev-parse", "HEAD")
+    assert git(team.upstream, "rev-parse", "main") == head
+    assert (bob.path / "MEMORY_a.md").exists() and (bob.path / "MEMORY_b.md").exists()
