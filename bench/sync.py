@@ -191,4 +191,15 @@ def run() -> list[dict[str, Any]]:
             "runs": RUNS,
         }
     )
+    raw_small, raw_large = rows[1]["raw_ms"], rows[2]["raw_ms"]
+    rows.append(
+        {
+            "name": "  the same scaling for raw git (context)",
+            "memsync_ms": raw_large,
+            "raw_ms": raw_small,
+            "ratio": raw_large / raw_small,
+            "target": "-",
+            "runs": RUNS,
+        }
+    )
     return rows
