@@ -1,0 +1,125 @@
+"""Interleavings of local edits, local commits, upstream pushes and sync cycles (Hypothesis).
+
+Invariants after every step: no commit anyone made is lost, uncommitted edits are never
+touched, the published tree always validates, nothing of ours is left behind; and at the
+end every root converges on the upstream.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from memsync.roots.create import init_root
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.transports.git import Git
+from memsync.validators.gate import validate_tree
+from memsync.validators.graph import default_graph_validator
+from memsync.validators.policy import SyncPolicy
+from tests.helpers import commit, git, settings_for
+
+MEMBERS = ("alice", "bob")
+
+
+class Interleavings(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = Path(tempfile.mkdtemp(prefix="memsync-interleave-"))
+        self.upstream = self.base / "team.git"
+        git(self.base, "init", "-q", "--bare", "-b", "main", str(self.upstream))
+        self.paths = {m: self.base / m for m in MEMBERS}
+        for member, path in self.paths.items():
+            init_root(path, upstream=str(self.upstream))
+            git(path, "config", "user.name", member)
+            git(path, "config", "user.email", f"{member}@example.invalid")
+        self.outsider = self.base / "outsider"
+        git(self.base, "clone", "-q", str(self.upstream), str(self.outsider))
+        self.settings = {m: settings_for(m, p) for m, p in self.paths.items()}
+        self.pending: dict[str, dict[str, str]] = {m: {} for m in MEMBERS}
+        self.made: dict[str, list[str]] = {m: [] for m in MEMBERS}
+        self.counter = 0
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def _sync(self, member: str) -> str:
+        return sync_root(self.settings[member], self.base / f"state-{member}", SyncOptions()).status
+
+    @rule(
+        member=st.sampled_from(MEMBERS),
+        text=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20),
+    )
+    def edit(self, member: str, text: str) -> None:
+        self.counter += 1
+        name = f"MEMORY_{member}{self.counter % 3}.md"
+        content = f"# {member}\n\n{self.counter}: {text}\n"
+        (self.paths[member] / name).write_text(content, encoding="utf-8")
+        self.pending[member][name] = content
+
+    @precondition(lambda self: any(self.pending.values()))
+    @rule(member=st.sampled_from(MEMBERS))
+    def commit_edits(self, member: str) -> None:
+        if not self.pending[member]:
+            return
+        git(self.paths[member], "add", "-A")
+        if git(self.paths[member], "status", "--porcelain"):
+            git(self.paths[member], "commit", "-q", "-m", f"{member} notes")
+            self.made[member].append(git(self.paths[member], "rev-parse", "HEAD"))
+        self.pending[member] = {}
+
+    @rule()
+    def outsider_pushes(self) -> None:
+        self.counter += 1
+        git(self.outsider, "pull", "-q", "--no-rebase", "origin", "main")
+        commit(self.outsider, {f"insight_logs/n{self.counter}.md": "# insight\n"}, "outsider")
+        git(self.outsider, "push", "-q", "origin", "HEAD:main")
+
+    @rule(member=st.sampled_from(MEMBERS))
+    def sync(self, member: str) -> None:
+        status = self._sync(member)
+        if self.pending[member]:
+            assert status == "dirty", status
+        else:
+            assert status in ("current", "synced", "pushed"), status
+
+    @invariant()
+    def nothing_lost_nothing_left(self) -> None:
+        for member, path in self.paths.items():
+            head = git(path, "rev-parse", "HEAD")
+            for made in self.made[member]:
+                assert git(path, "merge-base", "--is-ancestor", made, head, check=False) == ""
+            for name, content in self.pending[member].items():
+                assert (path / name).read_text(encoding="utf-8") == content
+            assert git(path, "for-each-ref", "refs/memsync/candidates") == ""
+            tree = Git(path).tree_view(head)
+            assert validate_tree(tree, SyncPolicy(), default_graph_validator()).ok
+
+    def converge(self) -> None:
+        for member in MEMBERS:
+            self.commit_edits(member)
+        for member in (*MEMBERS, *MEMBERS):
+            assert self._sync(member) in ("current", "synced", "pushed")
+        heads = {git(p, "rev-parse", "HEAD") for p in self.paths.values()}
+        assert heads == {git(self.upstream, "rev-parse", "main")}
+
+
+class ConvergingInterleavings(Interleavings):
+    def teardown(self) -> None:
+        try:
+            self.converge()
+        finally:
+            super().teardown()
+
+
+ConvergingInterleavings.TestCase.settings = settings(
+    max_examples=12,
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_interleavings = ConvergingInterleavings.TestCase
