@@ -6,11 +6,14 @@ import json
 import sys
 from pathlib import Path
 
-from bench import sync
+from bench import sync, validate
+
+SUITES = {"b1": validate.run, "sync": sync.run}
 
 
 def main() -> int:
-    rows = sync.run()
+    wanted = sys.argv[1:] or list(SUITES)
+    rows = [row for name in wanted for row in SUITES[name]()]
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -24,6 +24,7 @@ from memsync.validators.tree import (
 )
 
 _SKIP_DIRS = {".git", ".runtime"}
+LEGACY = ("PURSUIT_RULES.md", "AGENT_CORRECTION_MEMORY_RULES.md")
 
 
 class FileBlobs:
@@ -57,7 +58,13 @@ def worktree_view(root: Path) -> TreeView:
     git = Git(root)
     top = git.toplevel()
     if top is not None and top.resolve() == root.resolve():
-        names = git.list_files()
+        # The allowlist .gitignore hides legacy reference files; they must still be seen.
+        names = sorted(
+            {
+                *git.list_files(),
+                *(n for n in LEGACY if (root / n).is_symlink() or (root / n).exists()),
+            }
+        )
     else:
         names = sorted(_walk(root))
     entries: dict[str, Entry] = {}

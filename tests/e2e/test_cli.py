@@ -209,3 +209,15 @@ def test_crash_matrix(team: Team, tmp_path: Path, point: str, diverged: bool) ->
     journal = tmp_path / "state" / "roots" / "bob" / "journal"
     phases = [json.loads(p.read_text())["phase"] for p in journal.glob("*.json")]
     assert "running" not in phases and "prepared" not in phases
+
+
+def test_validate_reports_a_legacy_reference_file_even_though_git_ignores_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "mem"
+    assert memsync("init", str(root)).returncode == 0
+    (root / "PURSUIT_RULES.md").write_text("# old rules\n")
+    done = memsync("validate", str(root), "--json")
+    assert done.returncode == 1
+    codes = {p.code for p in ValidateReport.model_validate_json(done.stdout).problems}
+    assert codes == {"legacy-reference"}

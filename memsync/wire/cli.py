@@ -1,7 +1,6 @@
-"""The one wire model: pydantic models of every JSON document memsync prints or serves.
+"""Wire models of the command line's `--json` documents (sync, validate, init, status).
 
-The CLI's `--json` output (and later the control socket and hub API) is produced from these
-models, and tests parse the output back through the same models.
+Tests parse the CLI's output back through these same models.
 """
 
 from __future__ import annotations

@@ -1,0 +1,33 @@
+"""The one wire model: pydantic models of every JSON document memsync prints, serves or reads.
+
+Producers and consumers import the same models from here: the CLI's `--json` output
+(`wire.cli`), view manifests (`wire.manifest`) and the hub API (`wire.hub`).
+"""
+
+from memsync.wire.cli import (
+    CycleStatus,
+    DaemonStatus,
+    InitReport,
+    InsightStatus,
+    ProblemModel,
+    RootStatus,
+    StatusReport,
+    SyncReport,
+    SyncResultModel,
+    ValidateReport,
+    ViewStatus,
+)
+
+__all__ = [
+    "CycleStatus",
+    "DaemonStatus",
+    "InitReport",
+    "InsightStatus",
+    "ProblemModel",
+    "RootStatus",
+    "StatusReport",
+    "SyncReport",
+    "SyncResultModel",
+    "ValidateReport",
+    "ViewStatus",
+]
