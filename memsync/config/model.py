@@ -6,11 +6,12 @@ values once (at start-up and on reload), with every default already applied.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from memsync.config.schema import Config, Root
+from memsync.config.schema import Config, GitSource, HttpSource, Root, View
 from memsync.config.secrets import SecretRef
 
 
@@ -34,6 +35,33 @@ class RootSettings:
 
 
 @dataclass(frozen=True)
+class ViewSettings:
+    """One imported view: where it comes from, how it is trusted, where it lands."""
+
+    name: str
+    root: str
+    root_path: Path
+    heading: str
+    kind: str  # "http" or "git"
+    url: str
+    token: SecretRef | None
+    allow_http: bool
+    git_branch: str
+    git_path: str
+    keys: tuple[str, ...]
+    threshold: int
+    allow_unsigned: bool
+    refresh: timedelta
+    max_stale: timedelta
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    data_dir: Path
+    listen: str
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the daemon and the one-shot commands need from the configuration."""
 
@@ -42,6 +70,8 @@ class Settings:
     roots: tuple[RootSettings, ...]
     config_path: Path | None
     http_listen: str | None = None
+    views: tuple[ViewSettings, ...] = ()
+    hub: HubSettings | None = None
 
     def root(self, name: str) -> RootSettings | None:
         """The root called `name`, or None."""
@@ -68,12 +98,37 @@ def root_settings(name: str, root: Root) -> RootSettings:
     )
 
 
+def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSettings:
+    """Convert one validated view (its root exists: the schema checked it)."""
+    source = view.source
+    is_http = isinstance(source, HttpSource)
+    return ViewSettings(
+        name=name,
+        root=view.root,
+        root_path=roots[view.root].path,
+        heading=view.heading or name,
+        kind="http" if is_http else "git",
+        url=source.url,
+        token=source.token if isinstance(source, HttpSource) else None,
+        allow_http=source.allow_http if isinstance(source, HttpSource) else False,
+        git_branch=source.branch if isinstance(source, GitSource) else "main",
+        git_path=source.path if isinstance(source, GitSource) else "",
+        keys=tuple(view.trust.keys),
+        threshold=view.trust.threshold,
+        allow_unsigned=view.trust.allow_unsigned,
+        refresh=view.refresh,
+        max_stale=view.max_stale,
+    )
+
+
 def settings_from(config: Config, config_path: Path | None) -> Settings:
-    """Convert a validated Config; roots keep their order in the file."""
+    """Convert a validated Config; roots and views keep their order in the file."""
     return Settings(
         state_dir=config.state_dir,
         control_socket=config.control_socket,
         roots=tuple(root_settings(name, root) for name, root in config.roots.items()),
         config_path=config_path,
         http_listen=config.http.listen if config.http else None,
+        views=tuple(view_settings(n, v, config.roots) for n, v in config.views.items()),
+        hub=HubSettings(config.hub.data_dir, config.hub.listen) if config.hub else None,
     )

@@ -72,6 +72,7 @@ views:
       kind: http
       url: https://hub.example/v1/views/auth
       token: {env: HUB_TOKEN}     # optional bearer token with read:<view> scope
+      allow_http: false           # plain http:// to a non-loopback host; default false
       # or: {kind: git, url: ssh://git@host/team.git, branch: main, path: shares/auth}
       #      (branch defaults to main; path is the directory holding package/ and manifest.json)
     trust:

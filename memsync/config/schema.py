@@ -195,6 +195,7 @@ class HttpSource(_Model):
     kind: Literal["http"]
     url: HttpUrl
     token: SecretRef | None = None
+    allow_http: StrictBool = False  # plain http:// to a non-loopback host (never by default)
 
 
 class GitSource(_Model):
