@@ -1,0 +1,1 @@
+"""Shared views: manifests and signing, packages, safe extraction, import store, the hub."""
