@@ -27,11 +27,13 @@ from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome
 from memsync.transports.gitparse import fsck_findings, last_line
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
+from memsync.validators.inbox import InboxConflict, merge_inbox
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 log = logging.getLogger(__name__)
 
+INBOX = "AGENT_GUIDANCE_INBOX.md"
 RETRY = "retry"  # internal: the push was rejected; sync once more, then push once more
 
 
@@ -330,6 +332,21 @@ class _Cycle:
             git.tree_view(candidate), self.policy, self.graph, content_paths=files
         )
         fault("after-validation")
+        if not report.ok and candidate != upstream and self._valid(upstream):
+            # Each side is valid but together they are not (say, one id added on both
+            # sides): a conflict for a person (or, later, a repair role) to settle.
+            self._settle(op, J.FAILED, "the merged candidate is invalid", files=files)
+            codes = ", ".join(sorted({p.code for p in report.problems}))
+            return self.result(
+                R.CONFLICT,
+                f"the merge of valid local and upstream states is invalid ({codes}); the "
+                "root is unchanged. Merge by hand and fix the problems, then sync again",
+                head=local,
+                upstream=upstream,
+                problems=report.problems,
+                files=tuple(sorted({p.path for p in report.problems if p.path})),
+                operation_id=op.id,
+            )
         if not report.ok:
             self._settle(op, J.FAILED, "the candidate failed validation")
             return self._refuse(
@@ -390,9 +407,24 @@ class _Cycle:
         args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
         if plan.allow_unrelated:
             args.append("--allow-unrelated-histories")
-        merged = wt.run(*args, upstream, check=False, config=self.git.identity_config())
+        identity = self.git.identity_config()
+        merged = wt.run(*args, upstream, check=False, config=identity)
         if merged.returncode != 0:
             conflicted = tuple(wt.unmerged_paths())
+            if conflicted == (INBOX,):
+                try:
+                    return self._merge_inbox(wt, path, identity)
+                except InboxConflict as exc:
+                    message = f"{exc.message}; the root is unchanged"
+                    self._settle(op, J.FAILED, message, files=conflicted)
+                    return self.result(
+                        R.CONFLICT,
+                        message,
+                        head=plan.local,
+                        upstream=upstream,
+                        files=conflicted,
+                        operation_id=op.id,
+                    )
             message = (
                 "incoming and local edits conflict; the root is unchanged. Merge the "
                 "upstream by hand (git merge) and commit, then sync again"
@@ -409,6 +441,19 @@ class _Cycle:
                 operation_id=op.id,
             )
         return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
+
+    def _merge_inbox(self, wt: Git, path: Path, identity: list[tuple[str, str]]) -> str:
+        """The guidance inbox is the only conflict: merge it by entry id, deterministically."""
+        sides = [wt.read_stage(INBOX, stage) for stage in (1, 2, 3)]
+        texts = [None if s is None else s.decode("utf-8") for s in sides]
+        merged = merge_inbox(*texts)
+        (path / INBOX).write_text(merged, encoding="utf-8")
+        wt.run("add", "--", INBOX)
+        wt.run("commit", "--no-edit", "--quiet", config=identity)
+        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
+
+    def _valid(self, commit: str) -> bool:
+        return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok
 
     def _refuse(
         self,

@@ -401,6 +401,11 @@ class Git:
         ).stdout
         return sorted({P.decode_path(p) for p in raw.split(b"\0") if p})
 
+    def read_stage(self, path: str, stage: int) -> bytes | None:
+        """The bytes of `path` at an index stage (1 base, 2 ours, 3 theirs), None if absent."""
+        result = self.run("cat-file", "blob", f":{stage}:{path}", check=False)
+        return result.stdout if result.returncode == 0 else None
+
     def write_tree(self) -> str:
         return self.out("write-tree")
 

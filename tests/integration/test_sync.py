@@ -323,3 +323,47 @@ def test_push_rejected_by_a_concurrent_push_syncs_once_then_pushes(
     head = git(bob.path, "rev-parse", "HEAD")
     assert git(team.upstream, "rev-parse", "main") == head
     assert (bob.path / "MEMORY_a.md").exists() and (bob.path / "MEMORY_b.md").exists()
+
+
+def _entry(gid: str, session: str, when: str, body: str) -> str:
+    return f"## {gid}\n\nSession: {session}\nSubmitted: {when}\n\n{body}\n"
+
+
+INBOX_TITLE = "# Pending Agent Guidance\n\n"
+
+
+def test_guidance_inbox_conflict_is_merged_by_entry(team: Team) -> None:
+    alice, bob = team.alice, team.bob
+    base = _entry("GI-20261129-0000000a", "s0", "2026-11-29T09:00:00Z", "Base entry.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    ours = _entry("GI-20261129-0000000b", "s1", "2026-11-29T10:00:00Z", "From bob.")
+    theirs = _entry("GI-20261129-0000000c", "s2", "2026-11-29T11:00:00Z", "From alice.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base + "\n" + theirs})
+    assert alice.sync().status == "pushed"
+    commit(bob.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base + "\n" + ours})
+    result = bob.sync()
+    assert result.status == "pushed", result.message
+    text = (bob.path / "AGENT_GUIDANCE_INBOX.md").read_text()
+    assert text.index("0000000a") < text.index("0000000b") < text.index("0000000c")
+    assert git(bob.path, "status", "--porcelain") == ""
+
+
+def test_guidance_inbox_true_conflict_is_a_conflict(team: Team) -> None:
+    alice, bob = team.alice, team.bob
+    base = _entry("GI-20261129-0000000a", "s0", "2026-11-29T09:00:00Z", "Base entry.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    edit_a = _entry("GI-20261129-0000000a", "s0", "2026-11-29T09:00:00Z", "Alice's edit.")
+    edit_b = _entry("GI-20261129-0000000a", "s0", "2026-11-29T09:00:00Z", "Bob's edit.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + edit_a})
+    assert alice.sync().status == "pushed"
+    commit(bob.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + edit_b})
+    before = snapshot(bob.path)
+    result = bob.sync()
+    assert result.status == "conflict"
+    assert "GI-20261129-0000000a" in result.message
+    assert snapshot(bob.path) == before
+    assert leftovers(bob) == []
