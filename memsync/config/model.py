@@ -42,6 +42,7 @@ class ViewSettings:
     root: str
     root_path: Path
     heading: str
+    view_id: str  # the provider's view id the manifest must name
     kind: str  # "http" or "git"
     url: str
     token: SecretRef | None
@@ -107,6 +108,7 @@ def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSetti
         root=view.root,
         root_path=roots[view.root].path,
         heading=view.heading or name,
+        view_id=view.view_id or _last_part(source.url if is_http else source.path) or name,
         kind="http" if is_http else "git",
         url=source.url,
         token=source.token if isinstance(source, HttpSource) else None,
@@ -119,6 +121,11 @@ def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSetti
         refresh=view.refresh,
         max_stale=view.max_stale,
     )
+
+
+def _last_part(location: str) -> str:
+    """`https://hub/v1/views/auth` -> `auth`; `shares/auth` -> `auth`."""
+    return location.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 def settings_from(config: Config, config_path: Path | None) -> Settings:

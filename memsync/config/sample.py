@@ -68,6 +68,7 @@ views:
   team-auth:
     root: personal                # the configured root that receives the view (required)
     heading: team-auth            # heading it is mounted under; default (null): the view's name
+    view_id: auth                 # the provider's view id; default: last part of url (or path)
     source:                       # where it comes from (required): kind http or git
       kind: http
       url: https://hub.example/v1/views/auth

@@ -240,6 +240,7 @@ class Trust(_Model):
 class View(_Model):
     root: Text
     heading: Text | None = None  # None: the view's name
+    view_id: Name | None = None  # the provider's id; None: the source URL's (or path's) last part
     source: Source
     trust: Trust = Trust()
     refresh: Duration = timedelta(minutes=5)
