@@ -108,7 +108,9 @@ def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSetti
         root=view.root,
         root_path=roots[view.root].path,
         heading=view.heading or name,
-        view_id=view.view_id or _last_part(source.url if is_http else source.path) or name,
+        view_id=view.view_id
+        or _last_part(source.path if isinstance(source, GitSource) else source.url)
+        or name,
         kind="http" if is_http else "git",
         url=source.url,
         token=source.token if isinstance(source, HttpSource) else None,

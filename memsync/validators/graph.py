@@ -1,22 +1,37 @@
-"""The graph-validator interface, and the root-document check that stands in for it.
+"""The graph-validator interface and the RightMemory graph validator behind it.
 
 A graph validator sees the whole tree and reports RightMemory graph problems (CONTRACT
-§3, "RightMemory graph"). For now `RootDocumentsValidator` only checks that the two root
-documents exist as regular files; the next issue replaces it with the full RightMemory
-graph parser (ids, headings, backing files, edges, focus) behind the same Protocol, and
-`default_graph_validator()` will then return that parser instead.
+§3, "RightMemory graph", reference rules 1-33). `MemoryGraphValidator` runs the full
+parser (`document.py` per file, `assembly.py` across files, `edges.py` for edges and
+Focus); `default_graph_validator()` is what the gate, the sync cycle and the CLI use.
+Auxiliary files (corrections, inbox, update queue) are not its business: a wrapper adds
+those rules.
 
 A graph validator always runs, even when the gate already found path or byte problems,
-so it must tolerate files that are not valid UTF-8 (the gate reports those itself).
+so it tolerates files that are not valid UTF-8 (it skips them; the gate reports them).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from memsync.validators.assembly import build_graph, describe
+from memsync.validators.graphmodel import BackingRef, FocusEntry, Item, MemoryGraph, Profile
 from memsync.validators.policy import ROOT_DOCUMENTS
 from memsync.validators.problems import ProblemList, Report
-from memsync.validators.tree import MODE_GITLINK, MODE_SYMLINK, TreeView
+from memsync.validators.tree import TreeView
+
+__all__ = [
+    "BackingRef",
+    "FocusEntry",
+    "GraphValidator",
+    "Item",
+    "MemoryGraph",
+    "MemoryGraphValidator",
+    "RootDocumentsValidator",
+    "build_graph",
+    "default_graph_validator",
+]
 
 
 class GraphValidator(Protocol):
@@ -25,8 +40,35 @@ class GraphValidator(Protocol):
     def validate(self, tree: TreeView) -> Report: ...
 
 
+class MemoryGraphValidator:
+    """The full RightMemory graph rules for one profile.
+
+    The Report counts `files` as the RightMemory files read (graph files plus existing M#
+    and S# backing files) and `items` as the ids in the graph.
+    """
+
+    def __init__(
+        self, profile: str = "local", *, root_path: str | None = None, namespace: str | None = None
+    ) -> None:
+        Profile.named(profile, root_path, namespace)  # reject a bad profile now, not later
+        self.profile = profile
+        self.root_path = root_path
+        self.namespace = namespace
+
+    def validate(self, tree: TreeView) -> Report:
+        graph, problems = build_graph(
+            tree, self.profile, root_path=self.root_path, namespace=self.namespace
+        )
+        files = len(graph.files) + len(graph.evidence_files)
+        return Report(problems=tuple(problems), files=files, items=len(graph.items))
+
+
 class RootDocumentsValidator:
-    """`MEMORY.md` and `PURSUITS.md` must exist and be regular files."""
+    """Only the root-document rule: `MEMORY.md` and `PURSUITS.md` exist as regular files.
+
+    A cheap stand-in for callers that must not parse the graph; `files` counts every
+    regular Markdown file of the tree.
+    """
 
     def validate(self, tree: TreeView) -> Report:
         problems = ProblemList()
@@ -35,21 +77,12 @@ class RootDocumentsValidator:
             if entry is None:
                 problems.add("missing-root-document", name, f"'{name}' is missing")
             elif not entry.is_regular:
-                kind = _kind(entry.mode)
-                message = f"'{name}' is not a regular file (it is {kind})"
+                message = f"'{name}' is not a regular file (it is {describe(entry)})"
                 problems.add("missing-root-document", name, message)
         documents = sum(1 for p, e in tree.entries.items() if p.endswith(".md") and e.is_regular)
         return problems.report(files=documents, items=0)
 
 
-def _kind(mode: int) -> str:
-    if mode == MODE_SYMLINK:
-        return "a symbolic link"
-    if mode == MODE_GITLINK:
-        return "a submodule"
-    return f"a special file, mode {mode:06o}"
-
-
 def default_graph_validator() -> GraphValidator:
-    """The graph validator the sync cycle uses."""
-    return RootDocumentsValidator()
+    """The graph validator the gate, the sync cycle and the CLI use: the local profile."""
+    return MemoryGraphValidator()
