@@ -1,0 +1,428 @@
+"""The HTTP box: the only module that talks to a hub or a view server.
+
+One `aiohttp.ClientSession` (one connector) per `HttpClient`, shared by every view. Each
+`get` is bounded by an absolute deadline on the event loop's clock (a trickling server is
+cut off), a hard byte cap checked against `Content-Length` before reading and against the
+bytes as they arrive, and redirects followed here, at most five, so that the Bearer token
+goes to the original origin only and https never downgrades to http. Plain http is refused
+for non-loopback hosts (before any I/O) unless allowed. Bodies stream into a temp file next
+to `dest` that is fsynced and renamed only once complete; on any failure it is removed.
+Responses are taken as served (no decompression), so `sha256` is the hash of the bytes on
+the wire. A `304` says only "unchanged": the caller still re-checks what it has cached.
+Tokens and query strings never reach a message or the log. Retries are `get_with_retry`'s
+alone, except that aiohttp re-sends an idempotent request once when the connection drops
+before any response (RFC 9112 9.3.1.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import hashlib
+import io
+import ipaddress
+import logging
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import IO
+
+import aiohttp
+from aiohttp import hdrs
+from yarl import URL
+
+from memsync.errors import InternalError, MemsyncError
+
+__all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "redact_url"]
+
+log = logging.getLogger("memsync.http")
+
+MAX_REDIRECTS = 5
+MEMORY_CAP = 4 * 1024 * 1024  # bodies kept in memory (manifests) never exceed this
+CHUNK = 64 * 1024
+BACKOFF_BASE = 0.2
+BACKOFF_CAP = 5.0
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_RANDOM = secrets.SystemRandom()
+
+
+class ErrorKind(StrEnum):
+    REFUSED = "refused"  # a URL or redirect we will not follow (scheme, host, loop)
+    TOO_LARGE = "too-large"
+    TRUNCATED = "truncated"
+    TIMEOUT = "timeout"
+    NOT_FOUND = "not-found"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    RATE_LIMITED = "rate-limited"
+    SERVER = "server"
+    CONNECTION = "connection"  # refused, reset, DNS: nothing usable came back
+    PROTOCOL = "protocol"  # an answer we cannot use (odd status, malformed response)
+    STORAGE = "storage"  # the body could not be written locally
+
+
+_TRANSIENT = frozenset({"timeout", "truncated", "rate-limited", "server", "connection"})
+
+
+class HttpError(MemsyncError):
+    """A request failed; `url` is redacted, `transient` says whether a retry may help."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        url: str,
+        detail: str,
+        status: int | None = None,
+        *,
+        transient: bool | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"GET {url}: {detail}")
+        self.kind = kind
+        self.url = url
+        self.status = status
+        self.transient = kind in _TRANSIENT if transient is None else transient
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A completed request: `200` with what was written, or `304` (nothing written)."""
+
+    status: int
+    etag: str | None
+    length: int
+    sha256: str | None
+    path: Path | None = None
+    body: bytes | None = None
+
+
+def redact_url(url: str | URL) -> str:
+    """`url` without user-info, query values or fragment: safe for messages and logs."""
+    parsed = URL(url) if isinstance(url, str) else url
+    if not parsed.absolute:
+        return "<relative url>"
+    clean = parsed.with_user(None).with_query(None).with_fragment(None)
+    return str(clean) + ("?…" if parsed.query_string else "")
+
+
+def _origin(url: URL) -> tuple[str, str, int | None]:
+    return (url.scheme, (url.host or "").lower(), url.port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _retry_after(value: str | None, now_wall: float) -> float | None:
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now_wall)
+    return None
+
+
+@dataclass(kw_only=True, eq=False)
+class HttpClient:
+    """`async with HttpClient() as client:` one session for every request of a daemon run."""
+
+    allow_http: bool = False  # plain http to non-loopback hosts (loopback is always allowed)
+    user_agent: str = "memsync"
+    connect_timeout: float = 10.0
+    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+
+    async def __aenter__(self) -> HttpClient:
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout),
+            headers={hdrs.USER_AGENT: self.user_agent, hdrs.ACCEPT_ENCODING: "identity"},
+            cookie_jar=aiohttp.DummyCookieJar(),  # nothing carried from one origin to another
+            auto_decompress=False,
+            trust_env=False,  # no .netrc credentials, no proxies from the environment
+        )
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def check_url(self, url: URL, previous: URL | None = None) -> None:
+        """Refuse, before any I/O, a URL (or a redirect target) we must not request."""
+        where, refused = redact_url(url), ErrorKind.REFUSED
+        if url.scheme not in ("http", "https") or not url.host:
+            raise HttpError(refused, where, "not an http(s) URL")
+        if url.user is not None or url.password is not None:
+            raise HttpError(refused, where, "credentials in a URL are refused")
+        if previous is not None and previous.scheme == "https" and url.scheme == "http":
+            raise HttpError(refused, where, "redirect from https to http refused")
+        if url.scheme == "http" and not self.allow_http and not _is_loopback(url.host):
+            raise HttpError(refused, where, "plain http to a non-loopback host refused")
+
+    async def get(
+        self,
+        url: str,
+        *,
+        dest: Path | None,
+        token: str | None,
+        etag: str | None,
+        max_bytes: int,
+        deadline: float,
+        expected_length: int | None = None,
+    ) -> Fetched:
+        """GET `url` into `dest` (or memory when None), conditional on `etag`, by `deadline`."""
+        try:
+            start = URL(url)
+        except ValueError as exc:
+            raise HttpError(ErrorKind.REFUSED, "<invalid url>", "not a valid URL") from exc
+        self.check_url(start)
+        where = redact_url(start)
+        cap = max_bytes if dest is not None else min(max_bytes, MEMORY_CAP)
+        if expected_length is not None:
+            if expected_length > cap:
+                raise HttpError(ErrorKind.TOO_LARGE, where, f"declared {expected_length} > {cap}")
+            cap = expected_length
+        if asyncio.get_running_loop().time() >= deadline:
+            raise HttpError(ErrorKind.TIMEOUT, where, "no time left before the deadline")
+        try:
+            async with asyncio.timeout_at(deadline):
+                fetched, sink = await self._follow(start, dest, token, etag, cap, expected_length)
+        except TimeoutError as exc:
+            raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed") from exc
+        if sink is not None:
+            # Outside the deadline's reach: once the rename happens, the request succeeded.
+            try:
+                sink.commit()
+            except BaseException:
+                sink.discard()
+                raise
+        return fetched
+
+    async def get_with_retry(
+        self,
+        url: str,
+        *,
+        dest: Path | None,
+        token: str | None,
+        etag: str | None,
+        max_bytes: int,
+        deadline: float,
+        expected_length: int | None = None,
+        attempts: int = 4,
+    ) -> Fetched:
+        """`get`, retrying transient failures with full-jitter backoff while time remains.
+
+        A `Retry-After` longer than the time left ends the retries at once.
+        """
+        loop = asyncio.get_running_loop()
+        for attempt in range(attempts):
+            try:
+                return await self.get(
+                    url,
+                    dest=dest,
+                    token=token,
+                    etag=etag,
+                    max_bytes=max_bytes,
+                    deadline=deadline,
+                    expected_length=expected_length,
+                )
+            except HttpError as exc:
+                delay = _RANDOM.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
+                delay = max(delay, exc.retry_after or 0.0)
+                if not exc.transient or attempt + 1 >= attempts or loop.time() + delay >= deadline:
+                    raise
+                log.info("retrying %s in %.2fs after %s", exc.url, delay, exc.kind)
+                await asyncio.sleep(delay)
+        raise InternalError("internal: get_with_retry made no attempt")
+
+    async def _follow(
+        self,
+        start: URL,
+        dest: Path | None,
+        token: str | None,
+        etag: str | None,
+        cap: int,
+        expected: int | None,
+    ) -> tuple[Fetched, _Sink | None]:
+        if self._session is None:
+            raise InternalError("internal: HttpClient used outside `async with`")
+        current, previous = start, None
+        with_token = token is not None
+        for _ in range(MAX_REDIRECTS + 1):
+            self.check_url(current, previous)
+            where = redact_url(current)
+            # Once a redirect leaves the original origin the token is never sent again.
+            with_token = with_token and _origin(current) == _origin(start)
+            headers: dict[str, str] = {hdrs.IF_NONE_MATCH: etag} if etag else {}
+            if with_token:
+                headers[hdrs.AUTHORIZATION] = f"Bearer {token}"
+            try:
+                async with self._session.get(
+                    current, headers=headers, allow_redirects=False
+                ) as resp:
+                    log.debug("GET %s -> %d", where, resp.status)
+                    location = resp.headers.get(hdrs.LOCATION)
+                    if resp.status not in _REDIRECTS or not location:
+                        try:
+                            return await self._answer(resp, where, dest, etag, cap, expected)
+                        except BaseException:
+                            resp.close()  # never hand a half-read connection back to the pool
+                            raise
+                    resp.close()
+            except aiohttp.ClientError as exc:
+                raise _client_error(where, exc) from exc
+            try:
+                previous, current = current, current.join(URL(location))
+            except ValueError as exc:
+                raise HttpError(ErrorKind.PROTOCOL, where, "unusable redirect target") from exc
+        raise HttpError(ErrorKind.REFUSED, redact_url(start), f"over {MAX_REDIRECTS} redirects")
+
+    async def _answer(
+        self,
+        resp: aiohttp.ClientResponse,
+        where: str,
+        dest: Path | None,
+        etag: str | None,
+        cap: int,
+        expected: int | None,
+    ) -> tuple[Fetched, _Sink | None]:
+        status = resp.status
+        if status == 304 and etag:
+            return Fetched(304, resp.headers.get(hdrs.ETAG, etag), 0, None), None
+        if status != 200:
+            raise _status_error(status, where, resp.headers.get(hdrs.RETRY_AFTER))
+        declared = resp.content_length
+        if declared is not None and declared > cap:
+            raise HttpError(ErrorKind.TOO_LARGE, where, f"Content-Length {declared} > {cap}", 200)
+        if declared is not None and expected is not None and declared < expected:
+            detail = f"Content-Length {declared}, expected {expected}"
+            raise HttpError(ErrorKind.TRUNCATED, where, detail, 200)
+        sink = _Sink(dest, where)
+        try:
+            async for chunk in resp.content.iter_chunked(CHUNK):
+                if sink.size + len(chunk) > cap:
+                    raise HttpError(ErrorKind.TOO_LARGE, where, f"body over {cap} bytes", 200)
+                sink.write(chunk)
+            if expected is not None and sink.size < expected:
+                detail = f"body has {sink.size} bytes, expected {expected}"
+                raise HttpError(ErrorKind.TRUNCATED, where, detail, 200)
+            await sink.finish()
+        except BaseException:
+            sink.discard()
+            raise
+        etag_out = resp.headers.get(hdrs.ETAG)
+        fetched = Fetched(200, etag_out, sink.size, sink.hexdigest, dest, sink.body())
+        return fetched, sink if dest is not None else None
+
+
+class _Sink:
+    """Where a body goes: memory, or a temp file next to `dest` renamed over it at the end.
+
+    Local OSErrors become `storage` HttpErrors; `discard` leaves no temp file behind.
+    """
+
+    def __init__(self, dest: Path | None, where: str) -> None:
+        self.where, self.dest, self.size = where, dest, 0
+        self._digest = hashlib.sha256()
+        self._file: IO[bytes] = io.BytesIO()
+        self._tmp: Path | None = None
+        self._handed_off = False  # a worker thread owns (and closes) the file
+        if dest is not None:
+            with self._local():
+                fd, name = tempfile.mkstemp(
+                    prefix=f".{dest.name}.", suffix=".part", dir=dest.parent
+                )
+                self._tmp, self._file = Path(name), os.fdopen(fd, "wb")
+
+    @property
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+    def body(self) -> bytes | None:
+        return self._file.getvalue() if isinstance(self._file, io.BytesIO) else None
+
+    @contextlib.contextmanager
+    def _local(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            detail = f"cannot write the download ({exc.strerror or type(exc).__name__})"
+            raise HttpError(ErrorKind.STORAGE, self.where, detail) from exc
+
+    def write(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        self._digest.update(chunk)
+        with self._local():
+            self._file.write(chunk)
+
+    async def finish(self) -> None:
+        """Flush and fsync the temp file in a thread (which closes it too)."""
+        if self._tmp is not None:
+            self._handed_off = True
+            with self._local():
+                await asyncio.to_thread(_flush_close, self._file)
+
+    def commit(self) -> None:
+        """Rename the complete temp file over `dest`, then make the rename durable."""
+        if self._tmp is None or self.dest is None:
+            return
+        with self._local():
+            self._tmp.replace(self.dest)
+            self._tmp = None
+            _fsync_dir(self.dest.parent)
+
+    def discard(self) -> None:
+        if not self._handed_off:
+            self._file.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+
+
+def _flush_close(handle: IO[bytes]) -> None:
+    with handle:
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _status_error(status: int, where: str, retry_after: str | None) -> HttpError:
+    if status == 429:
+        wait = _retry_after(retry_after, time.time())
+        return HttpError(ErrorKind.RATE_LIMITED, where, "rate limited", status, retry_after=wait)
+    kinds = {401: ErrorKind.UNAUTHORIZED, 403: ErrorKind.FORBIDDEN, 404: ErrorKind.NOT_FOUND}
+    kind = ErrorKind.SERVER if status >= 500 else kinds.get(status, ErrorKind.PROTOCOL)
+    return HttpError(kind, where, f"HTTP {status}", status)
+
+
+def _client_error(where: str, exc: aiohttp.ClientError) -> HttpError:
+    """aiohttp's error as ours; never its text, which may carry the full URL."""
+    name = type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return HttpError(ErrorKind.TIMEOUT, where, f"timed out ({name})")
+    if isinstance(exc, aiohttp.ClientSSLError | aiohttp.ServerFingerprintMismatch):
+        return HttpError(ErrorKind.REFUSED, where, f"TLS failed ({name})")
+    if isinstance(exc, aiohttp.ClientPayloadError):  # the connection broke mid-body
+        return HttpError(ErrorKind.TRUNCATED, where, f"body cut short ({name})")
+    if isinstance(exc, aiohttp.ClientConnectionError):
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else name
+        return HttpError(ErrorKind.CONNECTION, where, f"connection failed ({reason})")
+    return HttpError(ErrorKind.PROTOCOL, where, f"malformed response ({name})")
