@@ -10,14 +10,22 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import click
-from pydantic import BaseModel
 
 from memsync import __version__
+from memsync.cli_views import hub, keys, views
+from memsync.clikit import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_VERDICT,
+    App,
+    emit,
+)
 from memsync.config import find_config_path, format_problem, load_config, settings_from
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sample import SAMPLE
@@ -40,29 +48,8 @@ from memsync.wire import (
     ValidateReport,
 )
 
-EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
 log = logging.getLogger("memsync")
-
-
-@dataclass
-class App:
-    config_path: str | None
-    debug: bool
-
-    def settings(self) -> Settings:
-        path = find_config_path(self.config_path)
-        if path is None:
-            raise ConfigError(
-                "no configuration file found",
-                hint="write one with `memsync config sample > ~/.config/memsync/config.yaml`, "
-                "or pass --config PATH",
-            )
-        return settings_from(load_config(path), path)
-
-
-def _emit(model: BaseModel) -> None:
-    click.echo(model.model_dump_json(indent=None))
+_emit = emit
 
 
 class _Redacting(logging.Filter):
@@ -319,6 +306,11 @@ def config_sample() -> int:
     """Print a commented sample configuration that validates."""
     click.echo(SAMPLE, nl=False)
     return EXIT_OK
+
+
+cli.add_command(keys)
+cli.add_command(views)
+cli.add_command(hub)
 
 
 # -- errors, rendered in one place ---------------------------------------------------------

@@ -129,3 +129,52 @@ class StatusReport(_Wire):
     daemon: DaemonStatus
     roots: list[RootStatus]
     views: list[ViewStatus]
+
+
+class ViewPullResult(_Wire):
+    view: str
+    status: str
+    revision: int | None
+    previous_revision: int | None
+    message: str
+    problems: list[ProblemModel]
+
+
+class ViewsPullReport(_Wire):
+    results: list[ViewPullResult]
+
+
+class ViewVerifyReport(_Wire):
+    valid: bool
+    source: str
+    view_id: str | None
+    revision: int | None
+    expires: str | None
+    files: int
+    items: int
+    signed_by: list[str]
+    problems: list[ProblemModel]
+
+
+class KeyReport(_Wire):
+    path: str
+    public_key: str
+    key_id: str
+
+
+class ViewBuildReport(_Wire):
+    view_id: str
+    revision: int
+    out: str
+    package_sha256: str
+    package_length: int
+    files: list[str]
+    signed: bool
+
+
+class ViewPublishReport(_Wire):
+    view_id: str
+    status: str  # "published" | "unchanged"
+    revision: int
+    package_sha256: str
+    message: str

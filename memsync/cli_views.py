@@ -1,0 +1,420 @@
+"""Commands for shared views, signing keys and the hub: thin shells over `memsync.views`."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+
+from memsync import timefmt
+from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.config.units import parse_duration
+from memsync.errors import UsageError
+from memsync.transports.http import HttpClient
+from memsync.validators.problems import Problem
+from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
+from memsync.views.hub import run_hub
+from memsync.views.keys import generate_key, key_id, parse_public_key
+from memsync.views.manifest import (
+    MAX_MANIFEST_BYTES,
+    ManifestError,
+    check_files,
+    check_package_bytes,
+    parse_manifest,
+    verify_manifest,
+)
+from memsync.views.package import read_tree, validate_package
+from memsync.views.pull import ViewResult, pull_views
+from memsync.views.tokens import hub_init, open_store
+from memsync.wire import (
+    KeyReport,
+    ProblemModel,
+    ViewPullResult,
+    ViewsPullReport,
+    ViewVerifyReport,
+)
+from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+@click.group()
+def keys() -> None:
+    """Ed25519 signing keys for view manifests."""
+
+
+@keys.command("generate")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Where to write the private key (created with mode 0600; never overwritten).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def keys_generate(out: Path, as_json: bool) -> int:
+    """Write a new private key and print its public key (`ed25519:…`) to pin on consumers."""
+    public = generate_key(out)
+    report = KeyReport(path=str(out), public_key=public, key_id=key_id(parse_public_key(public)))
+    if as_json:
+        emit(report)
+    else:
+        click.echo(public)
+        click.echo(
+            f"private key written to {out} (mode 0600); pin the public key above in "
+            "each consumer's views.<name>.trust.keys",
+            err=True,
+        )
+    return EXIT_OK
+
+
+# -- views ------------------------------------------------------------------------------------
+
+
+@click.group()
+def views() -> None:
+    """Build, publish, verify and pull shared views (signed memory packages)."""
+
+
+@views.command("pull")
+@click.argument("names", nargs=-1, metavar="[VIEW]...")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
+    """Refresh imported views now (all configured views when none is named)."""
+    settings = app.settings()
+    known = {v.name: v for v in settings.views}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown view(s): {', '.join(unknown)}",
+            hint=f"configured views: {', '.join(known) or 'none'}",
+        )
+    chosen = [known[n] for n in names] if names else list(known.values())
+    results = asyncio.run(pull_views(chosen, settings.state_dir))
+    if as_json:
+        emit(ViewsPullReport(results=[_pull_model(r) for r in results]))
+    else:
+        for r in results:
+            revision = "-" if r.revision is None else str(r.revision)
+            click.echo(f"{r.view:<16} {r.status:<12} rev {revision:<6} {r.message}")
+            for p in r.problems:
+                click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
+    return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+
+
+def _pull_model(result: ViewResult) -> ViewPullResult:
+    return ViewPullResult(
+        view=result.view,
+        status=result.status,
+        revision=result.revision,
+        previous_revision=result.previous_revision,
+        message=result.message,
+        problems=[ProblemModel.of(p) for p in result.problems],
+    )
+
+
+@views.command("verify")
+@click.argument("source", metavar="DIR_OR_URL")
+@click.option(
+    "--key",
+    "keys_",
+    multiple=True,
+    metavar="PUBKEY",
+    help="A pinned public key `ed25519:…` (repeat for several).",
+)
+@click.option("--threshold", default=1, show_default=True, help="Distinct keys that must sign.")
+@click.option("--view-id", help="The view id the manifest must name (default: its own).")
+@click.option("--heading", help="Local heading to parse the package under (default: view id).")
+@click.option("--allow-unsigned", is_flag=True, help="Skip the signature checks.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def views_verify(
+    source: str,
+    keys_: tuple[str, ...],
+    threshold: int,
+    view_id: str | None,
+    heading: str | None,
+    allow_unsigned: bool,
+    as_json: bool,
+) -> int:
+    """Check a published view exactly as a consumer would, without importing it.
+
+    DIR_OR_URL is a view's directory in the static layout (holding `manifest` and
+    `package`) or its URL (`https://hub/v1/views/ID`).
+    """
+    if not keys_ and not allow_unsigned:
+        raise UsageError("give at least one --key (or --allow-unsigned)")
+    scratch = Path(tempfile.mkdtemp(prefix="memsync-verify-"))
+    try:
+        manifest_bytes, package = _fetch_for_verify(source, scratch)
+        report = _verify(
+            source,
+            manifest_bytes,
+            package,
+            scratch,
+            keys_,
+            threshold,
+            view_id,
+            heading,
+            allow_unsigned,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if as_json:
+        emit(report)
+    else:
+        verdict = "valid" if report.valid else f"{len(report.problems)} problem(s)"
+        click.echo(
+            f"{source}: {verdict} (view {report.view_id}, revision {report.revision}, "
+            f"expires {report.expires}, {report.items} items)"
+        )
+        for p in report.problems:
+            click.echo(f"  {p.code:<22} {p.path or '-'}: {p.message}")
+    return EXIT_OK if report.valid else EXIT_VERDICT
+
+
+def _fetch_for_verify(source: str, scratch: Path) -> tuple[bytes, Path]:
+    if source.startswith(("http://", "https://")):
+
+        async def fetch() -> tuple[bytes, Path]:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 120
+            async with HttpClient() as client:
+                got = await client.get_with_retry(
+                    f"{source.rstrip('/')}/manifest",
+                    dest=None,
+                    token=None,
+                    etag=None,
+                    max_bytes=MAX_MANIFEST_BYTES,
+                    deadline=deadline,
+                )
+                target = scratch / "package"
+                await client.get_with_retry(
+                    f"{source.rstrip('/')}/package",
+                    dest=target,
+                    token=None,
+                    etag=None,
+                    max_bytes=ArchiveLimits().max_archive,
+                    deadline=deadline,
+                )
+                return got.body or b"", target
+
+        return asyncio.run(fetch())
+    base = Path(source)
+    if not (base / "manifest").is_file() or not (base / "package").is_file():
+        raise UsageError(
+            f"{source} holds no `manifest` and `package`",
+            hint="point at DIR/v1/views/<VIEW_ID> of a static export",
+        )
+    return (base / "manifest").read_bytes(), base / "package"
+
+
+def _verify(
+    source: str,
+    manifest_bytes: bytes,
+    package: Path,
+    scratch: Path,
+    keys_: tuple[str, ...],
+    threshold: int,
+    view_id: str | None,
+    heading: str | None,
+    allow_unsigned: bool,
+) -> ViewVerifyReport:
+    problems: list[Problem] = []
+    try:
+        claimed = parse_manifest(manifest_bytes).signed.view_id
+    except ManifestError:  # verify_manifest reports the exact problem below
+        claimed = view_id or ""
+    verdict = verify_manifest(
+        manifest_bytes,
+        view_id=view_id or claimed,
+        keys=keys_,
+        threshold=threshold,
+        trusted_revision=None,
+        trusted_sha256=None,
+        now=timefmt.now(),
+        allow_unsigned=allow_unsigned,
+    )
+    problems += verdict.problems
+    files = items = 0
+    manifest = verdict.manifest
+    if manifest is not None:
+        data = package.read_bytes()
+        problems += check_package_bytes(manifest, len(data), hashlib.sha256(data).hexdigest())
+        try:
+            hashes = extract_zip(package, scratch / "extracted", ArchiveLimits())
+        except ArchiveError as exc:
+            problems += exc.problems
+        else:
+            report = validate_package(
+                read_tree(scratch / "extracted"),
+                view_id=manifest.signed.view_id,
+                heading=heading or manifest.signed.view_id,
+            )
+            problems += [*report.problems, *check_files(manifest, hashes)]
+            files, items = report.files, report.items
+    signed = manifest.signed if manifest is not None else None
+    return ViewVerifyReport(
+        valid=not problems,
+        source=source,
+        view_id=signed.view_id if signed else None,
+        revision=signed.revision if signed else None,
+        expires=signed.expires if signed else None,
+        files=files,
+        items=items,
+        signed_by=list(verdict.signed_by),
+        problems=[ProblemModel.of(p) for p in problems],
+    )
+
+
+# -- hub --------------------------------------------------------------------------------------
+
+
+@click.group()
+def hub() -> None:
+    """Run a memsync hub: signed view revisions, tokens, change events."""
+
+
+def _hub_dir(app: App, data: Path | None) -> Path:
+    if data is not None:
+        return data
+    settings = app.settings()
+    if settings.hub is None:
+        raise UsageError("no hub data dir", hint="pass --data DIR or set hub.data_dir")
+    return settings.hub.data_dir
+
+
+@hub.command("init")
+@click.argument("data_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
+    """Create a hub data dir and print the first admin token (shown this once)."""
+    raw = hub_init(data_dir)
+    if as_json:
+        token_id = raw.split("_")[1]
+        emit(
+            TokenCreated(
+                id=token_id, token=raw, scopes=["admin"], label="initial admin", expires_at=None
+            )
+        )
+    else:
+        click.echo(raw)
+        click.echo(
+            f"hub data dir created at {data_dir}; the admin token above is shown only "
+            "once: store it now",
+            err=True,
+        )
+    return EXIT_OK
+
+
+@hub.command("serve")
+@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
+@click.option(
+    "--listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Address to listen on (default: hub.listen, else 127.0.0.1:8765).",
+)
+@click.pass_obj
+def hub_serve(app: App, data: Path | None, listen: str | None) -> int:
+    """Serve views, tokens and change events until SIGTERM or Ctrl-C."""
+    data_dir = _hub_dir(app, data)
+    if listen is None:
+        settings = None if data is not None else app.settings()
+        listen = settings.hub.listen if settings and settings.hub else "127.0.0.1:8765"
+    run_hub(data_dir, listen)
+    return EXIT_OK
+
+
+@hub.group("token")
+def hub_token() -> None:
+    """Create, list and revoke hub tokens."""
+
+
+@hub_token.command("create")
+@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    required=True,
+    metavar="SCOPE",
+    help="read:<view>, read:*, publish:<view>, publish:*, admin (repeatable).",
+)
+@click.option("--label", help="A note to recognise the token by.")
+@click.option("--expires", metavar="DURATION", help="Lifetime such as 90d (default: none).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def hub_token_create(
+    app: App,
+    data: Path | None,
+    scopes: tuple[str, ...],
+    label: str | None,
+    expires: str | None,
+    as_json: bool,
+) -> int:
+    """Create a token; the raw token is printed once."""
+    store = open_store(_hub_dir(app, data))
+    try:
+        lifetime = parse_duration(expires) if expires else None
+        token_id, raw = store.create(list(scopes), label=label, expires=lifetime)
+        info = next(t for t in store.list() if t.id == token_id)
+    finally:
+        store.close()
+    if as_json:
+        entry = TokenEntry.of(info, timefmt.now())
+        emit(
+            TokenCreated(
+                id=token_id,
+                token=raw,
+                scopes=entry.scopes,
+                label=entry.label,
+                expires_at=entry.expires_at,
+            )
+        )
+    else:
+        click.echo(raw)
+        click.echo(f"token {token_id} created; it is shown only once", err=True)
+    return EXIT_OK
+
+
+@hub_token.command("list")
+@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def hub_token_list(app: App, data: Path | None, as_json: bool) -> int:
+    """List tokens (never their secrets)."""
+    store = open_store(_hub_dir(app, data))
+    try:
+        now = timefmt.now()
+        entries = [TokenEntry.of(t, now) for t in store.list()]
+    finally:
+        store.close()
+    if as_json:
+        emit(TokenList(tokens=entries))
+    else:
+        for e in entries:
+            click.echo(
+                f"{e.id}  {e.state:<8} {' '.join(e.scopes):<30} "
+                f"expires {e.expires_at or 'never'}  {e.label or ''}"
+            )
+    return EXIT_OK
+
+
+@hub_token.command("revoke")
+@click.argument("token_id")
+@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
+@click.pass_obj
+def hub_token_revoke(app: App, token_id: str, data: Path | None) -> int:
+    """Revoke a token at once (the running hub refuses it on the next request)."""
+    store = open_store(_hub_dir(app, data))
+    try:
+        changed = store.revoke(token_id)
+    finally:
+        store.close()
+    click.echo(f"token {token_id} {'revoked' if changed else 'was already revoked'}")
+    return EXIT_OK

@@ -1,0 +1,535 @@
+"""The hub's HTTP side: an aiohttp application serving signed view revisions and events.
+
+Endpoints, statuses and bodies are CONTRACT §5. Reads are answered from memory (current
+manifests and ETags) or with sendfile (packages) after one cached token lookup; nothing is
+written on a read but `last_used_at`, at most once a minute per token and off the event
+loop. Uploads are capped before parsing, checked with the consumers' validators and stored
+immutably (`hubstore.py`). Tokens are accepted only in the `Authorization` header, and the
+access log redacts anything token-like in a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import ipaddress
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from aiohttp import BodyPartReader, hdrs, web
+from aiohttp.abc import AbstractAccessLogger
+from pydantic import BaseModel, ValidationError
+
+from memsync import timefmt
+from memsync.config.units import check_listen
+from memsync.errors import UsageError
+from memsync.validators.problems import Problem
+from memsync.views.hubstore import (
+    HubState,
+    PackageCheck,
+    Revision,
+    RevisionConflict,
+    RevisionExists,
+    Subscriber,
+    UploadRefused,
+    check_upload,
+    valid_name,
+)
+from memsync.views.manifest import MAX_MANIFEST_BYTES
+from memsync.views.tokens import TokenInfo, redact
+from memsync.wire import hub as wire
+from memsync.wire.cli import ProblemModel
+
+log = logging.getLogger("memsync.hub")
+access_log = logging.getLogger("memsync.hub.access")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CHUNK = 64 * 1024
+MAX_NOTIFY = 4096
+IMMUTABLE = "public, max-age=31536000, immutable"
+_SHOWN = frozenset({"root", "view"})  # query keys whose (valid) values the access log shows
+_AUTH_MESSAGES = {
+    "missing": "this endpoint needs `Authorization: Bearer msk_…`",
+    "malformed": "the bearer token is not of the form msk_<id>_<secret>",
+    "unknown": "the bearer token is not known to this hub",
+    "expired": "the bearer token has expired; ask for a new one",
+    "revoked": "the bearer token has been revoked",
+    "in-url": "send the token in the Authorization header, never in the URL",
+}
+
+
+class ApiError(Exception):
+    """An answer other than success, rendered as `{"error": {"code", "message"}}`."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        problems: Sequence[Problem] = (),
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.problems = tuple(problems)
+        self.headers = headers or {}
+
+
+def _json(model: BaseModel, status: int = 200) -> web.Response:
+    body = model.model_dump_json(exclude_unset=True).encode()
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
+def _error(status: int, code: str, message: str, problems: Sequence[Problem] = ()) -> web.Response:
+    error = wire.ErrorDetail(code=code, message=message)
+    if problems:  # the key is there only when a publication was refused as invalid
+        return _json(
+            wire.ErrorBody(error=error, problems=[ProblemModel.of(p) for p in problems]), status
+        )
+    return _json(wire.ErrorBody(error=error), status)
+
+
+def _not_found(what: str = "no such view") -> ApiError:
+    return ApiError(404, "not-found", what)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """JSON errors everywhere: ours, aiohttp's (404, 405, 413…), and unexpected ones (500)."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        response = _error(exc.status, exc.code, exc.message, exc.problems)
+        response.headers.update(exc.headers)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        codes = {404: "not-found", 405: "method-not-allowed", 413: "too-large"}
+        response = _error(exc.status, codes.get(exc.status, "bad-request"), exc.reason)
+        if hdrs.ALLOW in exc.headers:
+            response.headers[hdrs.ALLOW] = exc.headers[hdrs.ALLOW]
+    except ConnectionError:  # the client went away: nobody to answer
+        raise
+    except Exception:
+        log.exception("internal error on %s %s", request.method, _loggable(request))
+        response = _error(500, "internal", "internal error; see the hub's log")
+    if response.status == 413:
+        response.force_close()  # do not read the rest of an oversized body
+    return response
+
+
+def _loggable(request: web.BaseRequest) -> str:
+    """The path and query with token-like text redacted; unknown query values hidden."""
+    if not request.query_string:
+        return redact(request.path)
+    shown = [
+        f"{redact(key)}={redact(value) if key in _SHOWN and valid_name(value) else 'REDACTED'}"
+        for key, value in request.query.items()
+    ]
+    return f"{redact(request.path)}?{'&'.join(shown)}"
+
+
+class HubAccessLogger(AbstractAccessLogger):
+    """One line per request; never the Authorization header, never a token in the URL."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(
+            '%s "%s %s" %d %d %.1fms',
+            request.remote,
+            request.method,
+            _loggable(request),
+            response.status,
+            response.body_length,
+            time * 1000,
+        )
+
+
+HUB = web.AppKey("memsync.hub", HubState)
+
+
+def _authorize(request: web.Request) -> TokenInfo:
+    """The request's token, or 401 (missing, malformed, unknown, expired, revoked, in URL)."""
+    hub = request.app[HUB]
+    keys = request.query.keys() if request.query_string else ()
+    found = hub.authenticate(request.headers.get(hdrs.AUTHORIZATION), request.query_string, keys)
+    if isinstance(found, TokenInfo):
+        return found
+    code = f"token-{found}" if found == "in-url" else f"{found}-token"
+    hub.note_refusal(request.remote or "-", code, redact(request.path))
+    challenge = 'Bearer realm="memsync-hub"'
+    if found != "missing":
+        challenge += ', error="invalid_token"'
+    headers: dict[str, str] = {hdrs.WWW_AUTHENTICATE: challenge}
+    raise ApiError(401, code, _AUTH_MESSAGES[found], headers=headers)
+
+
+def _readable(request: web.Request, token: TokenInfo, view_id: str) -> Revision:
+    """The current revision of a view the token may read; 404 alike for absent and hidden."""
+    hub = request.app[HUB]
+    current = hub.revisions.current(view_id) if token.may_read(view_id) else None
+    if current is None:
+        raise _not_found()
+    return current
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+def _matches(header: str | None, etag: str) -> bool:
+    """If-None-Match uses the weak comparison: `W/` is ignored, `*` matches anything."""
+    if header is None:
+        return False
+    return any(c.strip() in ("*", etag) or c.strip() == f"W/{etag}" for c in header.split(","))
+
+
+def _not_modified(etag: str, cache: str) -> web.Response:
+    return web.Response(status=304, headers={hdrs.ETAG: etag, hdrs.CACHE_CONTROL: cache})
+
+
+def _manifest_response(request: web.Request, rev: Revision, cache: str) -> web.Response:
+    if _matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.manifest_etag):
+        return _not_modified(rev.manifest_etag, cache)
+    headers = {hdrs.ETAG: rev.manifest_etag, hdrs.CACHE_CONTROL: cache}
+    return web.Response(body=rev.manifest, content_type="application/json", headers=headers)
+
+
+class _StoredFile(web.FileResponse):
+    """A FileResponse (sendfile) whose ETag is the content hash, not aiohttp's mtime-size."""
+
+    def __init__(self, path: Path, etag: str, cache: str) -> None:
+        super().__init__(
+            path, headers={hdrs.CONTENT_TYPE: "application/zip", hdrs.CACHE_CONTROL: cache}
+        )
+        self._content_etag = etag
+
+    @property
+    def etag(self) -> Any:
+        return super().etag
+
+    @etag.setter
+    def etag(self, value: Any) -> None:
+        self._headers[hdrs.ETAG] = self._content_etag
+
+
+def _package_response(request: web.Request, rev: Revision, cache: str) -> web.StreamResponse:
+    if _matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.package_etag):
+        return _not_modified(rev.package_etag, cache)
+    return _StoredFile(rev.package_path, rev.package_etag, cache)
+
+
+async def health(request: web.Request) -> web.Response:
+    return _json(wire.Health(status="ok"))
+
+
+async def list_views(request: web.Request) -> web.Response:
+    token = _authorize(request)
+    current = request.app[HUB].revisions.all_current()
+    entries = [wire.ViewEntry.of(rev) for rev in current if token.may_read(rev.view_id)]
+    return _json(wire.ViewList(views=entries))
+
+
+async def current_manifest(request: web.Request) -> web.Response:
+    rev = _readable(request, _authorize(request), request.match_info["id"])
+    return _manifest_response(request, rev, "no-cache")
+
+
+async def current_package(request: web.Request) -> web.StreamResponse:
+    rev = _readable(request, _authorize(request), request.match_info["id"])
+    return _package_response(request, rev, "no-cache")
+
+
+def _stored_revision(request: web.Request) -> Revision:
+    hub = request.app[HUB]
+    view_id, number = request.match_info["id"], request.match_info["n"]
+    _readable(request, _authorize(request), view_id)
+    found = hub.revisions.revision(view_id, int(number)) if number == str(int(number)) else None
+    if found is None:
+        raise _not_found("no such revision")
+    return found
+
+
+async def revision_manifest(request: web.Request) -> web.Response:
+    return _manifest_response(request, _stored_revision(request), IMMUTABLE)
+
+
+async def revision_package(request: web.Request) -> web.StreamResponse:
+    return _package_response(request, _stored_revision(request), IMMUTABLE)
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-Sent Events until the client leaves, the token stops working, or shutdown."""
+    hub = request.app[HUB]
+    token = _authorize(request)
+    roots, views = request.query.getall("root", []), request.query.getall("view", [])
+    if not all(valid_name(name) for name in (*roots, *views)):
+        raise ApiError(400, "bad-request", "root and view filters must be valid names")
+    subscriber = Subscriber(token, frozenset(roots), frozenset(views))
+    response = web.StreamResponse(
+        headers={
+            hdrs.CONTENT_TYPE: "text/event-stream",
+            hdrs.CACHE_CONTROL: "no-cache",
+            "X-Accel-Buffering": "no",
+        }
+    )
+    loop = asyncio.get_running_loop()
+    hub.events.subscribers.add(subscriber)
+    try:
+        await response.prepare(request)
+        await response.write(b"retry: 5000\n\n")
+        next_ping = loop.time() + hub.heartbeat
+        while True:
+            try:
+                timeout = max(0.0, next_ping - loop.time())
+                item = await asyncio.wait_for(subscriber.queue.get(), timeout)
+            except TimeoutError:
+                item, next_ping = ("", b""), loop.time() + hub.heartbeat
+            if item is None or hub.tokens.active(token.id) is None:
+                break
+            kind, data = item
+            await response.write(
+                b"event: %s\ndata: %s\n\n" % (kind.encode(), data) if kind else b": ping\n\n"
+            )
+    except ConnectionError:  # the client went away
+        pass
+    finally:
+        hub.events.subscribers.discard(subscriber)
+    return response
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+async def notify(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    token = _authorize(request)
+    root = request.match_info["name"]
+    if not valid_name(root):
+        raise _not_found("no such root")
+    if not token.may_publish(root):
+        raise ApiError(403, "forbidden", f"this token may not notify root {root}")
+    body = b""
+    while chunk := await request.content.read(MAX_NOTIFY):  # `read` may return less
+        body += chunk
+        if len(body) > MAX_NOTIFY:
+            raise ApiError(413, "too-large", f"a notify body is at most {MAX_NOTIFY} bytes")
+    try:
+        commit = wire.NotifyBody.model_validate_json(body).commit
+    except ValidationError as exc:
+        raise ApiError(400, "bad-request", 'expected {"commit": "<40 or 64 hex digits>"}') from exc
+    hub.events.publish("upstream", root, wire.UpstreamEvent(root=root, commit=commit))
+    hub.audit(token, request.remote, "root.notify", root, commit)
+    return _json(wire.NotifyAccepted(root=root, commit=commit), 202)
+
+
+def _too_large(cap: int) -> ApiError:
+    return ApiError(413, "too-large", f"the upload is over the hub's {cap}-byte cap")
+
+
+async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[bytes, int, str]:
+    """Stream the multipart body under a running byte cap: the manifest into memory, the
+    package into `out`. Returns (manifest bytes, package length, package sha256)."""
+    if request.content_length is not None and request.content_length > cap:
+        raise _too_large(cap)
+    if request.content_type != "multipart/form-data":
+        raise ApiError(415, "unsupported-media-type", "send multipart/form-data: manifest, package")
+    manifest: bytearray | None = None
+    package: Any = None
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            name = part.name if isinstance(part, BodyPartReader) else None
+            if (
+                not isinstance(part, BodyPartReader)
+                or name not in ("manifest", "package")
+                or (manifest if name == "manifest" else package) is not None
+            ):
+                raise ApiError(
+                    400, "bad-request", "expected the fields manifest and package, once each"
+                )
+            buffer, digest, length = bytearray(), hashlib.sha256(), 0
+            while chunk := await part.read_chunk(CHUNK):
+                if request.content.total_bytes > cap:
+                    raise _too_large(cap)
+                if name == "package":
+                    out.write(chunk)
+                    digest.update(chunk)
+                    length += len(chunk)
+                elif len(buffer) + len(chunk) > MAX_MANIFEST_BYTES:
+                    raise ApiError(
+                        413, "too-large", f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
+                    )
+                else:
+                    buffer += chunk
+            if name == "manifest":
+                manifest = buffer
+            else:
+                package = (length, digest.hexdigest())
+    except ValueError as exc:  # broken multipart framing
+        raise ApiError(400, "bad-request", f"unreadable multipart body: {exc}") from exc
+    if manifest is None or package is None:
+        raise ApiError(400, "bad-request", "both fields manifest and package are required")
+    return bytes(manifest), package[0], package[1]
+
+
+async def publish(request: web.Request) -> web.Response:
+    hub = request.app[HUB]
+    token = _authorize(request)
+    view_id = request.match_info["id"]
+    if not valid_name(view_id):
+        raise _not_found()
+    if not token.may_publish(view_id):
+        _readable(request, token, view_id)  # 404 unless the token can see the view
+        raise ApiError(403, "forbidden", f"this token may not publish view {view_id}")
+    fd, path = hub.revisions.new_upload()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            manifest, length, sha256 = await _receive(request, hub.max_upload, out)
+        response = await _publish(hub, view_id, manifest, path, length, sha256)
+    except ApiError as exc:
+        hub.audit(token, request.remote, "view.publish", view_id, f"{exc.status} {exc.code}")
+        raise
+    finally:
+        path.unlink(missing_ok=True)
+    hub.audit(token, request.remote, "view.publish", view_id, str(response.status))
+    return response
+
+
+async def _publish(
+    hub: HubState, view_id: str, data: bytes, package: Path, length: int, sha256: str
+) -> web.Response:
+    try:
+        manifest = check_upload(view_id, data, length, sha256, timefmt.now())
+        signed = manifest.signed
+        result = wire.PublishResult(
+            status="unchanged",
+            view_id=view_id,
+            revision=signed.revision,
+            sha256=signed.package.sha256,
+        )
+        if hub.revisions.judge(manifest) == "same":
+            return _json(result)
+        problems = await asyncio.to_thread(hub.package_check, manifest, package)
+        if problems:
+            raise UploadRefused(problems, "the package fails the consumers' checks")
+        async with hub.lock(view_id):
+            if hub.revisions.judge(manifest) == "same":
+                return _json(result)
+            stored = await asyncio.to_thread(hub.revisions.store, manifest, data, package)
+            hub.revisions.promote(stored)
+    except UploadRefused as exc:
+        raise ApiError(422, exc.code, exc.message, problems=exc.problems) from exc
+    except (RevisionConflict, RevisionExists) as exc:
+        raise ApiError(409, getattr(exc, "code", "conflict"), exc.message) from exc
+    log.info("view %s: published revision %d", view_id, signed.revision)
+    event = wire.RevisionEvent(
+        view_id=view_id, revision=signed.revision, sha256=signed.package.sha256
+    )
+    hub.events.publish("revision", view_id, event)
+    return _json(result.model_copy(update={"status": "created"}), 201)
+
+
+# -- application and server -----------------------------------------------------------------
+
+
+def make_app(
+    data_dir: Path,
+    *,
+    package_check: PackageCheck | None = None,
+    max_upload: int = 12 * 1024 * 1024,
+    heartbeat: float = 15.0,
+) -> web.Application:
+    """The hub application over an initialised data dir (`TokenError` if it is not one)."""
+    app = web.Application(middlewares=[_errors], client_max_size=max_upload)
+    app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat)
+    app.cleanup_ctx.append(_lifetime)
+    app.on_shutdown.append(_close_streams)
+    add = app.router
+    add.add_get("/v1/health", health)
+    add.add_get("/v1/views", list_views)
+    add.add_get("/v1/views/{id}/manifest", current_manifest)
+    add.add_get("/v1/views/{id}/package", current_package)
+    add.add_post("/v1/views/{id}/revisions", publish)
+    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,18}}/manifest", revision_manifest)
+    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,18}}/package", revision_package)
+    add.add_post("/v1/roots/{name}/notify", notify)
+    add.add_get("/v1/events", events)
+    return app
+
+
+async def _lifetime(app: web.Application) -> AsyncIterator[None]:
+    """One server per data dir (an flock), and a clean close: writes drained, DB closed."""
+    hub = app[HUB]
+    fd = os.open(hub.data_dir / "hub.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        hub.tokens.close()
+        raise UsageError(f"another hub is already serving {hub.data_dir}") from None
+    try:
+        await asyncio.to_thread(hub.revisions.load)
+        await asyncio.to_thread(hub.tokens.prune_audit)
+        yield
+    finally:
+        await hub.drain()
+        hub.tokens.close()
+        os.close(fd)
+
+
+async def _close_streams(app: web.Application) -> None:
+    app[HUB].events.close_all()
+
+
+def hub_runner(app: web.Application) -> web.AppRunner:
+    """A runner with the redacting access log; use it rather than a bare `AppRunner`."""
+    return web.AppRunner(
+        app, access_log_class=HubAccessLogger, access_log=access_log, shutdown_timeout=5.0
+    )
+
+
+def _split_listen(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    if port != "0":  # port 0 (any free port) is for tests
+        try:
+            check_listen(listen)
+        except ValueError as exc:
+            raise UsageError(f"cannot listen on {listen!r}: {exc}") from exc
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+async def serve_hub(data_dir: Path, listen: str) -> None:
+    """Serve until SIGTERM or SIGINT, then stop gracefully (streams closed, writes drained)."""
+    host, port = _split_listen(listen)
+    runner = hub_runner(make_app(data_dir))
+    await runner.setup()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    try:
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {listen}: {exc.strerror}") from exc
+        address, bound = runner.addresses[0][:2]
+        shown = f"[{address}]" if ":" in address else address
+        log.info("memsync hub serving %s on http://%s:%d", data_dir, shown, bound)
+        if not ipaddress.ip_address(address).is_loopback:
+            log.warning("plain HTTP on a non-loopback address: put a TLS proxy in front of it")
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        log.info("memsync hub stopping")
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await runner.cleanup()
+
+
+def run_hub(data_dir: Path, listen: str) -> None:
+    """`memsync hub serve`: run the hub in this process until it is told to stop."""
+    asyncio.run(serve_hub(data_dir, listen))
