@@ -149,7 +149,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         tree = git.tree_view(commit)
     else:
         tree = worktree_view(path)
-    report = validate_tree(tree, policy, default_graph_validator())
+    report = validate_tree(tree, policy, default_graph_validator(enforce_capacity=True))
     out = ValidateReport(
         valid=report.ok,
         root=str(path.absolute()),

@@ -83,6 +83,9 @@ class RootDocumentsValidator:
         return problems.report(files=documents, items=0)
 
 
-def default_graph_validator() -> GraphValidator:
-    """The graph validator the gate, the sync cycle and the CLI use: the local profile."""
-    return MemoryGraphValidator()
+def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:
+    """What the gate, the sync cycle and the CLI use: the local graph plus the auxiliary
+    file rules (`rightmemory.RootValidator`); the corrections capacity only when asked."""
+    from memsync.validators.rightmemory import RootValidator  # noqa: PLC0415 - it imports us
+
+    return RootValidator(enforce_capacity=enforce_capacity)

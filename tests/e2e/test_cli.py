@@ -221,3 +221,19 @@ def test_validate_reports_a_legacy_reference_file_even_though_git_ignores_it(
     assert done.returncode == 1
     codes = {p.code for p in ValidateReport.model_validate_json(done.stdout).problems}
     assert codes == {"legacy-reference"}
+
+
+def test_validate_enforces_corrections_capacity_and_reports_graph_lines(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    assert memsync("init", str(root)).returncode == 0
+    entry = (
+        "## Entry {n}\n\n### Candidate\n\nc\n\n### Proposed edit\n\np\n\n### Accepted edit\n\na\n\n"
+    )
+    (root / "corrections.md").write_text("".join(entry.format(n=n) for n in range(11)))
+    (root / "MEMORY.md").write_text("# User Context {#user}\n\n- `tabs` tabs → [dep:nowhere]\n")
+    done = memsync("validate", str(root), "--json")
+    assert done.returncode == 1
+    report = ValidateReport.model_validate_json(done.stdout)
+    found = {(p.code, p.path, p.line) for p in report.problems}
+    assert ("dangling-edge", "MEMORY.md", 3) in found
+    assert "corrections-capacity" in {p.code for p in report.problems}

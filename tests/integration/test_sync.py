@@ -367,3 +367,32 @@ def test_guidance_inbox_true_conflict_is_a_conflict(team: Team) -> None:
     assert "GI-20261129-0000000a" in result.message
     assert snapshot(bob.path) == before
     assert leftovers(bob) == []
+
+
+def test_upstream_commit_with_a_dangling_edge_is_rejected(team: Team) -> None:
+    memory = "# User Context {#user}\n\n- `tabs` prefers tabs → [dep:gone]\n"
+    _push_raw(team, {"MEMORY.md": memory})
+    _refused(team, "rejected", "dangling-edge")
+
+
+def test_merge_of_two_valid_states_that_is_invalid_is_a_conflict(team: Team) -> None:
+    alice, bob = team.alice, team.bob
+    commit(alice.path, {"MEMORY_a.md": "# A\n", "MEMORY.md": "# Notes\n\n- `same` a → []\n"})
+    assert alice.sync().status == "pushed"
+    commit(bob.path, {"PURSUITS.md": "# Pursuits\n\n## Same {#same}\n\n## Focus\n"})
+    before = snapshot(bob.path)
+    result = bob.sync()
+    assert result.status == "conflict", result.message
+    assert "duplicate-id" in {p.code for p in result.problems}
+    assert snapshot(bob.path) == before
+    assert leftovers(bob) == []
+
+
+def test_corrections_over_capacity_still_sync(team: Team) -> None:
+    entry = (
+        "## Entry {n}\n\n### Candidate\n\nc\n\n### Proposed edit\n\np\n\n### Accepted edit\n\na\n\n"
+    )
+    text = "# Corrections\n\n" + "".join(entry.format(n=n) for n in range(12))
+    commit(team.alice.path, {"corrections.md": text})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"
