@@ -267,9 +267,15 @@ def _print_status(report: StatusReport) -> None:
         if r.message:
             click.echo(f"{'':<16} {r.message}")
     if report.views:
-        click.echo("views:")
+        click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
         for v in report.views:
-            click.echo(f"  {v.view:<16} {v.status:<12} revision {v.revision}")
+            revision = "-" if v.revision is None else str(v.revision)
+            click.echo(
+                f"{v.view:<16} {v.status:<12} {revision:>8}  {v.fetched_at or '-':<20}  "
+                f"{v.expires_at or '-'}"
+            )
+            if v.message and v.status != "current":
+                click.echo(f"{'':<16} {v.message}")
 
 
 def _num(value: int | None) -> str:

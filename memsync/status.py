@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsync import __version__
-from memsync.config.model import RootSettings, Settings
+from memsync import __version__, timefmt
+from memsync.config.model import RootSettings, Settings, ViewSettings
 from memsync.errors import GitError
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
@@ -17,7 +17,15 @@ from memsync.roots.publish import blocking_changes
 from memsync.roots.state import RootState
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
-from memsync.wire import CycleStatus, DaemonStatus, InsightStatus, RootStatus, StatusReport
+from memsync.views.trust import TrustState, trust_path
+from memsync.wire import (
+    CycleStatus,
+    DaemonStatus,
+    InsightStatus,
+    RootStatus,
+    StatusReport,
+    ViewStatus,
+)
 
 
 def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
@@ -60,9 +68,26 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     )
 
 
+def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
+    """A view's state from its trust record and import directory (no network)."""
+    trust = TrustState.load(trust_path(state_dir, view.name))
+    active = view.root_path / ".runtime" / "shared_views" / "imports" / view.heading
+    status = trust.status(now=timefmt.now(), max_stale=view.max_stale, has_import=active.is_dir())
+    return ViewStatus(
+        view=view.name,
+        root=view.root,
+        heading=view.heading,
+        status=status,
+        revision=trust.revision,
+        fetched_at=trust.fetched_at,
+        expires_at=trust.expires_at,
+        message=trust.last_message,
+    )
+
+
 def status_report(settings: Settings) -> StatusReport:
     return StatusReport(
         daemon=DaemonStatus(running=False, pid=None, version=__version__),
         roots=[root_status(r, settings.state_dir) for r in settings.roots],
-        views=[],
+        views=[view_status(v, settings.state_dir) for v in settings.views],
     )

@@ -27,7 +27,7 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -246,6 +246,44 @@ class HttpClient:
                 log.info("retrying %s in %.2fs after %s", exc.url, delay, exc.kind)
                 await asyncio.sleep(delay)
         raise InternalError("internal: get_with_retry made no attempt")
+
+    async def post_form(
+        self,
+        url: str,
+        *,
+        fields: Mapping[str, tuple[bytes, str]],
+        token: str | None,
+        deadline: float,
+        max_response: int = 1024 * 1024,
+    ) -> tuple[int, bytes]:
+        """POST a multipart form (name -> (bytes, content type)); (status, response body).
+
+        Never follows redirects (a publish must reach the hub it names) and never retries:
+        the hub makes a repeated upload of the same revision idempotent, the caller decides.
+        """
+        if self._session is None:
+            raise InternalError("internal: HttpClient used outside `async with`")
+        try:
+            target = URL(url)
+        except ValueError as exc:
+            raise HttpError(ErrorKind.REFUSED, "<invalid url>", "not a valid URL") from exc
+        self.check_url(target)
+        where = redact_url(target)
+        form = aiohttp.FormData()
+        for name, (data, content_type) in fields.items():
+            form.add_field(name, data, filename=name, content_type=content_type)
+        headers = {hdrs.AUTHORIZATION: f"Bearer {token}"} if token else {}
+        try:
+            async with asyncio.timeout_at(deadline):
+                async with self._session.post(
+                    target, data=form, headers=headers, allow_redirects=False
+                ) as resp:
+                    body = await resp.content.read(max_response)
+                    return resp.status, body
+        except TimeoutError as exc:
+            raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed") from exc
+        except aiohttp.ClientError as exc:
+            raise _client_error(where, exc) from exc
 
     async def _follow(
         self,

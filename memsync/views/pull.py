@@ -26,7 +26,7 @@ from memsync.config.secrets import resolve
 from memsync.errors import GitError, MemsyncError, require
 from memsync.roots.lock import RootLock
 from memsync.transports.git import FetchOutcome, Git
-from memsync.transports.http import HttpClient, HttpError
+from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip, write_zip
 from memsync.views.manifest import (
@@ -212,15 +212,27 @@ class Puller:
         manifest = require(verdict.manifest, "the verified manifest")
         token = resolve(self.v.token) if self.v.token is not None else None
         target = self.dir / f"package-{time.monotonic_ns()}.zip"
-        got = await self.client.get_with_retry(
-            f"{self.v.url.rstrip('/')}/package",
-            dest=target,
-            token=token,
-            etag=None,
-            max_bytes=self.limits.max_archive,
-            deadline=deadline,
-            expected_length=manifest.signed.package.length,
-        )
+        length = manifest.signed.package.length
+        try:
+            got = await self.client.get_with_retry(
+                f"{self.v.url.rstrip('/')}/package",
+                dest=target,
+                token=token,
+                etag=None,
+                max_bytes=self.limits.max_archive,
+                deadline=deadline,
+                expected_length=length,
+            )
+        except HttpError as exc:
+            if exc.kind is not ErrorKind.TOO_LARGE:
+                raise
+            problem = Problem(
+                "length-mismatch",
+                None,
+                None,
+                f"the server sends more than the {length} bytes the manifest declares",
+            )
+            raise Refused("the package is longer than its manifest says", [problem]) from exc
         problems = check_package_bytes(manifest, got.length, got.sha256 or "")
         if problems:
             raise Refused("the package does not match its manifest", problems)

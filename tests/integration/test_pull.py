@@ -1,0 +1,271 @@
+"""`views pull` against real loopback servers and real Git shares: a secure updater.
+
+Every refusal keeps the last good import byte-for-byte and reports `stale`; a flaky server
+over many pulls never leaves a corrupt import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from memsync import timefmt
+from memsync.config.model import ViewSettings
+from memsync.roots.create import init_root
+from memsync.views.archive import write_zip
+from memsync.views.keys import public_key_text
+from memsync.views.manifest import build_signed, sign_manifest
+from memsync.views.pull import pull_views
+from tests.flaky_server import Fault, FlakyState, serve
+from tests.helpers import git
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(2, 34)))
+
+
+def package_files(body: str, view_id: str = "auth") -> dict[str, bytes]:
+    return {
+        "view.md": b"# Auth\n\nHow our services authenticate.\n",
+        "recipe.toml": f'version = 1\nview_id = "{view_id}"\nkind = "file"\n'
+        'render = "extractive"\ninclude_headings = ["auth"]\n'.encode(),
+        "rightmemory-shared-view.toml": f'version = 2\nview_id = "{view_id}"\n'
+        'kind = "file"\n'.encode(),
+        "dist/manifest.toml": f'version = 2\nview_id = "{view_id}"\n'
+        'document_kind = "rightmemory-memory"\n'.encode(),
+        "dist/MEMORY.md": f"# Auth {{#auth}}\n\n- `login` {body} → []\n".encode(),
+    }
+
+
+def release(
+    revision: int,
+    body: str,
+    *,
+    key: Ed25519PrivateKey = KEY,
+    view_id: str = "auth",
+    expires: timedelta = timedelta(days=7),
+    package: bytes | None = None,
+) -> tuple[bytes, bytes]:
+    files = package_files(body, view_id)
+    archive = write_zip(files)
+    now = timefmt.now()
+    signed = build_signed(
+        view_id,
+        revision,
+        len(archive),
+        hashlib.sha256(archive).hexdigest(),
+        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        published_at=now - timedelta(minutes=1),
+        expires=now + expires,
+    )
+    return sign_manifest(signed, [key]), package if package is not None else archive
+
+
+def settings(root: Path, url: str, **over: object) -> ViewSettings:
+    values: dict[str, object] = dict(
+        name="team-auth",
+        root="bob",
+        root_path=root,
+        heading="team-auth",
+        view_id="auth",
+        kind="http",
+        url=f"{url}/v1/views/auth",
+        token=None,
+        allow_http=False,
+        git_branch="main",
+        git_path="",
+        keys=(public_key_text(KEY),),
+        threshold=1,
+        allow_unsigned=False,
+        refresh=timedelta(minutes=5),
+        max_stale=timedelta(days=7),
+    )
+    values.update(over)
+    return ViewSettings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "bob"
+    init_root(path)
+    return path
+
+
+def imported(root: Path) -> dict[str, str]:
+    base = root / ".runtime" / "shared_views" / "imports" / "team-auth"
+    return {
+        p.relative_to(base).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+    }
+
+
+def expected(body: str) -> dict[str, str]:
+    return {p: hashlib.sha256(b).hexdigest() for p, b in package_files(body).items()}
+
+
+async def test_pull_then_current_then_new_revision(root: Path, tmp_path: Path) -> None:
+    state = FlakyState()
+    state.manifest, state.package = release(1, "uses tokens")
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        [first] = await pull_views([view], tmp_path / "state")
+        assert (first.status, first.revision) == ("pulled", 1), first.message
+        assert imported(root) == expected("uses tokens")
+        [again] = await pull_views([view], tmp_path / "state")
+        assert again.status == "current"
+        assert any("If-None-Match" in s.headers for s in state.seen)
+        state.manifest, state.package = release(2, "uses short-lived tokens")
+        [second] = await pull_views([view], tmp_path / "state")
+        assert (second.status, second.revision, second.previous_revision) == ("pulled", 2, 1)
+        assert imported(root) == expected("uses short-lived tokens")
+    assert git(root, "status", "--porcelain") == ""  # imports are never synchronized
+
+
+@pytest.mark.parametrize(
+    ("attack", "code"),
+    [
+        ("forged", "untrusted-key"),
+        ("rollback", "rollback"),
+        ("equivocation", "equivocation"),
+        ("expired", "expired"),
+        ("wrong-view", "wrong-view"),
+        ("hash", "hash-mismatch"),
+        ("length", "length-mismatch"),
+        ("tampered-sig", "signature-invalid"),
+    ],
+)
+async def test_manifest_attacks_keep_the_old_import(
+    root: Path, tmp_path: Path, attack: str, code: str
+) -> None:
+    state = FlakyState()
+    state.manifest, state.package = release(2, "good")
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        [ok] = await pull_views([view], tmp_path / "state")
+        assert ok.status == "pulled"
+        good = imported(root)
+        if attack == "forged":
+            state.manifest, state.package = release(3, "evil", key=OTHER)
+        elif attack == "rollback":
+            state.manifest, state.package = release(1, "old")
+        elif attack == "equivocation":
+            state.manifest, state.package = release(2, "other content, same revision")
+        elif attack == "expired":
+            state.manifest, state.package = release(3, "late", expires=timedelta(seconds=-1))
+        elif attack == "wrong-view":
+            state.manifest, state.package = release(3, "x", view_id="billing")
+        elif attack == "hash":
+            manifest, _ = release(3, "claimed")  # same length, other bytes
+            state.manifest, state.package = manifest, release(3, "actual!")[1]
+        elif attack == "length":
+            manifest, _ = release(3, "short")
+            state.manifest, state.package = manifest, release(3, "much longer body")[1]
+        elif attack == "tampered-sig":
+            manifest, state.package = release(3, "tampered")
+            state.manifest = manifest.replace(b'"revision": 3', b'"revision": 4')
+        [refused] = await pull_views([view], tmp_path / "state")
+        assert refused.status == "stale", refused.message
+        assert code in {p.code for p in refused.problems}, refused.problems
+        assert refused.revision == 2
+        assert imported(root) == good
+
+
+async def test_a_304_does_not_skip_the_expiry_check(root: Path, tmp_path: Path) -> None:
+    state = FlakyState()
+    state.manifest, state.package = release(1, "good", expires=timedelta(hours=1))
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        assert (await pull_views([view], tmp_path / "state"))[0].status == "pulled"
+        later = timefmt.now() + timedelta(hours=2)
+        [frozen] = await pull_views([view], tmp_path / "state", now=later)
+        assert frozen.status == "stale"
+        assert "expired" in {p.code for p in frozen.problems}
+        assert imported(root) == expected("good")
+
+
+async def test_no_import_and_no_server_is_unavailable(root: Path, tmp_path: Path) -> None:
+    view = settings(root, "http://127.0.0.1:9")
+    [result] = await pull_views([view], tmp_path / "state")
+    assert result.status == "unavailable"
+
+
+async def test_flaky_server_never_leaves_a_corrupt_import(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real retries with a shorter backoff, so that hundreds of pulls fit in a test run.
+    monkeypatch.setattr("memsync.transports.http.BACKOFF_BASE", 0.002)
+    rng = random.Random(20261129)
+    faults = [
+        Fault.OK,
+        Fault.OK,
+        Fault.RESET,
+        Fault.TRUNCATE,
+        Fault.LIE,
+        Fault.BLOAT,
+        Fault.E500,
+        Fault.E503,
+        Fault.E429,
+        Fault.HANGUP,
+    ]
+    state = FlakyState(default=lambda: rng.choice(faults))
+    bodies = {0: None}
+    revision = 1
+    state.manifest, state.package = release(revision, "rev 1")
+    bodies[revision] = "rev 1"
+    counts = {"pulled": 0, "current": 0, "stale": 0, "unavailable": 0}
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        for round_ in range(300):
+            if round_ % 3 == 2:
+                revision += 1
+                bodies[revision] = f"rev {revision}"
+                state.manifest, state.package = release(revision, f"rev {revision}")
+            [result] = await pull_views([view], tmp_path / "state")
+            counts[result.status] += 1
+            if result.revision is not None:
+                assert imported(root) == expected(bodies[result.revision]), result
+    print(f"flaky pulls: {counts}")
+    assert counts["pulled"] > 5
+
+
+def test_git_share_pull(root: Path, tmp_path: Path) -> None:
+    share = tmp_path / "share"
+    git(tmp_path, "init", "-q", "-b", "main", str(share))
+    manifest, _ = release(1, "from git")
+    for rel, data in package_files("from git").items():
+        target = share / "shares" / "auth" / "package" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (share / "shares" / "auth" / "manifest.json").write_bytes(manifest)
+    git(share, "add", ".")
+    git(share, "commit", "-q", "-m", "share")
+    view = replace(settings(root, "", kind="git", git_path="shares/auth"), url=str(share))
+    [result] = asyncio.run(pull_views([view], tmp_path / "state"))
+    assert result.status == "pulled", result.message
+    assert imported(root) == expected("from git")
+
+
+def test_unsigned_rightmemory_share_needs_allow_unsigned(root: Path, tmp_path: Path) -> None:
+    share = tmp_path / "share"
+    git(tmp_path, "init", "-q", "-b", "main", str(share))
+    for rel, data in package_files("unsigned").items():
+        target = share / "shares" / "auth" / "package" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (share / "shares" / "auth" / "share.toml").write_text('id = "auth"\n')
+    git(share, "add", ".")
+    git(share, "commit", "-q", "-m", "share")
+    strict = replace(settings(root, "", kind="git", git_path="shares/auth"), url=str(share))
+    [refused] = asyncio.run(pull_views([strict], tmp_path / "state"))
+    assert refused.status == "unavailable"
+    lenient = replace(strict, allow_unsigned=True)
+    [ok] = asyncio.run(pull_views([lenient], tmp_path / "state"))
+    assert (ok.status, ok.revision) == ("pulled", 1), ok.message
+    assert imported(root) == expected("unsigned")
