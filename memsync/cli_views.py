@@ -12,13 +12,15 @@ import click
 
 from memsync import timefmt
 from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.config.secrets import resolve
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.transports.http import HttpClient
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
+from memsync.views.build import build_package, signed_manifest, write_static
 from memsync.views.hub import run_hub
-from memsync.views.keys import generate_key, key_id, parse_public_key
+from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
 from memsync.views.manifest import (
     MAX_MANIFEST_BYTES,
     ManifestError,
@@ -28,11 +30,14 @@ from memsync.views.manifest import (
     verify_manifest,
 )
 from memsync.views.package import read_tree, validate_package
+from memsync.views.publish import PublishRefused, publish_view, secret_ref
 from memsync.views.pull import ViewResult, pull_views
 from memsync.views.tokens import hub_init, open_store
 from memsync.wire import (
     KeyReport,
     ProblemModel,
+    ViewBuildReport,
+    ViewPublishReport,
     ViewPullResult,
     ViewsPullReport,
     ViewVerifyReport,
@@ -269,6 +274,154 @@ def _verify(
         signed_by=list(verdict.signed_by),
         problems=[ProblemModel.of(p) for p in problems],
     )
+
+
+@views.command("build")
+@click.argument("root_path", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("view_id")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output directory; the view lands in OUT/v1/views/VIEW_ID/.",
+)
+@click.option(
+    "--key",
+    "key_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Private key to sign with (repeat for several; none: unsigned).",
+)
+@click.option("--revision", default=1, show_default=True, help="Revision number to sign.")
+@click.option(
+    "--expires",
+    default="30d",
+    show_default=True,
+    metavar="DURATION",
+    help="How long consumers may trust this manifest.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def views_build(
+    root_path: Path,
+    view_id: str,
+    out: Path,
+    key_files: tuple[Path, ...],
+    revision: int,
+    expires: str,
+    as_json: bool,
+) -> int:
+    """Render shared_views/VIEW_ID/recipe.toml of a root into a signed static package.
+
+    Any static HTTP server (or a CDN) can then serve OUT; consumers point
+    `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
+    """
+    if revision < 1:
+        raise UsageError("--revision must be 1 or more")
+    built = build_package(root_path, view_id)
+    keys_ = [load_private_key(k) for k in key_files]
+    manifest = signed_manifest(
+        built, revision=revision, keys=keys_, now=timefmt.now(), expires=parse_duration(expires)
+    )
+    target = write_static(out, built, manifest)
+    report = ViewBuildReport(
+        view_id=view_id,
+        revision=revision,
+        out=str(target),
+        package_sha256=built.sha256,
+        package_length=len(built.archive),
+        files=sorted(built.files),
+        signed=bool(keys_),
+    )
+    if as_json:
+        emit(report)
+    else:
+        signed = "signed" if keys_ else "UNSIGNED"
+        click.echo(
+            f"{target}: view {view_id} revision {revision}, {len(built.files)} files, "
+            f"{built.items} items, sha256 {built.sha256[:16]}…, {signed}"
+        )
+    return EXIT_OK
+
+
+@views.command("publish")
+@click.argument("view_id")
+@click.option(
+    "--root",
+    "root_path",
+    required=True,
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="The memory root holding shared_views/VIEW_ID/.",
+)
+@click.option("--hub", "hub_url", required=True, metavar="URL", help="The hub's base URL.")
+@click.option(
+    "--token",
+    "token_ref",
+    required=True,
+    metavar="SECRETREF",
+    help="env:NAME, file:PATH or credential:NAME holding a publish token.",
+)
+@click.option(
+    "--key",
+    "key_files",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Private key to sign with (repeatable).",
+)
+@click.option("--expires", default="30d", show_default=True, metavar="DURATION")
+@click.option("--allow-http", is_flag=True, help="Allow plain http to a non-loopback hub.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def views_publish(
+    view_id: str,
+    root_path: Path,
+    hub_url: str,
+    token_ref: str,
+    key_files: tuple[Path, ...],
+    expires: str,
+    allow_http: bool,
+    as_json: bool,
+) -> int:
+    """Build, sign and upload the next revision (nothing when the content is unchanged)."""
+    token = resolve(secret_ref(token_ref))
+    keys_ = [load_private_key(k) for k in key_files]
+    try:
+        done = asyncio.run(
+            publish_view(
+                root_path,
+                view_id,
+                hub_url,
+                token,
+                keys_,
+                allow_http=allow_http,
+                expires=parse_duration(expires),
+            )
+        )
+    except PublishRefused as exc:
+        if not as_json:
+            raise
+        emit(
+            ViewPublishReport(
+                view_id=view_id,
+                status="refused",
+                revision=0,
+                package_sha256="",
+                message=exc.message,
+            )
+        )
+        return EXIT_VERDICT
+    report = ViewPublishReport(
+        view_id=view_id,
+        status=done.status,
+        revision=done.revision,
+        package_sha256=done.sha256,
+        message=done.message,
+    )
+    if as_json:
+        emit(report)
+    else:
+        click.echo(f"{view_id}: {done.message}")
+    return EXIT_OK
 
 
 # -- hub --------------------------------------------------------------------------------------

@@ -356,7 +356,7 @@ def test_redact_url() -> None:
 async def test_random_faults_never_leave_a_partial_file(
     hub: FlakyServer, client: HttpClient, tmp_path: Path
 ) -> None:
-    rng = random.Random(20261129)  # noqa: S311 - seeded for a reproducible fault order
+    rng = random.Random(20261129)
     quick = [f for f in Fault if f not in (Fault.STALL, Fault.TRICKLE, Fault.REDIRECT)]
     hub.state.default = lambda: rng.choice([*quick, Fault.OK, Fault.OK, Fault.STALL])
     hub.state.redirect_to = hub.url

@@ -1,0 +1,141 @@
+"""`views build`: a root's view, rendered, packaged, signed, in the static layout.
+
+The package is rendered from a commit (HEAD by default: published memory is committed
+memory), validated with the consumers' own validator before anything is written, zipped
+deterministically (the same content gives the same bytes and hash) and written as
+`DIR/v1/views/<id>/package` with its signed `manifest` beside it. Any static HTTP server
+can then serve DIR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from memsync.errors import MemsyncError, UsageError
+from memsync.transports.git import Git
+from memsync.validators.problems import Problem
+from memsync.views.archive import write_zip
+from memsync.views.manifest import build_signed, sign_manifest
+from memsync.views.package import DIST_MANIFEST, PACKAGE_META, RECIPE, VIEW_DOC, validate_package
+from memsync.views.recipe import Recipe, RecipeError, parse_recipe
+from memsync.views.render import render_dist
+
+DEFAULT_EXPIRES = timedelta(days=30)
+
+
+class BuildError(MemsyncError):
+    """The rendered package would not pass a consumer's checks; nothing was written."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: tuple[Problem, ...]) -> None:
+        codes = ", ".join(sorted({p.code for p in problems}))
+        super().__init__(
+            f"{message} ({codes})", hint="fix the recipe or the memory it selects, then build again"
+        )
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Built:
+    view_id: str
+    recipe: Recipe
+    files: dict[str, bytes]
+    archive: bytes
+    sha256: str
+    items: int
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def build_package(root: Path, view_id: str, *, rev: str = "HEAD") -> Built:
+    git = Git(root)
+    commit = git.rev_parse(rev)
+    if commit is None:
+        raise UsageError(f"{root} has no commit {rev!r}", hint="build from a memory root")
+    tree = git.tree_view(commit)
+    base = f"shared_views/{view_id}"
+    try:
+        recipe_bytes = tree.content(f"{base}/recipe.toml")
+        view_doc = tree.content(f"{base}/view.md")
+    except KeyError as exc:
+        raise RecipeError(
+            f"{root} has no committed {base}/recipe.toml and {base}/view.md",
+            hint="write and commit both, then build again",
+        ) from exc
+    recipe = parse_recipe(
+        recipe_bytes.decode("utf-8"), view_id=view_id, where=f"{base}/recipe.toml"
+    )
+    dist = render_dist(tree, recipe)
+    meta = "\n".join(
+        [
+            "version = 2",
+            f"view_id = {_toml_string(view_id)}",
+            'kind = "file"',
+            f"ref = {_toml_string(f'rightmemory://mf/{view_id}')}",
+            f"title = {_toml_string(recipe.title or view_id)}",
+            f"description = {_toml_string(recipe.intent)}",
+            "",
+        ]
+    )
+    dist_manifest = "\n".join(
+        [
+            "version = 2",
+            f"view_id = {_toml_string(view_id)}",
+            'document_kind = "rightmemory-memory"',
+            "",
+        ]
+    )
+    files = {
+        VIEW_DOC: view_doc,
+        RECIPE: recipe_bytes,
+        PACKAGE_META: meta.encode("utf-8"),
+        DIST_MANIFEST: dist_manifest.encode("utf-8"),
+        **dist,
+    }
+    report = validate_package(files, view_id=view_id, heading=view_id)
+    if not report.ok:
+        raise BuildError(f"view {view_id} does not render to a valid package", report.problems)
+    archive = write_zip(files)
+    return Built(view_id, recipe, files, archive, hashlib.sha256(archive).hexdigest(), report.items)
+
+
+def signed_manifest(
+    built: Built,
+    *,
+    revision: int,
+    keys: list[Ed25519PrivateKey],
+    now: datetime,
+    expires: timedelta = DEFAULT_EXPIRES,
+) -> bytes:
+    hashes = {path: hashlib.sha256(data).hexdigest() for path, data in built.files.items()}
+    signed = build_signed(
+        built.view_id,
+        revision,
+        len(built.archive),
+        built.sha256,
+        hashes,
+        published_at=now,
+        expires=now + expires,
+    )
+    return sign_manifest(signed, keys)
+
+
+def write_static(out: Path, built: Built, manifest: bytes) -> Path:
+    """Write `out/v1/views/<id>/{package,manifest}` (the package first, the manifest last)."""
+    target = out / "v1" / "views" / built.view_id
+    target.mkdir(parents=True, exist_ok=True)  # world-readable: any static server serves it
+    for name, data in (("package", built.archive), ("manifest", manifest)):
+        temp = target / f".{name}.tmp"
+        temp.write_bytes(data)
+        temp.chmod(0o644)
+        temp.replace(target / name)
+    return target

@@ -1,0 +1,126 @@
+"""`views publish`: build, sign and upload a new revision of a view to a hub.
+
+The revision is the hub's current one plus one. Unchanged content (the deterministic
+package hashes the same) publishes nothing. A retried upload of the same revision and
+package is answered 200 by the hub, so a lost response is safe to retry by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import ValidationError
+
+from memsync import timefmt
+from memsync.config.secrets import SecretRef
+from memsync.errors import MemsyncError, UsageError
+from memsync.transports.http import ErrorKind, HttpClient, HttpError
+from memsync.validators.problems import Problem
+from memsync.views.build import DEFAULT_EXPIRES, build_package, signed_manifest
+from memsync.views.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
+from memsync.wire.hub import ErrorBody
+
+DEADLINE = 300.0
+
+
+@dataclass(frozen=True)
+class Published:
+    view_id: str
+    status: str  # "published" | "unchanged"
+    revision: int
+    sha256: str
+    message: str
+
+
+class PublishRefused(MemsyncError):
+    """The hub refused the upload; `problems` carries its reasons when it gave them."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+def secret_ref(text: str) -> SecretRef:
+    """`env:NAME`, `file:PATH` or `credential:NAME` from the command line."""
+    kind, sep, ref = text.partition(":")
+    if not sep or kind not in ("env", "file", "credential") or not ref:
+        raise UsageError(
+            f"--token must be env:NAME, file:PATH or credential:NAME (got {kind}:…)"
+            if sep
+            else "--token must be env:NAME, file:PATH or credential:NAME",
+            hint="secrets are never given on the command line itself",
+        )
+    return SecretRef.parse({kind: ref})
+
+
+async def publish_view(
+    root: Path,
+    view_id: str,
+    hub: str,
+    token: str,
+    keys: list[Ed25519PrivateKey],
+    *,
+    allow_http: bool = False,
+    expires: timedelta = DEFAULT_EXPIRES,
+) -> Published:
+    built = build_package(root, view_id)
+    base = f"{hub.rstrip('/')}/v1/views/{view_id}"
+    async with HttpClient(allow_http=allow_http) as client:
+        deadline = asyncio.get_running_loop().time() + DEADLINE
+        current, current_sha = 0, None
+        try:
+            got = await client.get_with_retry(
+                f"{base}/manifest",
+                dest=None,
+                token=token,
+                etag=None,
+                max_bytes=MAX_MANIFEST_BYTES,
+                deadline=deadline,
+            )
+            signed = parse_manifest(got.body or b"").signed
+            current, current_sha = signed.revision, signed.package.sha256
+        except HttpError as exc:
+            if exc.kind is not ErrorKind.NOT_FOUND:
+                raise
+        except ManifestError as exc:
+            raise PublishRefused(f"the hub's current manifest is unreadable: {exc}") from exc
+        if current_sha == built.sha256:
+            return Published(
+                view_id,
+                "unchanged",
+                current,
+                built.sha256,
+                f"content unchanged; revision {current} stays current",
+            )
+        revision = current + 1
+        manifest = signed_manifest(
+            built, revision=revision, keys=keys, now=timefmt.now(), expires=expires
+        )
+        status, body = await client.post_form(
+            f"{base}/revisions",
+            fields={
+                "manifest": (manifest, "application/json"),
+                "package": (built.archive, "application/zip"),
+            },
+            token=token,
+            deadline=deadline,
+        )
+    if status in (200, 201):
+        return Published(
+            view_id, "published", revision, built.sha256, f"published revision {revision}"
+        )
+    try:
+        error = ErrorBody.model_validate_json(body)
+    except ValidationError:
+        raise PublishRefused(f"the hub answered {status}") from None
+    problems = tuple(Problem(p.code, p.path, p.line, p.message) for p in error.problems or ())
+    raise PublishRefused(
+        f"the hub refused revision {revision} ({status} {error.error.code}): {error.error.message}",
+        problems,
+    )
