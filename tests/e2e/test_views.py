@@ -1,0 +1,260 @@
+"""Shared views end to end through the CLI: keys, a real hub process, publish, pull, tamper."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsync.wire import (
+    KeyReport,
+    StatusReport,
+    ViewBuildReport,
+    ViewPublishReport,
+    ViewsPullReport,
+    ViewVerifyReport,
+)
+from memsync.wire.hub import TokenCreated
+from tests.helpers import GIT_ENV, commit, git
+
+MEMORY = """\
+# User Context
+
+# Auth Systems {#auth}
+
+How our services authenticate.
+
+- `login` uses short-lived tokens → []
+- `refresh` rotates refresh tokens → [dep:login]
+
+# Private {#private}
+
+- `secret-plan` never share this → []
+"""
+
+RECIPE = """\
+version = 1
+view_id = "auth"
+kind = "file"
+title = "Auth"
+approved = true
+intent = "How our services authenticate"
+render = "extractive"
+include_headings = ["auth"]
+include_nodes = []
+include_files = []
+exclude_ids = []
+"""
+
+
+def memsync(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memsync", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Path:
+    root = tmp_path / "alice"
+    assert memsync("init", str(root)).returncode == 0
+    commit(
+        root,
+        {
+            "MEMORY.md": MEMORY,
+            "shared_views/auth/view.md": "# Auth\n\nHow we auth.\n",
+            "shared_views/auth/recipe.toml": RECIPE,
+        },
+        "share auth",
+    )
+    return root
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
+    data = tmp_path / "hub"
+    init = memsync("hub", "init", str(data), "--json")
+    assert init.returncode == 0, init.stderr
+    admin = TokenCreated.model_validate_json(init.stdout).token
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memsync",
+            "hub",
+            "serve",
+            "--data",
+            str(data),
+            "--listen",
+            url.removeprefix("http://"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/v1/health", timeout=1) as answer:
+                assert json.load(answer) == {"status": "ok"}
+            break
+        except OSError:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the hub did not come up"
+            time.sleep(0.05)
+    try:
+        yield url, data, admin
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=15)
+        assert admin not in err  # never a token in the hub's logs
+
+
+def token(data: Path, scope: str) -> str:
+    made = memsync("hub", "token", "create", "--data", str(data), "--scope", scope, "--json")
+    assert made.returncode == 0, made.stderr
+    return TokenCreated.model_validate_json(made.stdout).token
+
+
+def imported(root: Path) -> Path:
+    return root / ".runtime" / "shared_views" / "imports" / "team-auth" / "dist" / "MEMORY.md"
+
+
+def test_build_is_deterministic_and_verifies(provider: Path, tmp_path: Path) -> None:
+    made = memsync("keys", "generate", "--out", str(tmp_path / "view.key"), "--json")
+    assert made.returncode == 0, made.stderr
+    public = KeyReport.model_validate_json(made.stdout).public_key
+    packages = []
+    for out in ("out1", "out2"):
+        built = memsync(
+            "views",
+            "build",
+            str(provider),
+            "auth",
+            "--out",
+            str(tmp_path / out),
+            "--key",
+            str(tmp_path / "view.key"),
+            "--json",
+        )
+        assert built.returncode == 0, built.stderr
+        report = ViewBuildReport.model_validate_json(built.stdout)
+        packages.append((Path(report.out) / "package").read_bytes())
+    assert packages[0] == packages[1]
+    checked = memsync(
+        "views",
+        "verify",
+        str(tmp_path / "out1" / "v1" / "views" / "auth"),
+        "--key",
+        public,
+        "--json",
+    )
+    assert checked.returncode == 0, checked.stdout
+    verify = ViewVerifyReport.model_validate_json(checked.stdout)
+    assert verify.valid and verify.revision == 1 and verify.items == 3
+    wrong = memsync(
+        "views",
+        "verify",
+        str(tmp_path / "out1" / "v1" / "views" / "auth"),
+        "--key",
+        "ed25519:" + "A" * 42 + "E",
+        "--json",
+    )
+    assert wrong.returncode == 1
+    assert "untrusted-key" in {
+        p.code for p in ViewVerifyReport.model_validate_json(wrong.stdout).problems
+    }
+    text = (tmp_path / "out1" / "v1" / "views" / "auth" / "package").read_bytes()
+    assert b"secret-plan" not in text
+
+
+def test_publish_pull_and_tamper(
+    provider: Path, hub: tuple[str, Path, str], tmp_path: Path
+) -> None:
+    url, data, _admin = hub
+    made = memsync("keys", "generate", "--out", str(tmp_path / "view.key"), "--json")
+    public = KeyReport.model_validate_json(made.stdout).public_key
+    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
+
+    def publish() -> ViewPublishReport:
+        done = memsync(
+            "views",
+            "publish",
+            "auth",
+            "--root",
+            str(provider),
+            "--hub",
+            url,
+            "--token",
+            "env:PUB",
+            "--key",
+            str(tmp_path / "view.key"),
+            "--json",
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr + done.stdout
+        return ViewPublishReport.model_validate_json(done.stdout)
+
+    first = publish()
+    assert (first.status, first.revision) == ("published", 1)
+    assert publish().status == "unchanged"
+
+    bob = tmp_path / "bob"
+    assert memsync("init", str(bob)).returncode == 0
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+        f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+        f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+        f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: READ}}}}\n"
+        f'    trust: {{keys: ["{public}"]}}\n'
+    )
+
+    def pull() -> tuple[int, ViewsPullReport]:
+        done = memsync("--config", str(cfg), "views", "pull", "--json", env=env)
+        return done.returncode, ViewsPullReport.model_validate_json(done.stdout)
+
+    code, report = pull()
+    assert code == 0 and report.results[0].status == "pulled", report
+    assert "login" in imported(bob).read_text()
+    assert "secret-plan" not in imported(bob).read_text()
+    code, report = pull()
+    assert code == 0 and report.results[0].status == "current"
+
+    commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+    assert publish().revision == 2
+    [package] = data.glob("views/auth/revisions/2/package")
+    tampered = bytearray(package.read_bytes())
+    tampered[len(tampered) // 2] ^= 0xFF  # tampered at rest on the hub
+    package.write_bytes(bytes(tampered))
+    before = imported(bob).read_bytes()
+    code, report = pull()
+    result = report.results[0]
+    assert code == 1 and result.status == "stale", result
+    assert {p.code for p in result.problems} & {"hash-mismatch", "length-mismatch"}
+    assert imported(bob).read_bytes() == before  # the old import keeps serving
+
+    status = memsync("--config", str(cfg), "status", "--json", env=env)
+    views = StatusReport.model_validate_json(status.stdout).views
+    assert [(v.view, v.status, v.revision) for v in views] == [("team-auth", "stale", 1)]
+    assert env["READ"] not in status.stdout
+    assert git(bob, "status", "--porcelain") == ""
