@@ -31,9 +31,11 @@ from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip, write_zip
 from memsync.views.manifest import (
     MAX_MANIFEST_BYTES,
+    ManifestError,
     Verdict,
     check_files,
     check_package_bytes,
+    parse_manifest,
     verify_manifest,
 )
 from memsync.views.package import read_tree, validate_package
@@ -136,13 +138,8 @@ class Puller:
             manifest, files = await asyncio.to_thread(self._git_fetch)
             verdict = self._verify(manifest) if manifest is not None else None
         else:
-            manifest, etag, cached = await self._http_manifest(deadline, conditional=True)
+            manifest, etag = await self._http_manifest(deadline)
             verdict = self._verify(manifest)
-            if cached and _signed(verdict).package.sha256 != self.trust.sha256:
-                # The stored copy is not the trusted revision's (a crash between the swap
-                # and the copy): ask again without the condition.
-                manifest, etag, _ = await self._http_manifest(deadline, conditional=False)
-                verdict = self._verify(manifest)
         if verdict is not None:
             signed = _signed(verdict)
             if (
@@ -183,13 +180,12 @@ class Puller:
 
     # -- transports ------------------------------------------------------------------------
 
-    async def _http_manifest(
-        self, deadline: float, *, conditional: bool
-    ) -> tuple[bytes, str | None, bool]:
-        """(manifest bytes, ETag, whether they came from the stored copy after a 304)."""
+    async def _http_manifest(self, deadline: float) -> tuple[bytes, str | None]:
+        """The manifest bytes and ETag. After a 304 they are the stored copy of the trusted
+        manifest, which is verified again like a fresh one: a 304 skips no check."""
         token = resolve(self.v.token) if self.v.token is not None else None
-        copy = self.manifest_copy.read_bytes() if self.manifest_copy.is_file() else None
-        usable = conditional and self.store.exists() and copy is not None
+        copy = self._trusted_copy()
+        usable = self.store.exists() and copy is not None
         etag = self.trust.manifest_etag if usable else None
         got = await self.client.get_with_retry(
             f"{self.v.url.rstrip('/')}/manifest",
@@ -200,11 +196,21 @@ class Puller:
             deadline=deadline,
         )
         if got.status == 304 and copy is not None:
-            # A 304 never skips the checks: the stored manifest is verified again below.
-            return copy, got.etag or etag, True
+            return copy, got.etag or etag
         if got.body is None:
             raise Refused("the manifest request returned no body")
-        return got.body, got.etag, False
+        return got.body, got.etag
+
+    def _trusted_copy(self) -> bytes | None:
+        """The stored manifest, only if it is the trusted revision's (a crash between the
+        swap and writing the copy leaves an older one, which must not answer a 304)."""
+        try:
+            copy = self.manifest_copy.read_bytes()
+            signed = parse_manifest(copy).signed
+        except (OSError, ManifestError):
+            return None
+        trusted = (self.trust.revision, self.trust.sha256)
+        return copy if (signed.revision, signed.package.sha256) == trusted else None
 
     async def _http_package(
         self, verdict: Verdict, candidate: Path, deadline: float

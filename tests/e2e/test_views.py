@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.views.store import FAULT_POINTS
 from memsync.wire import (
     KeyReport,
     StatusReport,
@@ -258,3 +259,59 @@ def test_publish_pull_and_tamper(
     assert [(v.view, v.status, v.revision) for v in views] == [("team-auth", "stale", 1)]
     assert env["READ"] not in status.stdout
     assert git(bob, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("point", FAULT_POINTS)
+def test_consumer_killed_during_promotion_recovers(
+    provider: Path, hub: tuple[str, Path, str], tmp_path: Path, point: str
+) -> None:
+    url, data, _admin = hub
+    public = KeyReport.model_validate_json(
+        memsync("keys", "generate", "--out", str(tmp_path / "k3.key"), "--json").stdout
+    ).public_key
+    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
+    bob = tmp_path / "bob"
+    memsync("init", str(bob))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+        f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+        f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+        f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: READ}}}}\n"
+        f'    trust: {{keys: ["{public}"]}}\n'
+    )
+
+    def publish() -> None:
+        done = memsync(
+            "views",
+            "publish",
+            "auth",
+            "--root",
+            str(provider),
+            "--hub",
+            url,
+            "--token",
+            "env:PUB",
+            "--key",
+            str(tmp_path / "k3.key"),
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+
+    publish()
+    assert memsync("--config", str(cfg), "views", "pull", env=env).returncode == 0
+    old = imported(bob).read_text()
+    commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+    publish()
+    crashed = memsync("--config", str(cfg), "views", "pull", env={**env, "MEMSYNC_FAULT": point})
+    # With RENAME_EXCHANGE there is no moment between two renames: that point never comes.
+    assert crashed.returncode == -9 or point == "view-between-renames", crashed.stderr
+    after_crash = imported(bob).read_text() if imported(bob).exists() else None
+    assert after_crash in (old, old.replace("short-lived", "5-minute"), None)
+    done = memsync("--config", str(cfg), "views", "pull", "--json", env=env)
+    report = ViewsPullReport.model_validate_json(done.stdout)
+    assert done.returncode == 0, report
+    assert report.results[0].revision == 2
+    assert "5-minute" in imported(bob).read_text()
+    leftovers = list((bob / ".runtime" / "shared_views").glob("candidates/*"))
+    assert leftovers == []
