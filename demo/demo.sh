@@ -64,7 +64,95 @@ if [ "$before" != "$after" ] || [ -e "$DEMO/bob/rightmemory.toml" ]; then
 fi
 echo "bob is unchanged at ${after:0:12}; the refused head is kept under refs/memsync/rescue/"
 
+step "Shared views: alice shares her notes on auth as a signed view, through a local hub"
+PUBLIC=$(memsync keys generate --out "$DEMO/view.key")
+echo "signing key written; consumers pin $PUBLIC"
+memsync hub init "$DEMO/hub" > /dev/null
+export PUB_TOKEN READ_TOKEN
+PUB_TOKEN=$(memsync hub token create --data "$DEMO/hub" --scope publish:auth --label alice 2>/dev/null)
+READ_TOKEN=$(memsync hub token create --data "$DEMO/hub" --scope read:auth --label bob 2>/dev/null)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HUB="http://127.0.0.1:$PORT"
+memsync hub serve --data "$DEMO/hub" --listen "127.0.0.1:$PORT" 2> "$DEMO/hub.log" &
+HUB_PID=$!
+trap 'kill $HUB_PID 2>/dev/null || true' EXIT
+python3 - "$HUB" <<'PY'
+import sys, time, urllib.request
+deadline = time.monotonic() + 15
+while True:
+    try:
+        urllib.request.urlopen(sys.argv[1] + "/v1/health", timeout=1).read()
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("the hub did not start")
+        time.sleep(0.05)
+PY
+echo "hub serving on $HUB"
+git -C "$DEMO/alice" reset -q --hard HEAD~1   # drop the refused commit from alice's side
+cat >> "$DEMO/alice/MEMORY.md" <<'MD'
+
+# Auth Systems {#auth}
+
+- `login` services use short-lived tokens → []
+- `refresh` refresh tokens rotate on every use → [dep:login]
+MD
+mkdir -p "$DEMO/alice/shared_views/auth"
+printf '# Auth\n\nHow our services authenticate.\n' > "$DEMO/alice/shared_views/auth/view.md"
+cat > "$DEMO/alice/shared_views/auth/recipe.toml" <<'TOML'
+version = 1
+view_id = "auth"
+kind = "file"
+title = "Auth"
+approved = true
+intent = "How our services authenticate"
+render = "extractive"
+include_headings = ["auth"]
+include_nodes = []
+include_files = []
+exclude_ids = []
+TOML
+git -C "$DEMO/alice" add MEMORY.md shared_views
+git -C "$DEMO/alice" commit -qm "memory: auth notes, shared as a view"
+run memsync views publish auth --root "$DEMO/alice" --hub "$HUB" --token env:PUB_TOKEN --key "$DEMO/view.key"
+
+cat >> "$DEMO/config.yaml" <<YAML
+views:
+  team-auth:
+    root: bob
+    view_id: auth
+    source: {kind: http, url: $HUB/v1/views/auth, token: {env: READ_TOKEN}}
+    trust: {keys: ["$PUBLIC"]}
+YAML
+step "Bob pulls it: manifest verified against the pinned key, package checked, swapped in atomically"
+run memsync views pull
+IMPORT="$DEMO/bob/.runtime/shared_views/imports/team-auth/dist/MEMORY.md"
+run cat "$IMPORT"
+run memsync views pull
+
+step "A package tampered with at rest on the hub is refused; bob's import keeps serving"
+sed -i 's/short-lived tokens/5-minute tokens/' "$DEMO/alice/MEMORY.md"
+git -C "$DEMO/alice" commit -qam "memory: tokens live 5 minutes"
+memsync views publish auth --root "$DEMO/alice" --hub "$HUB" --token env:PUB_TOKEN --key "$DEMO/view.key"
+python3 - "$DEMO/hub/views/auth/revisions/2/package" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+data[len(data) // 2] ^= 0xFF
+open(sys.argv[1], "wb").write(bytes(data))
+PY
+before=$(sha256sum "$IMPORT")
+set +e
+memsync views pull
+code=$?
+set -e
+echo "exit code $code (1: the view is stale)"
+if [ "$before" != "$(sha256sum "$IMPORT")" ]; then
+  echo "demo failed: the import changed" >&2
+  exit 1
+fi
+echo "bob's import is still revision 1, byte for byte"
+
 step "Status"
 run memsync status
 echo
-echo "demo finished: see .demo/ (config.yaml, state/, team.git, alice, bob)"
+echo "demo finished: see .demo/ (config.yaml, state/, team.git, alice, bob, hub/)"
