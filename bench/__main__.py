@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench import sync, validate
+from bench import sync, validate, views
 
-SUITES = {"b1": validate.run, "sync": sync.run}
+SUITES = {"b1": validate.run, "sync": sync.run, "views": views.run}
 
 
 def main() -> int:

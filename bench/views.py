@@ -1,0 +1,383 @@
+"""B5 and B6 (design/BENCHMARKS.md): view refresh cost and the hub under load.
+
+B5: a refresh with no change (conditional GET -> 304, the stored manifest verified again)
+against a plain `curl` of the same URL; and a pull of a changed ~5 MiB package against
+`curl` downloading it plus `unzip` (Python's zipfile) extracting it.
+B6: 200 concurrent clients doing conditional GETs of a manifest with `wrk`, against the
+hub and against nginx serving the same files (nginx from Debian's packages when
+installed; otherwise the row says it was skipped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from memsync import timefmt
+from memsync.config.model import ViewSettings
+from memsync.roots.create import init_root
+from memsync.views.archive import write_zip
+from memsync.views.keys import public_key_text
+from memsync.views.manifest import build_signed, sign_manifest
+from memsync.views.pull import pull_views
+
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+RUNS = 15
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def package_files(revision: int, size: int) -> dict[str, bytes]:
+    """A valid view package of about `size` bytes of hard-to-compress Markdown."""
+    rng = random.Random(revision)
+    words = [hashlib.sha256(str(i).encode()).hexdigest()[:8] for i in range(4096)]
+    memory = ["# Bench {#bench}", ""]
+    files: dict[str, bytes] = {}
+    part, total = 0, 0
+    while total < size:
+        lines = []
+        for n in range(4000):
+            text = " ".join(rng.choice(words) for _ in range(24))
+            lines.append(f"- `p{part}-n{n}` {text} → []")
+        body = ("\n".join(lines) + "\n").encode()
+        files[f"dist/MEMORY_part{part}.md"] = body
+        memory.append(f"## Part {part} {{F#part{part}}}")
+        total += len(body)
+        part += 1
+    files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
+    files["view.md"] = b"# Bench\n"
+    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
+    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
+    files["dist/manifest.toml"] = (
+        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
+    )
+    return files
+
+
+def publish_static(out: Path, revision: int, size: int) -> None:
+    files = package_files(revision, size)
+    archive = write_zip(files)
+    now = timefmt.now()
+    signed = build_signed(
+        "bench",
+        revision,
+        len(archive),
+        hashlib.sha256(archive).hexdigest(),
+        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        published_at=now,
+        expires=now + timedelta(days=1),
+    )
+    target = out / "v1" / "views" / "bench"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "package").write_bytes(archive)
+    (target / "manifest").write_bytes(sign_manifest(signed, [KEY]))
+
+
+class Nginx:
+    def __init__(self, root: Path, base: Path) -> None:
+        self.port = _port()
+        self.conf = base / "nginx.conf"
+        # As root, nginx's workers would drop to `nobody`, who cannot read a private
+        # temporary directory: keep them as the current user.
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        self.conf.write_text(
+            user
+            + f"daemon off; worker_processes 2; pid {base}/nginx.pid; error_log {base}/err.log;\n"
+            "events { worker_connections 4096; }\n"
+            f"http {{ access_log off; client_body_temp_path {base}/tmp; "
+            f"proxy_temp_path {base}/tmp; fastcgi_temp_path {base}/tmp; "
+            f"uwsgi_temp_path {base}/tmp; scgi_temp_path {base}/tmp; "
+            f"server {{ listen 127.0.0.1:{self.port}; root {root}; "
+            "location / { default_type application/octet-stream; } } }\n"
+        )
+        self.proc = subprocess.Popen(
+            ["nginx", "-c", str(self.conf), "-p", str(base)], stderr=subprocess.DEVNULL
+        )
+        _wait_http(f"http://127.0.0.1:{self.port}/v1/views/bench/manifest")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+class Hub:
+    def __init__(self, base: Path, static: Path) -> None:
+        from memsync.views.tokens import hub_init, open_store  # noqa: PLC0415
+
+        self.data = base / "hub"
+        hub_init(self.data)
+        store = open_store(self.data)
+        _id, self.token = store.create(["admin"], label="bench", expires=None)
+        store.close()
+        # Store the same revision the static server has, through the hub's own upload path.
+        self.port = _port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memsync",
+                "hub",
+                "serve",
+                "--data",
+                str(self.data),
+                "--listen",
+                f"127.0.0.1:{self.port}",
+            ],
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_http(f"{self.url}/v1/health")
+        view = static / "v1" / "views" / "bench"
+        subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-f",
+                "-o",
+                "/dev/null",
+                "-H",
+                f"Authorization: Bearer {self.token}",
+                "-F",
+                f"manifest=@{view / 'manifest'}",
+                "-F",
+                f"package=@{view / 'package'}",
+                f"{self.url}/v1/views/bench/revisions",
+            ],
+            check=True,
+        )
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def _wait_http(url: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()  # noqa: S310 - loopback only
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _etag(url: str, token: str | None = None) -> str:
+    request = urllib.request.Request(url)  # noqa: S310 - loopback only
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310
+        return str(answer.headers["ETag"])
+
+
+def _wrk(url: str, etag: str, token: str | None) -> float:
+    args = ["wrk", "-t2", "-c200", "-d8s", "-H", f"If-None-Match: {etag}"]
+    if token:
+        args += ["-H", f"Authorization: Bearer {token}"]
+    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("Requests/sec"))
+    return float(line.split()[1])
+
+
+def _ms(fn: Any, runs: int = RUNS) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def b5(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
+    root = base / "consumer"
+    init_root(root)
+    view = ViewSettings(
+        name="bench",
+        root="consumer",
+        root_path=root,
+        heading="bench",
+        view_id="bench",
+        kind="http",
+        url=f"{hub.url}/v1/views/bench",
+        token=None,
+        allow_http=False,
+        git_branch="main",
+        git_path="",
+        keys=(public_key_text(KEY),),
+        threshold=1,
+        allow_unsigned=False,
+        refresh=timedelta(minutes=5),
+        max_stale=timedelta(days=7),
+    )
+    state = base / "state"
+    os.environ["BENCH_TOKEN"] = hub.token
+    from memsync.config.secrets import SecretRef  # noqa: PLC0415
+
+    view = ViewSettings(**{**view.__dict__, "token": SecretRef.parse({"env": "BENCH_TOKEN"})})
+
+    def pull() -> str:
+        return asyncio.run(pull_views([view], state))[0].status
+
+    if pull() != "pulled":
+        raise RuntimeError("the first pull failed")
+    current = _ms(lambda: pull() == "current" or (_ for _ in ()).throw(RuntimeError("x")))
+    manifest_url = f"{hub.url}/v1/views/bench/manifest"
+    etag = _etag(manifest_url, hub.token)
+    curl = _ms(
+        lambda: subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-H",
+                f"If-None-Match: {etag}",
+                "-H",
+                f"Authorization: Bearer {hub.token}",
+                manifest_url,
+            ],
+            check=True,
+        )
+    )
+    rows = [
+        {
+            "name": "B5 refresh, no change (304) per view (vs curl, 304)",
+            "memsync_ms": current,
+            "raw_ms": curl,
+            "ratio": current / curl,
+            "target": "<= 5 ms",
+            "runs": RUNS,
+        }
+    ]
+    # A changed ~5 MiB package: time a pull of each new revision.
+    fulls, raws = [], []
+    view_dir = static / "v1" / "views" / "bench"
+    for revision in range(2, 7):
+        publish_static(static, revision, 5 * 1024 * 1024)
+        subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-f",
+                "-o",
+                "/dev/null",
+                "-H",
+                f"Authorization: Bearer {hub.token}",
+                "-F",
+                f"manifest=@{view_dir / 'manifest'}",
+                "-F",
+                f"package=@{view_dir / 'package'}",
+                f"{hub.url}/v1/views/bench/revisions",
+            ],
+            check=True,
+        )
+        started = time.perf_counter()
+        status = pull()
+        fulls.append((time.perf_counter() - started) * 1000)
+        if status != "pulled":
+            raise RuntimeError(f"pull of revision {revision}: {status}")
+        scratch = base / f"raw-{revision}"
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-f",
+                "-o",
+                str(base / "pkg.zip"),
+                "-H",
+                f"Authorization: Bearer {hub.token}",
+                f"{hub.url}/v1/views/bench/package",
+            ],
+            check=True,
+        )
+        with zipfile.ZipFile(base / "pkg.zip") as archive:
+            archive.extractall(scratch)
+        raws.append((time.perf_counter() - started) * 1000)
+        shutil.rmtree(scratch)
+    size = (view_dir / "package").stat().st_size
+    rows.append(
+        {
+            "name": f"B5 pull of a changed {size / 2**20:.1f} MiB package (vs curl + unzip)",
+            "memsync_ms": statistics.median(fulls),
+            "raw_ms": statistics.median(raws),
+            "ratio": statistics.median(fulls) / statistics.median(raws),
+            "target": "<= 3x",
+            "runs": len(fulls),
+        }
+    )
+    return rows
+
+
+def b6(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
+    if shutil.which("wrk") is None:
+        return [
+            {
+                "name": "B6 skipped: wrk is not installed (apt install wrk)",
+                "memsync_ms": 0.0,
+                "raw_ms": 0.0,
+                "ratio": 0.0,
+                "target": "-",
+            }
+        ]
+    url = f"{hub.url}/v1/views/bench/manifest"
+    hub_rps = _wrk(url, _etag(url, hub.token), hub.token)
+    if shutil.which("nginx") is None:
+        return [
+            {
+                "name": "B6 hub, 200 clients, conditional GETs (req/s; nginx not installed)",
+                "memsync_ms": hub_rps,
+                "raw_ms": 0.0,
+                "ratio": 0.0,
+                "target": ">= 3000",
+            }
+        ]
+    nginx = Nginx(static, base / "nginx")
+    try:
+        nurl = f"http://127.0.0.1:{nginx.port}/v1/views/bench/manifest"
+        nginx_rps = _wrk(nurl, _etag(nurl), None)
+    finally:
+        nginx.stop()
+    return [
+        {
+            "name": "B6 req/s, 200 clients, conditional GETs: hub vs nginx",
+            "memsync_ms": hub_rps,
+            "raw_ms": nginx_rps,
+            "ratio": hub_rps / nginx_rps,
+            "target": ">= 3000 req/s, >= 0.3x",
+        }
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="memsync-views-bench-") as tmp:
+        base = Path(tmp)
+        (base / "nginx" / "tmp").mkdir(parents=True)
+        static = base / "static"
+        publish_static(static, 1, 64 * 1024)
+        hub = Hub(base, static)
+        try:
+            return [*b5(base, hub, static), *b6(base, hub, static)]
+        finally:
+            hub.stop()
