@@ -122,7 +122,7 @@ class Nginx:
 
 class Hub:
     def __init__(self, base: Path, static: Path) -> None:
-        from memsync.views.tokens import hub_init, open_store  # noqa: PLC0415
+        from memsync.views.tokens import hub_init, open_store
 
         self.data = base / "hub"
         hub_init(self.data)
@@ -175,7 +175,7 @@ def _wait_http(url: str) -> None:
     deadline = time.monotonic() + 20
     while True:
         try:
-            urllib.request.urlopen(url, timeout=1).read()  # noqa: S310 - loopback only
+            urllib.request.urlopen(url, timeout=1).read()
             return
         except OSError:
             if time.monotonic() > deadline:
@@ -184,10 +184,10 @@ def _wait_http(url: str) -> None:
 
 
 def _etag(url: str, token: str | None = None) -> str:
-    request = urllib.request.Request(url)  # noqa: S310 - loopback only
+    request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=5) as answer:
         return str(answer.headers["ETag"])
 
 
@@ -232,7 +232,7 @@ def b5(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
     )
     state = base / "state"
     os.environ["BENCH_TOKEN"] = hub.token
-    from memsync.config.secrets import SecretRef  # noqa: PLC0415
+    from memsync.config.secrets import SecretRef
 
     view = ViewSettings(**{**view.__dict__, "token": SecretRef.parse({"env": "BENCH_TOKEN"})})
 
