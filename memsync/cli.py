@@ -16,7 +16,8 @@ from typing import NoReturn
 import click
 
 from memsync import __version__
-from memsync.cli_views import hub, keys, views
+from memsync.cli_hub import hub
+from memsync.cli_views import keys, views
 from memsync.clikit import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,

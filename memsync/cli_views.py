@@ -1,4 +1,4 @@
-"""Commands for shared views, signing keys and the hub: thin shells over `memsync.views`."""
+"""Commands for shared views and signing keys: thin shells over `memsync.views`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from memsync.transports.http import HttpClient
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
 from memsync.views.build import build_package, signed_manifest, write_static
-from memsync.views.hub import run_hub
 from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
 from memsync.views.manifest import (
     MAX_MANIFEST_BYTES,
@@ -32,7 +31,6 @@ from memsync.views.manifest import (
 from memsync.views.package import read_tree, validate_package
 from memsync.views.publish import PublishRefused, publish_view, secret_ref
 from memsync.views.pull import ViewResult, pull_views
-from memsync.views.tokens import hub_init, open_store
 from memsync.wire import (
     KeyReport,
     ProblemModel,
@@ -42,7 +40,6 @@ from memsync.wire import (
     ViewsPullReport,
     ViewVerifyReport,
 )
-from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
 
 # -- keys -------------------------------------------------------------------------------------
 
@@ -421,153 +418,4 @@ def views_publish(
         emit(report)
     else:
         click.echo(f"{view_id}: {done.message}")
-    return EXIT_OK
-
-
-# -- hub --------------------------------------------------------------------------------------
-
-
-@click.group()
-def hub() -> None:
-    """Run a memsync hub: signed view revisions, tokens, change events."""
-
-
-def _hub_dir(app: App, data: Path | None) -> Path:
-    if data is not None:
-        return data
-    settings = app.settings()
-    if settings.hub is None:
-        raise UsageError("no hub data dir", hint="pass --data DIR or set hub.data_dir")
-    return settings.hub.data_dir
-
-
-@hub.command("init")
-@click.argument("data_dir", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
-    """Create a hub data dir and print the first admin token (shown this once)."""
-    raw = hub_init(data_dir)
-    if as_json:
-        token_id = raw.split("_")[1]
-        emit(
-            TokenCreated(
-                id=token_id, token=raw, scopes=["admin"], label="initial admin", expires_at=None
-            )
-        )
-    else:
-        click.echo(raw)
-        click.echo(
-            f"hub data dir created at {data_dir}; the admin token above is shown only "
-            "once: store it now",
-            err=True,
-        )
-    return EXIT_OK
-
-
-@hub.command("serve")
-@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
-@click.option(
-    "--listen",
-    default=None,
-    metavar="HOST:PORT",
-    help="Address to listen on (default: hub.listen, else 127.0.0.1:8765).",
-)
-@click.pass_obj
-def hub_serve(app: App, data: Path | None, listen: str | None) -> int:
-    """Serve views, tokens and change events until SIGTERM or Ctrl-C."""
-    data_dir = _hub_dir(app, data)
-    if listen is None:
-        settings = None if data is not None else app.settings()
-        listen = settings.hub.listen if settings and settings.hub else "127.0.0.1:8765"
-    run_hub(data_dir, listen)
-    return EXIT_OK
-
-
-@hub.group("token")
-def hub_token() -> None:
-    """Create, list and revoke hub tokens."""
-
-
-@hub_token.command("create")
-@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
-@click.option(
-    "--scope",
-    "scopes",
-    multiple=True,
-    required=True,
-    metavar="SCOPE",
-    help="read:<view>, read:*, publish:<view>, publish:*, admin (repeatable).",
-)
-@click.option("--label", help="A note to recognise the token by.")
-@click.option("--expires", metavar="DURATION", help="Lifetime such as 90d (default: none).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.pass_obj
-def hub_token_create(
-    app: App,
-    data: Path | None,
-    scopes: tuple[str, ...],
-    label: str | None,
-    expires: str | None,
-    as_json: bool,
-) -> int:
-    """Create a token; the raw token is printed once."""
-    store = open_store(_hub_dir(app, data))
-    try:
-        lifetime = parse_duration(expires) if expires else None
-        token_id, raw = store.create(list(scopes), label=label, expires=lifetime)
-        info = next(t for t in store.list() if t.id == token_id)
-    finally:
-        store.close()
-    if as_json:
-        entry = TokenEntry.of(info, timefmt.now())
-        emit(
-            TokenCreated(
-                id=token_id,
-                token=raw,
-                scopes=entry.scopes,
-                label=entry.label,
-                expires_at=entry.expires_at,
-            )
-        )
-    else:
-        click.echo(raw)
-        click.echo(f"token {token_id} created; it is shown only once", err=True)
-    return EXIT_OK
-
-
-@hub_token.command("list")
-@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.pass_obj
-def hub_token_list(app: App, data: Path | None, as_json: bool) -> int:
-    """List tokens (never their secrets)."""
-    store = open_store(_hub_dir(app, data))
-    try:
-        now = timefmt.now()
-        entries = [TokenEntry.of(t, now) for t in store.list()]
-    finally:
-        store.close()
-    if as_json:
-        emit(TokenList(tokens=entries))
-    else:
-        for e in entries:
-            click.echo(
-                f"{e.id}  {e.state:<8} {' '.join(e.scopes):<30} "
-                f"expires {e.expires_at or 'never'}  {e.label or ''}"
-            )
-    return EXIT_OK
-
-
-@hub_token.command("revoke")
-@click.argument("token_id")
-@click.option("--data", "data", type=click.Path(path_type=Path), help="The hub data dir.")
-@click.pass_obj
-def hub_token_revoke(app: App, token_id: str, data: Path | None) -> int:
-    """Revoke a token at once (the running hub refuses it on the next request)."""
-    store = open_store(_hub_dir(app, data))
-    try:
-        changed = store.revoke(token_id)
-    finally:
-        store.close()
-    click.echo(f"token {token_id} {'revoked' if changed else 'was already revoked'}")
     return EXIT_OK
