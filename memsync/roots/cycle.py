@@ -34,6 +34,7 @@ from memsync.validators.problems import Problem
 log = logging.getLogger(__name__)
 
 INBOX = "AGENT_GUIDANCE_INBOX.md"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA-1 repos)
 RETRY = "retry"  # internal: the push was rejected; sync once more, then push once more
 
 
@@ -126,7 +127,7 @@ class _Cycle:
             return self.result(
                 R.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
             )
-        if recovery.needed(self.journal, self.layout):
+        if recovery.needed(self.journal, self.layout) and not self.options.dry_run:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
         state = self.git.work_state(refresh=True)
         self.branch = self.s.branch or state.branch or ""
@@ -212,7 +213,7 @@ class _Cycle:
 
         if plan.action is Action.REWOUND:
             ref = None
-            if upstream is not None:
+            if upstream is not None and not self.options.dry_run:
                 ref = rescue_ref("rewound", upstream)
                 self.git.update_ref(ref, upstream, reason="memsync: refused rewound upstream")
             return self.result(
@@ -254,7 +255,17 @@ class _Cycle:
                     message="the upstream rejected the push twice; it is moving fast, try again",
                 )
             again = self._round(head, retry_push=False)
-            return replace(again, message=f"{again.message} (after a rejected push)")
+            if admitted is None:
+                return replace(again, message=f"{again.message} (after a rejected push)")
+            # The first round already published: say so, whatever the retry found.
+            return replace(
+                again,
+                message=f"{admitted.message}; then the push was rejected and the retry "
+                f"found: {again.message}",
+                files=tuple(sorted({*admitted.files, *again.files})),
+                operation_id=again.operation_id or admitted.operation_id,
+                head=again.head or admitted.head,
+            )
         if admitted is not None and pushed.status == R.PUSHED:
             return replace(
                 pushed,
@@ -463,8 +474,10 @@ class _Cycle:
         summary: str,
         operation_id: str | None = None,
     ) -> R.SyncResult:
-        ref = rescue_ref("rejected", upstream)
-        self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
+        ref = None
+        if not self.options.dry_run:
+            ref = rescue_ref("rejected", upstream)
+            self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
         codes = ", ".join(sorted({p.code for p in problems}))
         return self.result(
             R.REJECTED,
@@ -484,12 +497,22 @@ class _Cycle:
         count, changes = git.changes(head, upstream)
         report = validate_changes(changes, GitBlobs(git), self.policy)
         files = tuple(sorted({c.path for c in changes}))
+        if report.ok:
+            # What is pushed must be a valid root too (the graph and auxiliary files): a
+            # dangling edge pushed upstream would leave every other machine `rejected`.
+            base = upstream or EMPTY_TREE
+            report = validate_tree(
+                git.tree_view(head),
+                self.policy,
+                self.graph,
+                content_paths=git.changed_paths(base, head),
+            )
         if not report.ok:
             codes = ", ".join(sorted(report.codes()))
             return self.result(
                 R.REJECTED,
                 f"refused to push: {count} local commit(s) break "
-                f"the path rules ({codes}); nothing was pushed",
+                f"the memory rules ({codes}); nothing was pushed",
                 head=head,
                 upstream=upstream,
                 problems=report.problems,

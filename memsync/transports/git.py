@@ -51,6 +51,9 @@ _FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.sshCommand", "ssh -o BatchMode=yes"),
     ("core.pager", "cat"),
     ("core.editor", "true"),
+    ("core.askPass", ""),
+    ("log.showSignature", "false"),  # never run gpg on signatures an upstream supplies
+    ("log.showRoot", "true"),  # root commits' paths are checked like any other
     ("credential.helper", ""),
     ("protocol.ext.allow", "never"),
     ("protocol.file.allow", "always"),
@@ -73,7 +76,8 @@ _FORCED_ARGS: tuple[str, ...] = tuple(
 
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+# Greedy up to the last "@" before the host: a password may itself contain "@".
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 

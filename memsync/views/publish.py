@@ -73,7 +73,7 @@ async def publish_view(
     base = f"{hub.rstrip('/')}/v1/views/{view_id}"
     async with HttpClient(allow_http=allow_http) as client:
         deadline = asyncio.get_running_loop().time() + DEADLINE
-        current, current_sha = 0, None
+        current, current_sha, current_expires = 0, None, None
         try:
             got = await client.get_with_retry(
                 f"{base}/manifest",
@@ -85,12 +85,17 @@ async def publish_view(
             )
             signed = parse_manifest(got.body or b"").signed
             current, current_sha = signed.revision, signed.package.sha256
+            current_expires = signed.expires_time
         except HttpError as exc:
             if exc.kind is not ErrorKind.NOT_FOUND:
                 raise
         except ManifestError as exc:
             raise PublishRefused(f"the hub's current manifest is unreadable: {exc}") from exc
-        if current_sha == built.sha256:
+        now = timefmt.now()
+        # Same content is not republished, unless its manifest is past half its lifetime:
+        # then a new revision renews the expiry (a manifest never changes at one revision).
+        renew = current_expires is not None and current_expires - now < expires / 2
+        if current_sha == built.sha256 and not renew:
             return Published(
                 view_id,
                 "unchanged",
@@ -99,9 +104,7 @@ async def publish_view(
                 f"content unchanged; revision {current} stays current",
             )
         revision = current + 1
-        manifest = signed_manifest(
-            built, revision=revision, keys=keys, now=timefmt.now(), expires=expires
-        )
+        manifest = signed_manifest(built, revision=revision, keys=keys, now=now, expires=expires)
         status, body = await client.post_form(
             f"{base}/revisions",
             fields={
@@ -112,9 +115,8 @@ async def publish_view(
             deadline=deadline,
         )
     if status in (200, 201):
-        return Published(
-            view_id, "published", revision, built.sha256, f"published revision {revision}"
-        )
+        what = "renewed the expiry as revision" if current_sha == built.sha256 else "published"
+        return Published(view_id, "published", revision, built.sha256, f"{what} {revision}")
     try:
         error = ErrorBody.model_validate_json(body)
     except ValidationError:

@@ -124,8 +124,10 @@ class Puller:
             return self._fail(previous, exc.message, exc.problems)
         except HttpError as exc:
             return self._fail(previous, exc.message)
-        except GitError as exc:
+        except (GitError, MemsyncError) as exc:
             return self._fail(previous, exc.message)
+        except OSError as exc:
+            return self._fail(previous, f"a local file operation failed: {exc}")
         finally:
             self.store.remove_candidates()
             for leftover in self.dir.glob("package*.zip"):
@@ -147,6 +149,9 @@ class Puller:
                 and signed.revision == self.trust.revision
                 and signed.package.sha256 == self.trust.sha256
             ):
+                if manifest is not None and manifest != self._stored_copy():
+                    # Re-signed (a later expiry, say): keep the copy a later 304 refers to.
+                    write_bytes(self.manifest_copy, manifest)
                 self.trust = self.trust.checked(
                     self.now, manifest_etag=etag, expires_at=signed.expires
                 )
@@ -200,6 +205,12 @@ class Puller:
         if got.body is None:
             raise Refused("the manifest request returned no body")
         return got.body, got.etag
+
+    def _stored_copy(self) -> bytes | None:
+        try:
+            return self.manifest_copy.read_bytes()
+        except OSError:
+            return None
 
     def _trusted_copy(self) -> bytes | None:
         """The stored manifest, only if it is the trusted revision's (a crash between the

@@ -129,3 +129,8 @@ def test_a_killed_lock_holder_leaves_no_lock(team: Team) -> None:
     holder.kill()
     holder.wait(timeout=10)
     assert team.bob.sync(wait=0).status == "current"
+
+
+def test_redact_handles_an_at_sign_inside_the_password() -> None:
+    shown = redact("https://user:p@ss@host.example/repo.git")
+    assert "ss" not in shown.split("host")[0] and shown == "https://***@host.example/repo.git"

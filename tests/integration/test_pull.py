@@ -269,3 +269,30 @@ def test_unsigned_rightmemory_share_needs_allow_unsigned(root: Path, tmp_path: P
     [ok] = asyncio.run(pull_views([lenient], tmp_path / "state"))
     assert (ok.status, ok.revision) == ("pulled", 1), ok.message
     assert imported(root) == expected("unsigned")
+
+
+async def test_a_re_signed_manifest_at_the_same_revision_is_kept_for_304s(
+    root: Path, tmp_path: Path
+) -> None:
+    state = FlakyState()
+    state.manifest, state.package = release(1, "same", expires=timedelta(hours=1))
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        assert (await pull_views([view], tmp_path / "state"))[0].status == "pulled"
+        files = package_files("same")
+        archive = state.package
+        now = timefmt.now()
+        signed = build_signed(
+            "auth",
+            1,
+            len(archive),
+            hashlib.sha256(archive).hexdigest(),
+            {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+            published_at=now,
+            expires=now + timedelta(days=30),
+        )
+        state.manifest = sign_manifest(signed, [KEY])  # same revision and package, renewed
+        assert (await pull_views([view], tmp_path / "state"))[0].status == "current"
+        later = now + timedelta(hours=2)
+        [result] = await pull_views([view], tmp_path / "state", now=later)
+        assert result.status == "current", result.message

@@ -396,3 +396,19 @@ def test_corrections_over_capacity_still_sync(team: Team) -> None:
     commit(team.alice.path, {"corrections.md": text})
     assert team.alice.sync().status == "pushed"
     assert team.bob.sync().status == "synced"
+
+
+def test_local_commit_breaking_the_graph_is_not_pushed(team: Team) -> None:
+    before = git(team.upstream, "rev-parse", "main")
+    commit(team.alice.path, {"MEMORY.md": "# User Context {#user}\n\n- `x` y → [dep:gone]\n"})
+    result = team.alice.sync()
+    assert result.status == "rejected"
+    assert "dangling-edge" in {p.code for p in result.problems}
+    assert git(team.upstream, "rev-parse", "main") == before
+
+
+def test_dry_run_leaves_no_rescue_ref(team: Team) -> None:
+    _push_raw(team, {"rightmemory.toml": "x = 1\n"})
+    result = team.bob.sync(dry_run=True)
+    assert result.status == "rejected" and result.rescue_ref is None
+    assert git(team.bob.path, "for-each-ref", "refs/memsync") == ""
