@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from aiohttp import BodyPartReader, hdrs, web
 from aiohttp.abc import AbstractAccessLogger
+from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
@@ -370,7 +371,7 @@ async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[byte
                 manifest = buffer
             else:
                 package = (length, digest.hexdigest())
-    except ValueError as exc:  # broken multipart framing
+    except (ValueError, HttpProcessingError) as exc:  # broken multipart framing
         raise ApiError(400, "bad-request", f"unreadable multipart body: {exc}") from exc
     if manifest is None or package is None:
         raise ApiError(400, "bad-request", "both fields manifest and package are required")
@@ -412,13 +413,24 @@ async def _publish(
             revision=signed.revision,
             sha256=signed.package.sha256,
         )
-        if hub.revisions.judge(manifest) == "same":
-            return _json(result)
-        problems = await asyncio.to_thread(hub.package_check, manifest, package)
-        if problems:
-            raise UploadRefused(problems, "the package fails the consumers' checks")
+        retry = hub.revisions.judge(manifest) == "same"
+        if not retry:
+            problems = await asyncio.to_thread(hub.package_check, manifest, package)
+            if problems:
+                raise UploadRefused(problems, "the package fails the consumers' checks")
         async with hub.lock(view_id):
             if hub.revisions.judge(manifest) == "same":
+                # A retry; if the first attempt stored the revision but failed before making
+                # it current (an error after the rename, a cancelled handler), finish now.
+                existing = hub.revisions.revision(view_id, signed.revision)
+                if existing is not None and hub.revisions.promote(existing):
+                    hub.events.publish(
+                        "revision",
+                        view_id,
+                        wire.RevisionEvent(
+                            view_id=view_id, revision=signed.revision, sha256=signed.package.sha256
+                        ),
+                    )
                 return _json(result)
             stored = await asyncio.to_thread(hub.revisions.store, manifest, data, package)
             hub.revisions.promote(stored)
@@ -455,8 +467,8 @@ def make_app(
     add.add_get("/v1/views/{id}/manifest", current_manifest)
     add.add_get("/v1/views/{id}/package", current_package)
     add.add_post("/v1/views/{id}/revisions", publish)
-    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,18}}/manifest", revision_manifest)
-    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,18}}/package", revision_package)
+    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,19}}/manifest", revision_manifest)
+    add.add_get("/v1/views/{id}/revisions/{n:[0-9]{1,19}}/package", revision_package)
     add.add_post("/v1/roots/{name}/notify", notify)
     add.add_get("/v1/events", events)
     return app

@@ -46,6 +46,7 @@ log = logging.getLogger("memsync.hub")
 
 MANIFEST = "manifest"
 PACKAGE = "package"
+MAX_JUMP = 1000  # how far past the current revision one upload may go
 TMP_PREFIX = ".tmp-"
 _OLD_CACHE = 256  # immutable older revisions kept in memory
 QUEUE_SIZE = 256  # events buffered per subscriber before it is dropped
@@ -229,6 +230,15 @@ class RevisionStore:
             text = f"revision {signed.revision} is already published with another package"
             raise RevisionConflict(text, code="equivocation")
         current = self._current.get(signed.view_id)
+        base = current.revision if current is not None else 0
+        if signed.revision > base + MAX_JUMP:
+            # One upload must not be able to burn the revision space (2**63) and block
+            # every later publication of the view.
+            text = (
+                f"revision {signed.revision} jumps more than {MAX_JUMP} past the current "
+                f"revision {base}"
+            )
+            raise UploadRefused([Problem("package-metadata", None, None, text)], text)
         if current is not None and signed.revision < current.revision:
             text = (
                 f"revision {signed.revision} is not above the current revision {current.revision}"

@@ -54,6 +54,7 @@ _BAD_EXTRAS = {
     0x0017: "a strong-encryption header",
     0x7075: "an Info-ZIP Unicode path field (a second name some tools use instead)",
     0x9901: "a WinZip AES encryption field",
+    0x756E: "an ASi Unix extra field (it can carry a mode and a symlink target)",
 }
 
 

@@ -26,6 +26,7 @@ from multidict import CIMultiDict
 from memsync.errors import UsageError
 from memsync.views.archive import write_zip
 from memsync.views.hub import hub_runner, make_app
+from memsync.views.hubstore import MAX_JUMP
 from memsync.views.manifest import build_signed, sign_manifest
 from memsync.views.tokens import DB_NAME, TokenStore, hub_init
 from memsync.wire.hub import ErrorBody, PublishResult, ViewList
@@ -547,3 +548,12 @@ def test_run_hub_logs_its_url_and_stops_on_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_a_revision_far_past_the_current_one_is_refused(hub: Hub) -> None:
+    """One upload must not burn the revision space and block every later publication."""
+    manifest, package = build("jump", MAX_JUMP + 1)
+    refused = await hub.publish("jump", manifest, package)
+    assert refused.status == 422
+    manifest, package = build("jump", 1)
+    assert (await hub.publish("jump", manifest, package)).status == 201
