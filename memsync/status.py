@@ -63,8 +63,10 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
         behind=behind,
         pending_operations=pending,
         trusted_upstream=state.trusted_upstream,
-        prune=CycleStatus(enabled=False),
-        insight=InsightStatus(enabled=False, points=0, threshold=0),
+        prune=CycleStatus(enabled=settings.prune_enabled),
+        insight=InsightStatus(
+            enabled=settings.insight_enabled, points=0, threshold=settings.insight_threshold
+        ),
     )
 
 

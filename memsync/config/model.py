@@ -32,6 +32,9 @@ class RootSettings:
     timeout: timedelta
     events: str | None = None  # hub SSE URL that triggers an immediate sync
     events_token: SecretRef | None = None
+    prune_enabled: bool = False
+    insight_enabled: bool = False
+    insight_threshold: int = 150
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ def root_settings(name: str, root: Root) -> RootSettings:
         timeout=sync.timeout,
         events=sync.events,
         events_token=sync.events_token,
+        prune_enabled=root.prune.enabled,
+        insight_enabled=root.insight.enabled,
+        insight_threshold=root.insight.trigger_points,
     )
 
 
