@@ -17,6 +17,7 @@ from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal as J
 from memsync.roots import recovery
 from memsync.roots import result as R
+from memsync.roots.candidate import merge_candidate
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref, rescue_ref
 from memsync.roots.lock import RootLock
@@ -27,13 +28,11 @@ from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome
 from memsync.transports.gitparse import fsck_findings, last_line
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
-from memsync.validators.inbox import InboxConflict, merge_inbox
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 log = logging.getLogger(__name__)
 
-INBOX = "AGENT_GUIDANCE_INBOX.md"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA-1 repos)
 RETRY = "retry"  # internal: the push was rejected; sync once more, then push once more
 
@@ -410,58 +409,24 @@ class _Cycle:
         if plan.action is Action.BEHIND:
             fault("after-staging")
             return upstream
-        path = self.layout.worktree(op.id)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.git.worktree_add(path, plan.local)
-        fault("after-staging")
-        wt = self.git.at(path)
-        args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
-        if plan.allow_unrelated:
-            args.append("--allow-unrelated-histories")
-        identity = self.git.identity_config()
-        merged = wt.run(*args, upstream, check=False, config=identity)
-        if merged.returncode != 0:
-            conflicted = tuple(wt.unmerged_paths())
-            if conflicted == (INBOX,):
-                try:
-                    return self._merge_inbox(wt, path, identity)
-                except InboxConflict as exc:
-                    message = f"{exc.message}; the root is unchanged"
-                    self._settle(op, J.FAILED, message, files=conflicted)
-                    return self.result(
-                        R.CONFLICT,
-                        message,
-                        head=plan.local,
-                        upstream=upstream,
-                        files=conflicted,
-                        operation_id=op.id,
-                    )
-            message = (
-                "incoming and local edits conflict; the root is unchanged. Merge the "
-                "upstream by hand (git merge) and commit, then sync again"
-                if conflicted
-                else f"the merge failed: {last_line(merged.stderr)}"
-            )
-            self._settle(op, J.FAILED, message, files=conflicted)
-            return self.result(
-                R.CONFLICT if conflicted else R.ERROR,
-                message,
-                head=plan.local,
-                upstream=upstream,
-                files=conflicted,
-                operation_id=op.id,
-            )
-        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
-
-    def _merge_inbox(self, wt: Git, path: Path, identity: list[tuple[str, str]]) -> str:
-        """The guidance inbox is the only conflict: merge it by entry id, deterministically."""
-        sides = [wt.read_stage(INBOX, stage) for stage in (1, 2, 3)]
-        texts = [None if s is None else s.decode("utf-8") for s in sides]
-        merged = merge_inbox(*texts)
-        (path / INBOX).write_text(merged, encoding="utf-8")
-        wt.run("add", "--", INBOX)
-        wt.run("commit", "--no-edit", "--quiet", config=identity)
-        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
+        merged = merge_candidate(
+            self.git,
+            self.layout.worktree(op.id),
+            plan.local,
+            upstream,
+            allow_unrelated=plan.allow_unrelated,
+        )
+        if isinstance(merged, str):
+            return merged
+        self._settle(op, J.FAILED, merged.message, files=merged.files)
+        return self.result(
+            R.CONFLICT if merged.conflicted else R.ERROR,
+            merged.message,
+            head=plan.local,
+            upstream=upstream,
+            files=merged.files,
+            operation_id=op.id,
+        )
 
     def _valid(self, commit: str) -> bool:
         return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok

@@ -1,0 +1,71 @@
+"""Candidate merges: the exact upstream commit merged into a worktree at the start commit.
+
+The worktree lives under the state dir, never inside the root; the active root is not
+touched. When the only conflicted path is the guidance inbox, it is merged by entry id
+(the deterministic three-way rule) and committed to complete the merge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsync.errors import require
+from memsync.roots.faults import fault
+from memsync.transports.git import Git
+from memsync.transports.gitparse import last_line
+from memsync.validators.inbox import InboxConflict, merge_inbox
+
+INBOX = "AGENT_GUIDANCE_INBOX.md"
+
+
+@dataclass(frozen=True)
+class MergeFailed:
+    """The merge did not produce a candidate; `files` are the conflicted paths (if any)."""
+
+    message: str
+    files: tuple[str, ...]
+
+    @property
+    def conflicted(self) -> bool:
+        return bool(self.files)
+
+
+def merge_candidate(
+    git: Git, path: Path, start: str, upstream: str, *, allow_unrelated: bool
+) -> str | MergeFailed:
+    """A merge commit of `upstream` into `start`, made in a new worktree at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    git.worktree_add(path, start)
+    fault("after-staging")
+    wt = git.at(path)
+    args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
+    if allow_unrelated:
+        args.append("--allow-unrelated-histories")
+    identity = git.identity_config()
+    merged = wt.run(*args, upstream, check=False, config=identity)
+    if merged.returncode == 0:
+        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
+    conflicted = tuple(wt.unmerged_paths())
+    if conflicted == (INBOX,):
+        try:
+            return _merge_inbox(wt, path, identity)
+        except InboxConflict as exc:
+            return MergeFailed(f"{exc.message}; the root is unchanged", conflicted)
+    if conflicted:
+        return MergeFailed(
+            "incoming and local edits conflict; the root is unchanged. Merge "
+            "the upstream by hand (git merge) and commit, then sync again",
+            conflicted,
+        )
+    return MergeFailed(f"the merge failed: {last_line(merged.stderr)}", ())
+
+
+def _merge_inbox(wt: Git, path: Path, identity: list[tuple[str, str]]) -> str:
+    """The guidance inbox is the only conflict: merge it by entry id, deterministically."""
+    sides = [wt.read_stage(INBOX, stage) for stage in (1, 2, 3)]
+    merged = merge_inbox(*(None if s is None else s.decode("utf-8") for s in sides))
+    (path / INBOX).write_text(merged, encoding="utf-8")
+    wt.run("add", "--", INBOX)
+    wt.run("commit", "--no-edit", "--quiet", config=identity)
+    return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
