@@ -11,7 +11,7 @@ from memsync import timefmt
 from memsync.clikit import EXIT_OK, App, emit
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
-from memsync.views.hub import run_hub
+from memsync.views.hubserver import run_hub
 from memsync.views.tokens import hub_init, open_store
 from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
 

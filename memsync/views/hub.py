@@ -13,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
-import ipaddress
 import logging
 import os
-import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -27,7 +25,6 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
-from memsync.config.units import check_listen
 from memsync.errors import UsageError
 from memsync.validators.problems import Problem
 from memsync.views.hubstore import (
@@ -503,45 +500,3 @@ def hub_runner(app: web.Application) -> web.AppRunner:
     return web.AppRunner(
         app, access_log_class=HubAccessLogger, access_log=access_log, shutdown_timeout=5.0
     )
-
-
-def _split_listen(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    if port != "0":  # port 0 (any free port) is for tests
-        try:
-            check_listen(listen)
-        except ValueError as exc:
-            raise UsageError(f"cannot listen on {listen!r}: {exc}") from exc
-    return host.removeprefix("[").removesuffix("]"), int(port)
-
-
-async def serve_hub(data_dir: Path, listen: str) -> None:
-    """Serve until SIGTERM or SIGINT, then stop gracefully (streams closed, writes drained)."""
-    host, port = _split_listen(listen)
-    runner = hub_runner(make_app(data_dir))
-    await runner.setup()
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    try:
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as exc:
-            raise UsageError(f"cannot listen on {listen}: {exc.strerror}") from exc
-        address, bound = runner.addresses[0][:2]
-        shown = f"[{address}]" if ":" in address else address
-        log.info("memsync hub serving %s on http://%s:%d", data_dir, shown, bound)
-        if not ipaddress.ip_address(address).is_loopback:
-            log.warning("plain HTTP on a non-loopback address: put a TLS proxy in front of it")
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
-        log.info("memsync hub stopping")
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-        await runner.cleanup()
-
-
-def run_hub(data_dir: Path, listen: str) -> None:
-    """`memsync hub serve`: run the hub in this process until it is told to stop."""
-    asyncio.run(serve_hub(data_dir, listen))

@@ -524,7 +524,8 @@ def test_run_hub_logs_its_url_and_stops_on_sigterm(tmp_path: Path) -> None:
     data = tmp_path / "hub"
     hub_init(data)
     script = (
-        "import logging, sys; from pathlib import Path; from memsync.views.hub import run_hub; "
+        "import logging, sys; from pathlib import Path; "
+        "from memsync.views.hubserver import run_hub; "
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr); "
         "run_hub(Path(sys.argv[1]), '127.0.0.1:0')"
     )
