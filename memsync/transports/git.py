@@ -273,13 +273,16 @@ class Git:
     def ref_value(self, ref: str) -> str | None:
         """The object a full ref name points at; reads a loose ref file when there is one.
 
-        `git fetch` writes the refs it updates as loose files, so after a fetch this avoids
-        a process; anything unusual (packed, symbolic, missing) falls back to rev-parse.
+        `git fetch` writes the refs it updates as loose files, and a fresh clone lists them
+        in `packed-refs`; reading those avoids a process on every cycle. Anything unusual
+        (a symbolic or unreadable ref, another ref backend) falls back to rev-parse.
         """
         git_dir = self.git_dir()
         if git_dir is not None and not (git_dir / "commondir").exists():
             try:
                 text = (git_dir / ref).read_text(encoding="ascii").strip()
+            except FileNotFoundError:
+                text = _packed_ref(git_dir / "packed-refs", ref) or ""
             except (OSError, UnicodeDecodeError):
                 text = ""
             if _OID.fullmatch(text):
@@ -586,6 +589,19 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+
+
+def _packed_ref(path: Path, ref: str) -> str | None:
+    """The object id `packed-refs` lists for `ref` ("<oid> <refname>" lines)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    wanted = b" " + ref.encode("utf-8", "surrogateescape")
+    for line in data.splitlines():
+        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
+            return line[: -len(wanted)].decode("ascii", "replace")
+    return None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

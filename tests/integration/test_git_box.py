@@ -134,3 +134,18 @@ def test_a_killed_lock_holder_leaves_no_lock(team: Team) -> None:
 def test_redact_handles_an_at_sign_inside_the_password() -> None:
     shown = redact("https://user:p@ss@host.example/repo.git")
     assert "ss" not in shown.split("host")[0] and shown == "https://***@host.example/repo.git"
+
+
+def test_ref_value_reads_loose_and_packed_refs_like_rev_parse(team: Team) -> None:
+    box = Git(team.bob.path)
+    ref = "refs/remotes/origin/main"
+    expected = git(team.bob.path, "rev-parse", ref)
+    assert box.ref_value(ref) == expected  # loose (written by our fetch) or packed
+    git(team.bob.path, "pack-refs", "--all")
+    assert not (team.bob.path / ".git" / ref).exists()
+    assert box.ref_value(ref) == expected
+    assert box.ref_value("refs/remotes/origin/nope") is None
+    commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    team.alice.sync()
+    git(team.bob.path, "fetch", "-q", "origin")  # a loose ref now overrides the packed one
+    assert box.ref_value(ref) == git(team.bob.path, "rev-parse", ref) != expected
