@@ -2,7 +2,7 @@
 
 Runs under the root lock after start-of-cycle recovery. Every refusal returns a result
 and leaves the active root exactly as it was; only `publish.publish` moves the branch.
-A cycle with nothing to do costs three git processes: status, fetch and one rev-parse.
+A cycle with nothing to do costs two git processes: status and fetch (refs are read from files).
 """
 
 from __future__ import annotations
