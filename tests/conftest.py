@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from memsync.config.model import RootSettings
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from tests.helpers import git, settings_for
+
+# Property tests run real parsers on shared, noisy machines: no per-example deadline. CI
+# (`.ci/run` sets MEMSYNC_HYPOTHESIS=ci) replays the same examples every run, so a landing
+# never depends on a lucky draw; local runs keep exploring new ones.
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", parent=settings.get_profile("dev"), derandomize=True, print_blob=True
+)
+settings.load_profile(os.environ.get("MEMSYNC_HYPOTHESIS", "dev"))
 
 
 @dataclass
