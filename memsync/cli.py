@@ -6,18 +6,17 @@ All wording a person reads about an error is produced here, by `render_error`. E
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import ClassVar, NoReturn
 
 import click
 
 from memsync import __version__
-from memsync.cli_hub import hub
-from memsync.cli_views import keys, views
 from memsync.clikit import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -70,7 +69,30 @@ def _setup_logging(debug: bool) -> None:
     root.propagate = False
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Command groups whose modules load only when used: `sync-now` from a timer should not
+    pay for the hub's web server and the view machinery at every start."""
+
+    LAZY: ClassVar[dict[str, str]] = {
+        "keys": "memsync.cli_views",
+        "views": "memsync.cli_views",
+        "hub": "memsync.cli_hub",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            module = importlib.import_module(self.LAZY[cmd_name])
+            command = getattr(module, cmd_name)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.LAZY[cmd_name]}.{cmd_name} is not a command")
+            self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_path",
@@ -313,11 +335,6 @@ def config_sample() -> int:
     """Print a commented sample configuration that validates."""
     click.echo(SAMPLE, nl=False)
     return EXIT_OK
-
-
-cli.add_command(keys)
-cli.add_command(views)
-cli.add_command(hub)
 
 
 # -- errors, rendered in one place ---------------------------------------------------------

@@ -114,12 +114,6 @@ class Journal:
             read_json(self._settled_path(operation_id))
         )
 
-    def settled(self) -> list[Operation]:
-        if not self.directory.is_dir():
-            return []
-        ops = [_parse(read_json(p)) for p in sorted(self.directory.glob("*.json"))]
-        return [op for op in ops if op is not None]
-
     def unsettled(self) -> list[Operation]:
         try:
             paths = sorted(self.open_dir.glob("*.json"))

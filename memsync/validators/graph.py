@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from memsync.validators.assembly import build_graph, describe
+from memsync.validators.assembly import build_graph
 from memsync.validators.graphmodel import BackingRef, FocusEntry, Item, MemoryGraph, Profile
-from memsync.validators.policy import ROOT_DOCUMENTS
-from memsync.validators.problems import ProblemList, Report
+from memsync.validators.problems import Report
 from memsync.validators.tree import TreeView
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "Item",
     "MemoryGraph",
     "MemoryGraphValidator",
-    "RootDocumentsValidator",
     "build_graph",
     "default_graph_validator",
 ]
@@ -61,26 +59,6 @@ class MemoryGraphValidator:
         )
         files = len(graph.files) + len(graph.evidence_files)
         return Report(problems=tuple(problems), files=files, items=len(graph.items))
-
-
-class RootDocumentsValidator:
-    """Only the root-document rule: `MEMORY.md` and `PURSUITS.md` exist as regular files.
-
-    A cheap stand-in for callers that must not parse the graph; `files` counts every
-    regular Markdown file of the tree.
-    """
-
-    def validate(self, tree: TreeView) -> Report:
-        problems = ProblemList()
-        for name in ROOT_DOCUMENTS:
-            entry = tree.get(name)
-            if entry is None:
-                problems.add("missing-root-document", name, f"'{name}' is missing")
-            elif not entry.is_regular:
-                message = f"'{name}' is not a regular file (it is {describe(entry)})"
-                problems.add("missing-root-document", name, message)
-        documents = sum(1 for p, e in tree.entries.items() if p.endswith(".md") and e.is_regular)
-        return problems.report(files=documents, items=0)
 
 
 def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:

@@ -34,13 +34,6 @@ class Report:
     def codes(self) -> set[str]:
         return {p.code for p in self.problems}
 
-    def merged(self, other: Report) -> Report:
-        return Report(
-            problems=_dedupe(self.problems + other.problems),
-            files=max(self.files, other.files),
-            items=self.items + other.items,
-        )
-
 
 def _dedupe(problems: Iterable[Problem]) -> tuple[Problem, ...]:
     seen: set[Problem] = set()

@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -188,130 +189,113 @@ def test_build_is_deterministic_and_verifies(provider: Path, tmp_path: Path) -> 
     assert b"secret-plan" not in text
 
 
-def test_publish_pull_and_tamper(
-    provider: Path, hub: tuple[str, Path, str], tmp_path: Path
-) -> None:
-    url, data, _admin = hub
-    made = memsync("keys", "generate", "--out", str(tmp_path / "view.key"), "--json")
-    public = KeyReport.model_validate_json(made.stdout).public_key
-    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
+@dataclass
+class Scene:
+    """A provider publishing `auth` to a real hub, and bob importing it as `team-auth`."""
 
-    def publish() -> ViewPublishReport:
+    provider: Path
+    hub_url: str
+    hub_data: Path
+    key: Path
+    env: dict[str, str]
+    bob: Path
+    config: Path
+
+    def publish(self) -> ViewPublishReport:
         done = memsync(
             "views",
             "publish",
             "auth",
             "--root",
-            str(provider),
+            str(self.provider),
             "--hub",
-            url,
+            self.hub_url,
             "--token",
             "env:PUB",
             "--key",
-            str(tmp_path / "view.key"),
+            str(self.key),
             "--json",
-            env=env,
+            env=self.env,
         )
         assert done.returncode == 0, done.stderr + done.stdout
         return ViewPublishReport.model_validate_json(done.stdout)
 
-    first = publish()
-    assert (first.status, first.revision) == ("published", 1)
-    assert publish().status == "unchanged"
+    def pull(self, **env: str) -> tuple[int, ViewsPullReport | None]:
+        done = memsync(
+            "--config", str(self.config), "views", "pull", "--json", env={**self.env, **env}
+        )
+        report = ViewsPullReport.model_validate_json(done.stdout) if done.stdout else None
+        return done.returncode, report
 
+
+@pytest.fixture
+def scene(provider: Path, hub: tuple[str, Path, str], tmp_path: Path) -> Scene:
+    url, data, _admin = hub
+    key = tmp_path / "view.key"
+    made = memsync("keys", "generate", "--out", str(key), "--json")
+    public = KeyReport.model_validate_json(made.stdout).public_key
     bob = tmp_path / "bob"
     assert memsync("init", str(bob)).returncode == 0
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(
+    config = tmp_path / "config.yaml"
+    config.write_text(
         f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
         f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
         f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
         f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: READ}}}}\n"
         f'    trust: {{keys: ["{public}"]}}\n'
     )
+    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
+    return Scene(provider, url, data, key, env, bob, config)
 
-    def pull() -> tuple[int, ViewsPullReport]:
-        done = memsync("--config", str(cfg), "views", "pull", "--json", env=env)
-        return done.returncode, ViewsPullReport.model_validate_json(done.stdout)
 
-    code, report = pull()
-    assert code == 0 and report.results[0].status == "pulled", report
-    assert "login" in imported(bob).read_text()
-    assert "secret-plan" not in imported(bob).read_text()
-    code, report = pull()
-    assert code == 0 and report.results[0].status == "current"
+def test_publish_pull_and_tamper(scene: Scene) -> None:
+    first = scene.publish()
+    assert (first.status, first.revision) == ("published", 1)
+    assert scene.publish().status == "unchanged"
 
-    commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
-    assert publish().revision == 2
-    [package] = data.glob("views/auth/revisions/2/package")
+    code, report = scene.pull()
+    assert code == 0 and report and report.results[0].status == "pulled", report
+    assert "login" in imported(scene.bob).read_text()
+    assert "secret-plan" not in imported(scene.bob).read_text()
+    code, report = scene.pull()
+    assert code == 0 and report and report.results[0].status == "current"
+
+    commit(scene.provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+    assert scene.publish().revision == 2
+    [package] = scene.hub_data.glob("views/auth/revisions/2/package")
     tampered = bytearray(package.read_bytes())
     tampered[len(tampered) // 2] ^= 0xFF  # tampered at rest on the hub
     package.write_bytes(bytes(tampered))
-    before = imported(bob).read_bytes()
-    code, report = pull()
+    before = imported(scene.bob).read_bytes()
+    code, report = scene.pull()
+    assert report is not None
     result = report.results[0]
     assert code == 1 and result.status == "stale", result
     assert {p.code for p in result.problems} & {"hash-mismatch", "length-mismatch"}
-    assert imported(bob).read_bytes() == before  # the old import keeps serving
+    assert imported(scene.bob).read_bytes() == before  # the old import keeps serving
 
-    status = memsync("--config", str(cfg), "status", "--json", env=env)
+    status = memsync("--config", str(scene.config), "status", "--json", env=scene.env)
     views = StatusReport.model_validate_json(status.stdout).views
     assert [(v.view, v.status, v.revision) for v in views] == [("team-auth", "stale", 1)]
-    assert env["READ"] not in status.stdout
-    assert git(bob, "status", "--porcelain") == ""
+    assert scene.env["READ"] not in status.stdout
+    assert git(scene.bob, "status", "--porcelain") == ""
 
 
 @pytest.mark.parametrize("point", FAULT_POINTS)
-def test_consumer_killed_during_promotion_recovers(
-    provider: Path, hub: tuple[str, Path, str], tmp_path: Path, point: str
-) -> None:
-    url, data, _admin = hub
-    public = KeyReport.model_validate_json(
-        memsync("keys", "generate", "--out", str(tmp_path / "k3.key"), "--json").stdout
-    ).public_key
-    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
-    bob = tmp_path / "bob"
-    memsync("init", str(bob))
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(
-        f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
-        f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
-        f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
-        f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: READ}}}}\n"
-        f'    trust: {{keys: ["{public}"]}}\n'
-    )
-
-    def publish() -> None:
-        done = memsync(
-            "views",
-            "publish",
-            "auth",
-            "--root",
-            str(provider),
-            "--hub",
-            url,
-            "--token",
-            "env:PUB",
-            "--key",
-            str(tmp_path / "k3.key"),
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
-
-    publish()
-    assert memsync("--config", str(cfg), "views", "pull", env=env).returncode == 0
-    old = imported(bob).read_text()
-    commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
-    publish()
-    crashed = memsync("--config", str(cfg), "views", "pull", env={**env, "MEMSYNC_FAULT": point})
+def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> None:
+    scene.publish()
+    assert scene.pull()[0] == 0
+    old = imported(scene.bob).read_text()
+    new = old.replace("short-lived", "5-minute")
+    commit(scene.provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+    scene.publish()
+    code, _ = scene.pull(MEMSYNC_FAULT=point)
     # With RENAME_EXCHANGE there is no moment between two renames: that point never comes.
-    assert crashed.returncode == -9 or point == "view-between-renames", crashed.stderr
-    after_crash = imported(bob).read_text() if imported(bob).exists() else None
-    assert after_crash in (old, old.replace("short-lived", "5-minute"), None)
-    done = memsync("--config", str(cfg), "views", "pull", "--json", env=env)
-    report = ViewsPullReport.model_validate_json(done.stdout)
-    assert done.returncode == 0, report
+    assert code == -9 or point == "view-between-renames", code
+    if point != "view-between-renames":
+        assert imported(scene.bob).read_text() in (old, new)
+    code, report = scene.pull()
+    assert code == 0 and report is not None, report
     assert report.results[0].revision == 2
-    assert "5-minute" in imported(bob).read_text()
-    leftovers = list((bob / ".runtime" / "shared_views").glob("candidates/*"))
-    assert leftovers == []
+    assert imported(scene.bob).read_text() == new
+    assert list((scene.bob / ".runtime" / "shared_views").glob("candidates/*")) == []

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.graph import RootDocumentsValidator, default_graph_validator
+from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import DEFAULT_POLICY, SyncPolicy
 from memsync.validators.problems import Report
 from memsync.validators.tree import (
@@ -116,11 +116,6 @@ def test_root_document_that_is_a_symlink() -> None:
     assert report.codes() == {"symlink", "missing-root-document"}
     [root] = [p for p in report.problems if p.code == "missing-root-document"]
     assert "not a regular file" in root.message and "symbolic link" in root.message
-
-
-def test_root_documents_validator_counts_markdown_files() -> None:
-    tree = TreeView.from_bytes({**GOOD, "insight_logs/a.md": b"", "shares.toml": b""})
-    assert RootDocumentsValidator().validate(tree) == Report(files=3, items=0)
 
 
 def test_tree_blobs_are_read_in_one_batch() -> None:
