@@ -165,7 +165,14 @@ class TrustState:
         return None if checked is None else now - checked
 
     def last_refresh_failed(self) -> bool:
-        """True when the newest recorded event is a failure (it is after the last check)."""
+        """True when the last refresh failed.
+
+        The refresh's own recorded verdict decides when there is one: times have one-second
+        resolution, so a failure in the same second as the check before it cannot be told
+        apart by time. Older states without a verdict fall back to comparing the times.
+        """
+        if self.last_status is not None:
+            return self.last_status in (STALE, UNAVAILABLE)
         error = timefmt.parse(self.last_error_at)
         if error is None:
             return False

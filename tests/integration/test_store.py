@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -503,3 +504,14 @@ def test_the_promotion_record_is_json_naming_old_and_new(tmp_path: Path) -> None
     assert record["candidate"] == candidate.name and record["old"] == "team-auth+old-1"
     assert record["revision"] == 2 and record["trust"]["revision"] == 2
     assert stat.S_IMODE(store.record_path.stat().st_mode) == 0o600
+
+
+def test_a_failure_in_the_same_second_as_the_last_check_reads_stale() -> None:
+    stamp = "2026-11-29T20:00:00Z"
+    now = datetime(2026, 11, 29, 20, 0, 30, tzinfo=UTC)
+    base = TrustState(revision=1, sha256="a" * 64, checked_at=stamp, last_error_at=stamp)
+    failed = replace(base, last_status="stale")
+    fine = replace(base, last_status="current")
+    week = timedelta(days=7)
+    assert failed.status(now=now, max_stale=week, has_import=True) == "stale"
+    assert fine.status(now=now, max_stale=week, has_import=True) == "current"
