@@ -25,6 +25,12 @@ from pathlib import Path
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.transports import gitparse as P
+from memsync.transports.gitconfig import (
+    ConfigEntry,
+    config_env,
+    neutralizing_config,
+    parse_config_list,
+)
 from memsync.transports.gitparse import StatusEntry, WorkState
 from memsync.validators.tree import Change, Entry, TreeView
 
@@ -63,6 +69,14 @@ _FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     ("submodule.recurse", "false"),
     ("commit.gpgSign", "false"),
     ("tag.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    # Signing and verification are off above; should anything still ask, it gets `false`.
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.ssh.defaultKeyCommand", "false"),
+    ("sequence.editor", "true"),
     ("merge.verifySignatures", "false"),
     ("merge.ff", "true"),
     ("gc.auto", "0"),
@@ -73,6 +87,8 @@ _FORCED_CONFIG: tuple[tuple[str, str], ...] = (
 _FORCED_ARGS: tuple[str, ...] = tuple(
     arg for key, value in _FORCED_CONFIG for arg in ("-c", f"{key}={value}")
 )
+
+ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
@@ -102,7 +118,13 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             "GIT_NO_REPLACE_OBJECTS": "1",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_EDITOR": "true",
+            "GIT_SEQUENCE_EDITOR": "true",
             "GIT_PAGER": "cat",
+            # Only these transports: no remote helpers (`foo::url`, `remote.*.vcs`), no
+            # `ext::`, whatever the repository's protocol.* or url.*.insteadOf config says.
+            "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
+            # Set but empty: git then skips core.gitProxy (first value wins) and uses none.
+            "GIT_PROXY_COMMAND": "",
             "LC_ALL": "C",
             "LANGUAGE": "C",
         }
@@ -158,18 +180,23 @@ class Git:
         check: bool = True,
         config: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
+        guard: bool = True,
     ) -> GitResult:
+        """Run git in the box. `guard=False` only for reading the config the guard needs."""
         argv = ["git", *_FORCED_ARGS]
         for key, value in config:
             argv += ["-c", f"{key}={value}"]
         argv += args
         limit = self.timeout if timeout is None else timeout
         shown = redact(" ".join(["git", *args]))
+        run_env = self._env
+        if guard or env:
+            run_env = {**self._env, **(_GUARD.env(self) if guard else {}), **(env or {})}
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=self.cwd,
-                env={**self._env, **env} if env else self._env,
+                env=run_env,
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -295,6 +322,23 @@ class Git:
             return None
         return result.stdout.decode("utf-8", "surrogateescape").strip()
 
+    def config_entries(self) -> tuple[ConfigEntry, ...]:
+        """Every config entry git sees here (the repository's own files and includes)."""
+        return _GUARD.entries(self)
+
+    def common_dir(self) -> Path | None:
+        """The repository's common directory (shared by its worktrees), read from files."""
+        git_dir = self.git_dir()
+        if git_dir is None:
+            return None
+        try:
+            text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return git_dir
+        except (OSError, UnicodeDecodeError):
+            return None
+        return (git_dir / text).resolve()
+
     def config_get(self, key: str) -> str | None:
         result = self.run("config", "--get", key, check=False)
         if result.returncode != 0:
@@ -352,6 +396,7 @@ class Git:
             "--no-renames",
             "--no-abbrev",
             "--no-ext-diff",
+            "--no-textconv",
             "--format=%x01%H",
             include,
         ]
@@ -365,7 +410,15 @@ class Git:
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
         raw = self.run(
-            "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-ext-diff", old, new
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            old,
+            new,
         ).stdout
         return tuple(sorted(P.decode_path(p) for p in raw.split(b"\0") if p))
 
@@ -530,6 +583,80 @@ class Git:
     def reset_to(self, commit: str) -> None:
         """Force index and work tree to `commit` (recovery of our own interrupted write)."""
         self.run("read-tree", "--reset", "-u", commit)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    files: tuple[Path, ...]
+    stamps: tuple[tuple[int, int, int] | None, ...]
+    entries: tuple[ConfigEntry, ...]
+    env: dict[str, str]
+
+
+class _ConfigGuard:
+    """Per repository: its config entries and the overrides that defuse them.
+
+    Read with one `git config --list` and kept until one of the files it came from (or
+    might come from: the repository's config files, every include target) changes, so a
+    cycle with nothing to do still costs no extra process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[Path, _Reading] = {}
+
+    def env(self, git: Git) -> dict[str, str]:
+        return self._load(git).env
+
+    def entries(self, git: Git) -> tuple[ConfigEntry, ...]:
+        return self._load(git).entries
+
+    def _load(self, git: Git) -> _Reading:
+        with self._lock:
+            cached = self._cache.get(git.cwd)
+        if cached is not None and _stamps(cached.files) == cached.stamps:
+            return cached
+        result = git.run(
+            "config", "--list", "-z", "--show-scope", "--show-origin", check=False, guard=False
+        )
+        entries = tuple(parse_config_list(result.stdout)) if result.returncode == 0 else ()
+        files = _config_files(git, entries)
+        reading = _Reading(files, _stamps(files), entries, config_env(neutralizing_config(entries)))
+        with self._lock:
+            self._cache[git.cwd] = reading
+        return reading
+
+
+def _config_files(git: Git, entries: Sequence[ConfigEntry]) -> tuple[Path, ...]:
+    """Every file whose change could change what `git config --list` says here."""
+    files = {git.cwd / "config", git.cwd / ".git" / "config"}
+    git_dir, common = git.git_dir(), git.common_dir()
+    for directory in (git_dir, common):
+        if directory is not None:
+            files |= {directory / "config", directory / "config.worktree"}
+    for entry in entries:
+        if entry.origin.startswith("file:"):
+            origin = git.cwd / entry.origin.removeprefix("file:")
+            files.add(origin)
+            if entry.key.lower().startswith("include") and entry.key.lower().endswith(".path"):
+                target = Path(entry.value or "").expanduser()
+                files.add(target if target.is_absolute() else origin.parent / target)
+    return tuple(sorted(files))
+
+
+def _stamps(paths: Sequence[Path]) -> tuple[tuple[int, int, int] | None, ...]:
+    stamps: list[tuple[int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(stamps)
+
+
+_GUARD = _ConfigGuard()
 
 
 class GitBlobs:

@@ -1,0 +1,289 @@
+"""Nothing a root's own Git config or attributes name is ever run, on any git call memsync
+makes: status, fetch, staging, merges (and the merge commits memsync creates), publication
+and push. Each mechanism gets a program that would leave a marker file; a sync through
+the real git box must leave none, and the root must still sync correctly.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memsync.roots.repoconfig import repo_config_problems
+from tests.conftest import Team
+from tests.helpers import commit, git, push
+
+BASE = "# Memory\n\n" + "".join(f"line {n}\n" for n in range(1, 21))
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    return tmp_path / "ran"
+
+
+def program(tmp_path: Path, marker: Path, name: str, body: str = "cat") -> str:
+    """An executable that records that it ran, then does `body` (default: copy stdin)."""
+    path = tmp_path / "bin" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "{name} $*" >> "{marker}"\n{body}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def ran(marker: Path) -> str:
+    return marker.read_text() if marker.exists() else ""
+
+
+def attributes(root: Path, text: str) -> None:
+    info = root / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text(text)
+
+
+def diverge(team: Team) -> None:
+    """Alice pushes one edit, Bob commits another to the same file far from it."""
+    commit(team.alice.path, {"MEMORY_x.md": BASE})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"
+    commit(team.alice.path, {"MEMORY_x.md": BASE.replace("line 2\n", "line two\n")})
+    assert team.alice.sync().status == "pushed"
+    commit(team.bob.path, {"MEMORY_x.md": BASE.replace("line 19\n", "line nineteen\n")})
+
+
+def test_filters_never_run_on_status_staging_merge_or_publication(
+    team: Team, tmp_path: Path, marker: Path
+) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    for kind in ("clean", "smudge"):
+        git(bob, "config", f"filter.evil.{kind}", program(tmp_path, marker, kind))
+    git(bob, "config", "filter.evil.required", "true")
+    attributes(bob, "* filter=evil\n")
+    (bob / ".gitattributes").write_text("*.md filter=evil\n")  # untracked, local
+    result = team.bob.sync()
+    assert result.status == "pushed", result.message
+    assert ran(marker) == ""
+    merged = (bob / "MEMORY_x.md").read_text()
+    assert "line two\n" in merged and "line nineteen\n" in merged
+
+
+def test_a_process_filter_never_runs(team: Team, tmp_path: Path, marker: Path) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    git(team.bob.path, "config", "filter.evil.process", program(tmp_path, marker, "process"))
+    git(team.bob.path, "config", "filter.evil.required", "true")
+    attributes(team.bob.path, "*.md filter=evil\n")
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_a_merge_driver_never_decides_the_merged_bytes(
+    team: Team, tmp_path: Path, marker: Path
+) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    driver = program(tmp_path, marker, "merge", 'echo EVIL > "$1"; exit 0')
+    git(bob, "config", "merge.evil.driver", f"{driver} %A %O %B")
+    git(bob, "config", "merge.default", "evil")
+    attributes(bob, "*.md merge=evil\n")
+    result = team.bob.sync()
+    assert result.status == "pushed", result.message
+    assert ran(marker) == ""
+    upstream = git(team.upstream, "show", "main:MEMORY_x.md")
+    assert "EVIL" not in upstream
+    assert "line two" in upstream and "line nineteen" in upstream
+
+
+def test_diff_drivers_and_external_diff_never_run(team: Team, tmp_path: Path, marker: Path) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    git(bob, "config", "diff.evil.textconv", program(tmp_path, marker, "textconv"))
+    git(bob, "config", "diff.evil.command", program(tmp_path, marker, "command"))
+    git(bob, "config", "diff.external", program(tmp_path, marker, "external"))
+    attributes(bob, "* diff=evil\n")
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_signing_programs_never_run_on_merge_commits(
+    team: Team, tmp_path: Path, marker: Path
+) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    git(bob, "config", "commit.gpgSign", "true")
+    git(bob, "config", "gpg.program", program(tmp_path, marker, "gpg", "exit 1"))
+    git(bob, "config", "gpg.format", "openpgp")
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_fsmonitor_and_editor_programs_never_run(team: Team, tmp_path: Path, marker: Path) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    git(bob, "config", "core.fsmonitor", program(tmp_path, marker, "fsmonitor"))
+    git(bob, "config", "core.editor", program(tmp_path, marker, "editor"))
+    git(bob, "config", "sequence.editor", program(tmp_path, marker, "sequence"))
+    git(bob, "config", "core.pager", program(tmp_path, marker, "pager"))
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_upload_and_receive_pack_programs_never_run(
+    team: Team, tmp_path: Path, marker: Path
+) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    git(bob, "config", "remote.origin.uploadpack", program(tmp_path, marker, "upload"))
+    git(bob, "config", "remote.origin.receivepack", program(tmp_path, marker, "receive"))
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_drivers_from_included_config_never_run(team: Team, tmp_path: Path, marker: Path) -> None:
+    diverge(team)  # plain git first: it may run what follows
+    bob = team.bob.path
+    extra = tmp_path / "extra.config"
+    clean = program(tmp_path, marker, "clean")
+    extra.write_text(f'[filter "inc"]\n\tclean = {clean}\n\tsmudge = {clean}\n')
+    git(bob, "config", "include.path", str(extra))
+    attributes(bob, "* filter=inc\n")
+    assert team.bob.sync().status == "pushed"
+    assert ran(marker) == ""
+
+
+def test_a_config_change_between_cycles_is_seen(team: Team, tmp_path: Path, marker: Path) -> None:
+    """The box caches what it read of the config; a new driver must still be defused."""
+    bob = team.bob.path
+    diverge(team)
+    assert team.bob.sync().status == "pushed"
+    git(bob, "config", "filter.late.smudge", program(tmp_path, marker, "late"))
+    attributes(bob, "* filter=late\n")
+    commit(team.alice.path, {"MEMORY_y.md": "# Y\n"})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"
+    assert ran(marker) == ""
+
+
+# -- transports -------------------------------------------------------------------------------
+
+
+def test_remote_vcs_helpers_never_run(
+    team: Team, tmp_path: Path, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helper = program(tmp_path, marker, "git-remote-evil", "exit 1")
+    monkeypatch.setenv("PATH", f"{Path(helper).parent}:{Path.cwd()}:/usr/bin:/bin")
+    git(team.bob.path, "config", "remote.origin.vcs", "evil")
+    result = team.bob.sync()
+    assert result.status in ("offline", "error")
+    assert ran(marker) == ""
+
+
+@pytest.mark.parametrize(
+    "url", ["evil::/nowhere", "ext::sh -c touch% {marker}", "fd::3"], ids=["helper", "ext", "fd"]
+)
+def test_remote_helper_urls_never_run(
+    team: Team, tmp_path: Path, marker: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    helper = program(tmp_path, marker, "git-remote-evil", "exit 1")
+    monkeypatch.setenv("PATH", f"{Path(helper).parent}:/usr/bin:/bin")
+    bob = team.bob.path
+    git(bob, "config", "protocol.allow", "always")
+    git(bob, "config", "protocol.ext.allow", "always")
+    git(bob, "config", "url.x::.insteadOf", "nothing")  # a rewrite rule of its own
+    git(bob, "config", "remote.origin.url", url.format(marker=marker))
+    result = team.bob.sync()
+    assert result.status in ("offline", "error", "unconfigured")
+    assert ran(marker) == ""
+
+
+def test_insteadof_rewrites_to_a_helper_never_run(
+    team: Team, tmp_path: Path, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helper = program(tmp_path, marker, "git-remote-evil", "exit 1")
+    monkeypatch.setenv("PATH", f"{Path(helper).parent}:/usr/bin:/bin")
+    git(team.bob.path, "config", f"url.evil::{team.upstream}.insteadOf", str(team.upstream))
+    assert team.bob.sync().status in ("offline", "error")
+    assert ran(marker) == ""
+
+
+def test_git_proxy_never_runs(team: Team, tmp_path: Path, marker: Path) -> None:
+    bob = team.bob.path
+    git(bob, "config", "core.gitProxy", program(tmp_path, marker, "proxy", "exit 1"))
+    git(bob, "config", "remote.origin.url", "git://127.0.0.1:9/team.git")
+    result = team.bob.sync()
+    assert result.status == "offline", result.message
+    assert ran(marker) == ""
+
+
+def test_ssh_command_from_the_root_never_runs(team: Team, tmp_path: Path, marker: Path) -> None:
+    bob = team.bob.path
+    git(bob, "config", "core.sshCommand", program(tmp_path, marker, "ssh", "exit 1"))
+    git(bob, "config", "remote.origin.url", "ssh://nobody@127.0.0.1:9/team.git")
+    result = team.bob.sync()
+    assert result.status == "offline", result.message
+    assert ran(marker) == ""
+
+
+class _AskForPassword(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="x"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def asks_for_password() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AskForPassword)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/team.git"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_credential_helpers_never_run(
+    team: Team, tmp_path: Path, marker: Path, asks_for_password: str
+) -> None:
+    bob = team.bob.path
+    helper = program(tmp_path, marker, "credential", "exit 0")
+    git(bob, "config", "credential.helper", helper)
+    git(bob, "config", "credential.http://127.0.0.1.helper", helper)
+    git(bob, "config", "core.askPass", helper)
+    git(bob, "config", "remote.origin.url", asks_for_password)
+    result = team.bob.sync()
+    assert result.status == "offline", result.message
+    assert ran(marker) == ""
+
+
+# -- reporting --------------------------------------------------------------------------------
+
+
+def test_program_config_is_reported_without_values(team: Team, tmp_path: Path) -> None:
+    bob = team.bob.path
+    secret = "hunter2-in-a-helper"
+    git(bob, "config", "credential.helper", f"!echo password={secret}")
+    git(bob, "config", "filter.evil.smudge", "cat")
+    git(bob, "config", "core.gitProxy", "proxy-program")
+    attributes(bob, "# a comment\n*.md filter=evil merge=union\n* merge=mine diff=python\n")
+    problems = repo_config_problems(bob)
+    assert {p.code for p in problems} == {"unsafe-repo-config"}
+    text = "\n".join(f"{p.path}:{p.line}: {p.message}" for p in problems)
+    assert secret not in text
+    assert "credential.helper" in text and "filter.evil.smudge" in text
+    assert "core.gitproxy" in text.lower()
+    assert ".git/info/attributes:2: 'filter=evil'" in text
+    assert ".git/info/attributes:3: 'merge=mine'" in text
+    assert "merge=union" not in text and "diff=python" not in text
+
+
+def test_a_plain_root_reports_nothing(team: Team) -> None:
+    assert repo_config_problems(team.bob.path) == ()
