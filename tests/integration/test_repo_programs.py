@@ -15,7 +15,7 @@ import pytest
 
 from memsync.roots.repoconfig import repo_config_problems
 from tests.conftest import Team
-from tests.helpers import commit, git, push
+from tests.helpers import commit, git
 
 BASE = "# Memory\n\n" + "".join(f"line {n}\n" for n in range(1, 21))
 
