@@ -24,7 +24,7 @@ from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, Plan, decide, questions
 from memsync.roots.publish import FenceBroken, Target, blocking_changes, publish
 from memsync.roots.state import RootState
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome
+from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome, cause
 from memsync.transports.gitparse import fsck_findings, last_line
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
@@ -177,7 +177,7 @@ class _Cycle:
                     R.UNCONFIGURED, f"the root has no remote '{self.s.remote}'", head=local
                 )
             return None, self.result(
-                R.OFFLINE, f"the upstream could not be reached: {last_line(detail)}", head=local
+                R.OFFLINE, f"the upstream could not be reached: {cause(detail)}", head=local
             )
         if outcome is FetchOutcome.BAD_OBJECTS:
             findings = fsck_findings(detail)
@@ -511,7 +511,7 @@ class _Cycle:
             return self.result(RETRY, "the upstream rejected the push", head=head)
         return self.result(
             R.OFFLINE,
-            f"the push did not reach the upstream: {last_line(detail)}",
+            f"the push did not reach the upstream: {cause(detail)}",
             head=head,
             upstream=upstream,
         )

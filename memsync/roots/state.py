@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
+from memsync.redaction import redact
 
 OK_STATUSES = frozenset({"current", "synced", "pushed"})
 
@@ -60,7 +61,7 @@ class RootState:
             self,
             trusted_upstream=trusted or self.trusted_upstream,
             last_status=status,
-            last_message=message,
+            last_message=redact(message),
             last_files=files,
             last_run_at=stamp,
             last_success_at=stamp if ok else self.last_success_at,

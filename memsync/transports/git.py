@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 
 from memsync.errors import GitError, GitMissing, GitTimeout
+from memsync.redaction import redact
 from memsync.transports import gitparse as P
 from memsync.transports.gitconfig import (
     ConfigEntry,
@@ -92,18 +93,36 @@ ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
-# Greedy up to the last "@" before the host: a password may itself contain "@".
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
-
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 last_line = P.last_line
 fsck_findings = P.fsck_findings
 
+# Lines git adds to every failed connection whatever the cause: they bury the cause.
+_BOILERPLATE = (
+    "could not read from remote repository",
+    "please make sure you have the correct access rights",
+    "and the repository exists",
+)
 
-def redact(text: str) -> str:
-    """Hide the user-info part (`user:password@`) of every URL in `text`."""
-    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}***@", text)
+
+def cause(text: str, limit: int = 400) -> str:
+    """What went wrong, in git's and ssh's own words: every meaningful line, joined.
+
+    Drops blank lines, hints and git's generic access-rights advice, keeps the lines that
+    name the cause (connection refused, host unknown, permission denied, ...). `text` is
+    already redacted.
+    """
+    kept: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        lowered = stripped.lower().removeprefix("fatal:").strip()
+        if not stripped or stripped.startswith("hint:") or lowered.startswith(_BOILERPLATE):
+            continue
+        if stripped not in kept:
+            kept.append(stripped)
+    joined = "; ".join(kept) if kept else P.last_line(text)
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -226,7 +245,7 @@ class Git:
         stderr = redact(err.decode("utf-8", errors="replace").strip())
         if check and proc.returncode != 0:
             raise GitError(
-                f"`{shown}` failed: {P.last_line(stderr)}",
+                f"`{shown}` failed: {cause(stderr)}",
                 argv=[shown],
                 returncode=proc.returncode,
                 detail=stderr,
