@@ -388,6 +388,7 @@ class _Cycle:
                 head=local,
                 upstream=upstream,
                 files=fence.files,
+                problems=fence.problems,
                 operation_id=op.id,
             )
         self._settle(op, J.COMMITTED, "published", ref=False)  # publication dropped the ref

@@ -6,28 +6,46 @@ candidate ref still names the validated candidate. It then moves index and work 
 start to candidate (only the changed files: O(diff)), and finally moves the branch with a
 compare-and-swap on its old value, dropping the candidate ref in the same transaction.
 Sync, cycles and autocommit all publish through `publish`.
+
+The allowlist `.gitignore` makes every local non-memory file "ignored", and git treats
+ignored files as disposable when it checks out a tree; so the fence itself looks at every
+path the candidate creates, and at each of its parent directories, and stops when a file or
+directory memsync does not own stands there (`local-file-in-the-way`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import stat
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from memsync.roots.faults import fault
 from memsync.roots.layout import candidate_ref
 from memsync.transports.git import Git, StatusEntry
-from memsync.validators.paths import check_name
+from memsync.validators.paths import check_name, printable
 from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem
+
+IN_THE_WAY = "local-file-in-the-way"
 
 
 class FenceBroken(Exception):
     """The active root changed under us; nothing was published. `status` says how to report."""
 
-    def __init__(self, status: str, message: str, files: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        status: str,
+        message: str,
+        files: tuple[str, ...] = (),
+        problems: tuple[Problem, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.files = files
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,84 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
         raise FenceBroken("dirty", "uncommitted edits to synchronized files appeared", dirty)
     if git.rev_parse(candidate_ref(target.operation_id)) != target.candidate:
         raise FenceBroken("error", "the validated candidate is missing or moved")
+    blocked = in_the_way(git.cwd, git.tree_diff(target.start, target.candidate))
+    if blocked:
+        problems = tuple(
+            Problem(
+                IN_THE_WAY,
+                printable(path),
+                None,
+                f"'{printable(path)}' is a local file or directory memsync does not own, "
+                "standing where the incoming state creates a memory path; move it away, "
+                "then sync again",
+            )
+            for path in blocked
+        )
+        shown = ", ".join(printable(p) for p in blocked[:3]) + (", …" if len(blocked) > 3 else "")
+        raise FenceBroken(
+            "dirty",
+            f"local files memsync does not own stand where incoming memory files go "
+            f"({shown}); move them away, then sync again",
+            blocked,
+            problems,
+        )
+
+
+def in_the_way(root: Path, diff: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """Untracked things standing where the candidate creates a path or a parent directory.
+
+    `diff` is (status, path) from start to candidate. An added path must not exist at all
+    (a directory is fine only when all it holds are tracked files the candidate removes);
+    each parent directory must be a real directory or a tracked file being removed.
+    Costs one `lstat` per added path and new parent, not a walk of the root.
+    """
+    removed = {path for status, path in diff if status == "D"}
+    blocked: set[str] = set()
+    seen_dirs: set[str] = set()
+    for status, path in diff:
+        if status != "A":
+            continue
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent in seen_dirs:
+                continue
+            seen_dirs.add(parent)
+            mode = _lstat_mode(root / parent)
+            if mode is None:
+                break  # nothing here, so nothing deeper either
+            if not stat.S_ISDIR(mode) and parent not in removed:
+                blocked.add(parent)
+                break
+        else:
+            mode = _lstat_mode(root / path)
+            if mode is not None and not (stat.S_ISDIR(mode) and _holds_only(root, path, removed)):
+                blocked.add(path)
+    return tuple(sorted(blocked))
+
+
+def _lstat_mode(path: Path) -> int | None:
+    try:
+        return path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+
+
+def _holds_only(root: Path, directory: str, removed: set[str]) -> bool:
+    """True when every entry under `directory` is a tracked file the candidate removes."""
+    for here, dirs, files in os.walk(root / directory):
+        rel = Path(here).relative_to(root).as_posix()
+        if not dirs and not files and rel != directory:
+            return False  # an empty directory of the person's own
+        for name in files:
+            if f"{rel}/{name}" not in removed:
+                return False
+        for name in dirs:
+            if (Path(here) / name).is_symlink():
+                return False
+    return True
 
 
 def publish(git: Git, target: Target, policy: SyncPolicy) -> None:

@@ -441,6 +441,25 @@ class Git:
         ).stdout
         return tuple(sorted(P.decode_path(p) for p in raw.split(b"\0") if p))
 
+    def tree_diff(self, old: str, new: str) -> list[tuple[str, str]]:
+        """(status letter, path) for every path that differs: A added, D deleted, M, T."""
+        raw = self.run(
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-status",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            old,
+            new,
+        ).stdout
+        fields = raw.split(b"\0")
+        return [
+            (fields[i].decode("ascii")[:1], P.decode_path(fields[i + 1]))
+            for i in range(0, len(fields) - 1, 2)
+        ]
+
     def blob_sizes(self, oids: Sequence[str]) -> dict[str, int]:
         wanted = sorted(set(oids))
         if not wanted:
