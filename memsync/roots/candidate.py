@@ -31,17 +31,13 @@ class MergeFailed:
         return bool(self.files)
 
 
-def merge_candidate(
-    git: Git, path: Path, start: str, upstream: str, *, allow_unrelated: bool
-) -> str | MergeFailed:
+def merge_candidate(git: Git, path: Path, start: str, upstream: str) -> str | MergeFailed:
     """A merge commit of `upstream` into `start`, made in a new worktree at `path`."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     git.worktree_add(path, start)
     fault("after-staging")
     wt = git.at(path)
     args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
-    if allow_unrelated:
-        args.append("--allow-unrelated-histories")
     identity = git.identity_config()
     merged = wt.run(*args, upstream, check=False, config=identity)
     if merged.returncode == 0:
@@ -59,6 +55,43 @@ def merge_candidate(
             conflicted,
         )
     return MergeFailed(f"the merge failed: {last_line(merged.stderr)}", ())
+
+
+def replay_candidate(git: Git, path: Path, upstream: str, commits: list[str]) -> str | MergeFailed:
+    """`commits` (oldest first, no merges) replayed onto `upstream` in a new worktree.
+
+    What `--accept-rewrite` publishes: the rewritten upstream as it is, plus this root's
+    own commits that never reached the old upstream. A commit whose change the upstream
+    already holds is dropped; a conflict stops the replay (the root is not touched).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    git.worktree_add(path, upstream)
+    fault("after-staging")
+    wt = git.at(path)
+    identity = git.identity_config()
+    for commit in commits:
+        picked = wt.run(
+            "cherry-pick",
+            "--no-edit",
+            "--allow-empty-message",
+            commit,
+            check=False,
+            config=identity,
+        )
+        if picked.returncode == 0:
+            continue
+        conflicted = tuple(wt.unmerged_paths())
+        if conflicted:
+            return MergeFailed(
+                f"replaying local commit {commit[:12]} onto the rewritten upstream conflicts; "
+                "the root is unchanged. Replay it by hand (git cherry-pick), then sync again",
+                conflicted,
+            )
+        if not wt.status():  # nothing left to change: the upstream already has it
+            wt.run("cherry-pick", "--skip", check=False)
+            continue
+        return MergeFailed(f"replaying {commit[:12]} failed: {last_line(picked.stderr)}", ())
+    return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
 
 
 def _merge_inbox(wt: Git, path: Path, identity: list[tuple[str, str]]) -> str:

@@ -17,7 +17,7 @@ from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal as J
 from memsync.roots import recovery
 from memsync.roots import result as R
-from memsync.roots.candidate import merge_candidate
+from memsync.roots.candidate import merge_candidate, replay_candidate
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref, rescue_ref
 from memsync.roots.lock import RootLock
@@ -238,7 +238,7 @@ class _Cycle:
         elif plan.action is Action.AHEAD:
             self.trusted = upstream
 
-        if not plan.outgoing:
+        if not plan.outgoing or head == upstream:  # an adopted rewrite may leave none
             return require(admitted, "the admitted result")
         if not self.s.push or self.options.no_push:
             ahead = len(self.git.rev_list(head, upstream))
@@ -378,6 +378,10 @@ class _Cycle:
             )
         op = self.journal.advance(op, J.PREPARED, candidate=candidate, files=files)
         fault("after-prepared")
+        kept = None
+        if plan.action is Action.ADOPT:
+            kept = rescue_ref("rewound", local)
+            self.git.update_ref(kept, local, reason="memsync: head before an accepted rewrite")
         try:
             publish(git, Target(self.branch, local, candidate, op.id), self.policy)
         except FenceBroken as fence:
@@ -394,29 +398,39 @@ class _Cycle:
         self._settle(op, J.COMMITTED, "published", ref=False)  # publication dropped the ref
         fault("after-publish")
         self.trusted = upstream
-        how = "fast-forward" if candidate == upstream else "merge"
+        if kept is not None:
+            replayed = len(git.rev_list(candidate, upstream))
+            message = (
+                f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
+                f"never reached it; the previous head is kept as {kept}"
+            )
+        else:
+            how = "fast-forward" if candidate == upstream else "merge"
+            message = f"published validated upstream state ({how})"
         return self.result(
             R.SYNCED,
-            f"published validated upstream state ({how})",
+            message,
             head=candidate,
             upstream=upstream,
             files=files,
             operation_id=op.id,
+            rescue_ref=kept,
         )
 
     def _stage(self, op: J.Operation, plan: Plan) -> str | R.SyncResult:
-        """The candidate commit: the upstream itself, or a merge made in a candidate worktree."""
+        """The candidate commit: the upstream itself, a merge, or own commits replayed onto it."""
         upstream = require(plan.upstream, "the upstream commit")
         if plan.action is Action.BEHIND:
             fault("after-staging")
             return upstream
-        merged = merge_candidate(
-            self.git,
-            self.layout.worktree(op.id),
-            plan.local,
-            upstream,
-            allow_unrelated=plan.allow_unrelated,
-        )
+        worktree = self.layout.worktree(op.id)
+        if plan.action is Action.ADOPT:
+            # Only this root's own commits that never reached the old trusted upstream: what
+            # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
+            own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
+            merged = replay_candidate(self.git, worktree, upstream, own)
+        else:
+            merged = merge_candidate(self.git, worktree, plan.local, upstream)
         if isinstance(merged, str):
             return merged
         self._settle(op, J.FAILED, merged.message, files=merged.files)

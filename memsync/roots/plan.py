@@ -2,7 +2,9 @@
 
 Decide, then do. The cycle asks git a few yes/no questions (ancestry, a merge base),
 hands the answers here, and executes whatever plan comes back. Safety refusals live here:
-a rewound or unrelated upstream is refused unless the person said `--accept-rewrite`.
+a rewound or unrelated upstream is refused unless the person said `--accept-rewrite`,
+and then it is adopted as it is (never merged with the history it dropped): only this
+root's own commits that never reached the old trusted upstream are replayed onto it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ class Action(Enum):
     DIVERGED = "diverged"  # merge the upstream commit, then push
     CREATE = "create"  # the upstream branch does not exist yet: push to create it
     REWOUND = "rewound"  # refuse: rewritten, rewound or unrelated upstream
+    ADOPT = "adopt"  # --accept-rewrite: take the rewritten upstream, replay own commits
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,16 @@ class Plan:
     local: str
     upstream: str | None
     reason: str
-    allow_unrelated: bool = False
 
     @property
     def incoming(self) -> bool:
         """Upstream commits must be checked and admitted into the root."""
-        return self.action in (Action.BEHIND, Action.DIVERGED)
+        return self.action in (Action.BEHIND, Action.DIVERGED, Action.ADOPT)
 
     @property
     def outgoing(self) -> bool:
         """Local commits must be checked and pushed."""
-        return self.action in (Action.AHEAD, Action.DIVERGED, Action.CREATE)
+        return self.action in (Action.AHEAD, Action.DIVERGED, Action.CREATE, Action.ADOPT)
 
     def describe(self) -> str:
         short_up = self.upstream[:12] if self.upstream else "none"
@@ -74,7 +76,9 @@ def decide(facts: Facts, *, accept_rewrite: bool = False) -> Plan:
                 Action.REWOUND,
                 local,
                 None,
-                "the upstream branch was deleted after this root trusted it",
+                f"the upstream branch does not exist, but this root trusted upstream commit "
+                f"{trusted[:12]} before (the branch was deleted or renamed, or the root now "
+                "names another remote or branch)",
             )
         return Plan(Action.CREATE, local, None, "the upstream branch does not exist yet")
     if upstream == local:
@@ -87,11 +91,7 @@ def decide(facts: Facts, *, accept_rewrite: bool = False) -> Plan:
                 Action.REWOUND, local, upstream, "the upstream shares no history with this root"
             )
         return Plan(
-            Action.DIVERGED,
-            local,
-            upstream,
-            "unrelated upstream history accepted by --accept-rewrite",
-            allow_unrelated=True,
+            Action.ADOPT, local, upstream, "unrelated upstream history adopted (--accept-rewrite)"
         )
     if rewritten and not accept_rewrite:
         return Plan(
@@ -102,6 +102,8 @@ def decide(facts: Facts, *, accept_rewrite: bool = False) -> Plan:
             if trusted
             else "the upstream was rewritten",
         )
+    if rewritten:
+        return Plan(Action.ADOPT, local, upstream, "rewritten upstream adopted (--accept-rewrite)")
 
     if facts.local_in_upstream:
         return Plan(Action.BEHIND, local, upstream, "upstream has new commits")

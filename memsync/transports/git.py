@@ -381,11 +381,10 @@ class Git:
             raise GitError(f"cannot find a merge base of {a[:12]} and {b[:12]}: {result.stderr}")
         return result.stdout.decode("ascii").strip()
 
-    def rev_list(self, include: str, exclude: str | None = None) -> list[str]:
-        """Commits reachable from `include` but not `exclude`, oldest first."""
-        args = ["rev-list", "--reverse", include]
-        if exclude:
-            args.append(f"^{exclude}")
+    def rev_list(self, include: str, *excludes: str | None, no_merges: bool = False) -> list[str]:
+        """Commits reachable from `include` but from none of `excludes`, oldest first."""
+        args = ["rev-list", "--reverse", *(["--no-merges"] if no_merges else []), include]
+        args += [f"^{exclude}" for exclude in excludes if exclude]
         return self.run(*args).stdout.decode("ascii").split()
 
     def count(self, include: str, exclude: str) -> int:

@@ -203,8 +203,57 @@ def test_force_pushed_rewind_is_refused_then_accepted(team: Team) -> None:
     assert git(bob.path, "rev-parse", result.rescue_ref) == rewritten
 
     accepted = bob.sync(accept_rewrite=True)
+    assert accepted.status == "synced", accepted.message
+    assert git(bob.path, "rev-parse", "HEAD") == rewritten  # adopted as it is
+    assert not (bob.path / "MEMORY_a.md").exists() and (bob.path / "MEMORY_c.md").exists()
+    assert accepted.rescue_ref is not None
+    assert git(bob.path, "rev-parse", accepted.rescue_ref) == before.head
+    assert bob.sync().status == "current"
+
+
+def test_an_accepted_rewrite_never_brings_the_purged_history_back(team: Team) -> None:
+    """The upstream was rewritten to purge a leaked secret; Bob has one unpushed note."""
+    alice, bob = team.alice, team.bob
+    leaked = commit(alice.path, {"MEMORY_leak.md": "# Leak\n\ntoken=SECRET-123\n"})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    git(alice.path, "reset", "-q", "--hard", "HEAD~1")
+    commit(alice.path, {"MEMORY_leak.md": "# Leak\n\ntoken=(removed)\n"}, "purged")
+    push(alice.path, force=True)
+    git(team.upstream, "reflog", "expire", "--expire=now", "--all")
+    git(team.upstream, "gc", "-q", "--prune=now")
+    mine = commit(bob.path, {"MEMORY_bob.md": "# Bob\n\nmy own note\n"}, "bob's note")
+    assert bob.sync().status == "rewound"
+
+    accepted = bob.sync(accept_rewrite=True)
     assert accepted.status == "pushed", accepted.message
-    assert (bob.path / "MEMORY_a.md").exists() and (bob.path / "MEMORY_c.md").exists()
+    log = git(team.upstream, "log", "-p", "--all")
+    assert "SECRET-123" not in log
+    assert git(team.upstream, "cat-file", "-t", leaked, check=False) != "commit"
+    assert "my own note" in git(team.upstream, "show", "main:MEMORY_bob.md")
+    assert (bob.path / "MEMORY_leak.md").read_text().endswith("(removed)\n")
+    assert (bob.path / "MEMORY_bob.md").read_text().endswith("my own note\n")
+    # Nothing is lost locally: the previous head (with Bob's original commit) is kept.
+    kept = [
+        r for r in git(bob.path, "for-each-ref", "--format=%(refname)").split() if "rewound" in r
+    ]
+    assert any(git(bob.path, "rev-parse", r) == mine for r in kept)
+
+
+def test_a_replay_conflict_is_a_conflict_with_nothing_lost(team: Team) -> None:
+    alice, bob = team.alice, team.bob
+    commit(alice.path, {"MEMORY_x.md": "# X\n\none\n"})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    git(alice.path, "reset", "-q", "--hard", "HEAD~1")
+    commit(alice.path, {"MEMORY_x.md": "# X\n\nalice's rewrite\n"}, "rewritten")
+    push(alice.path, force=True)
+    commit(bob.path, {"MEMORY_x.md": "# X\n\nbob's edit\n"}, "bob")
+    before = snapshot(bob.path)
+    result = bob.sync(accept_rewrite=True)
+    assert result.status == "conflict", result.message
+    assert result.files == ("MEMORY_x.md",)
+    assert snapshot(bob.path) == before
 
 
 def test_unrelated_history_is_rewound(team: Team, tmp_path: Path) -> None:
@@ -216,6 +265,14 @@ def test_unrelated_history_is_rewound(team: Team, tmp_path: Path) -> None:
     result = team.bob.sync()
     assert result.status == "rewound"
     assert snapshot(team.bob.path) == before
+    unrelated = git(team.upstream, "rev-parse", "main")
+    accepted = team.bob.sync(accept_rewrite=True)
+    assert accepted.status in ("synced", "conflict"), accepted.message
+    if accepted.status == "conflict":
+        assert snapshot(team.bob.path) == before
+    else:
+        assert git(team.bob.path, "rev-parse", "HEAD~0") != before.head
+        git(team.bob.path, "merge-base", "--is-ancestor", unrelated, "HEAD")  # raises if not
 
 
 def test_conflicting_edits_are_a_conflict(team: Team) -> None:

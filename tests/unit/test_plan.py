@@ -35,7 +35,17 @@ def test_rewrite_and_unrelated_history_are_refused() -> None:
     unrelated = decide(Facts(a, b, None, related=False))
     assert unrelated.action is Action.REWOUND
     accepted = decide(Facts(a, b, None, related=False), accept_rewrite=True)
-    assert accepted.action is Action.DIVERGED and accepted.allow_unrelated
+    assert accepted.action is Action.ADOPT
+    adopted = decide(
+        Facts(a, b, t, local_in_upstream=True, trusted_in_upstream=False), accept_rewrite=True
+    )
+    assert adopted.action is Action.ADOPT and adopted.incoming and adopted.outgoing
+
+
+def test_a_missing_branch_says_what_is_known() -> None:
+    plan = decide(Facts("a" * 40, None, "b" * 40))
+    assert "does not exist" in plan.reason and "b" * 12 in plan.reason
+    assert "deleted after" not in plan.reason
 
 
 # A tiny model of history: commits are integers; each commit's ancestors are a set.
@@ -111,6 +121,13 @@ def test_plan_matches_the_history_model(
         assert anc(local, upstream)  # type: ignore[arg-type]
     if plan.action is Action.AHEAD:
         assert anc(upstream, local)  # type: ignore[arg-type]
-    # Never lose local commits: every plan that admits upstream commits keeps local ones.
+    # Never lose local commits: every plan that admits upstream commits keeps local ones
+    # (merged in; or, only when the person accepted a rewrite, replayed onto it).
     if plan.incoming and upstream is not None and not anc(local, upstream):
-        assert plan.action is Action.DIVERGED
+        assert plan.action is Action.DIVERGED or (accept and plan.action is Action.ADOPT)
+    # A rewrite is adopted only when accepted, and only when it is one.
+    if plan.action is Action.ADOPT:
+        assert accept
+        assert (trusted is not None and not anc(trusted, upstream)) or not (  # type: ignore[arg-type]
+            _ancestors(graph, local) & _ancestors(graph, upstream)  # type: ignore[arg-type]
+        )
