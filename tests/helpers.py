@@ -34,6 +34,21 @@ def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -
     return done.stdout.decode("utf-8", "surrogateescape").strip()
 
 
+def is_ancestor(cwd: Path, ancestor: str, descendant: str) -> bool:
+    """`git merge-base --is-ancestor` by its exit status (it prints nothing either way)."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", ancestor, descendant],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise AssertionError(f"git merge-base failed: {done.stderr.decode()}")
+    return done.returncode == 0
+
+
 def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
     for rel, data in files.items():
         target = root / rel

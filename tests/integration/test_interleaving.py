@@ -21,7 +21,7 @@ from memsync.transports.git import Git
 from memsync.validators.gate import validate_tree
 from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
-from tests.helpers import commit, git, settings_for
+from tests.helpers import commit, git, is_ancestor, settings_for
 
 MEMBERS = ("alice", "bob")
 
@@ -92,7 +92,7 @@ class Interleavings(RuleBasedStateMachine):
         for member, path in self.paths.items():
             head = git(path, "rev-parse", "HEAD")
             for made in self.made[member]:
-                assert git(path, "merge-base", "--is-ancestor", made, head, check=False) == ""
+                assert is_ancestor(path, made, head), f"{member} lost commit {made[:12]}"
             for name, content in self.pending[member].items():
                 assert (path / name).read_text(encoding="utf-8") == content
             assert git(path, "for-each-ref", "refs/memsync/candidates") == ""
@@ -123,3 +123,18 @@ ConvergingInterleavings.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_interleavings = ConvergingInterleavings.TestCase
+
+
+def test_a_diverged_sync_keeps_the_local_commit() -> None:
+    """The shape a random run may miss: commit locally while the upstream moves, then sync."""
+    machine = ConvergingInterleavings()
+    try:
+        machine.edit("alice", "a local note")
+        machine.commit_edits("alice")
+        machine.outsider_pushes()
+        machine.sync("alice")
+        machine.nothing_lost_nothing_left()
+        machine.converge()
+        machine.nothing_lost_nothing_left()
+    finally:
+        Interleavings.teardown(machine)
