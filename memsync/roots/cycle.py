@@ -26,6 +26,7 @@ from memsync.roots.publish import FenceBroken, Target, blocking_changes, publish
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome, cause
 from memsync.transports.gitparse import fsck_findings, last_line
+from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
 from memsync.validators.policy import SyncPolicy
@@ -83,7 +84,8 @@ class _Cycle:
         self.graph = graph
         self.policy = SyncPolicy(max_file_size=settings.max_file_size)
         self.timeout = settings.timeout.total_seconds()
-        self.git = Git(settings.path, timeout=self.timeout)
+        # One deadline for the whole cycle (`sync.timeout`): each git process gets what is left.
+        self.git = Git(settings.path, timeout=self.timeout, deadline=Deadline.after(self.timeout))
         self.journal = J.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
         self.trusted = self.state.trusted_upstream
@@ -168,9 +170,7 @@ class _Cycle:
         return None
 
     def _fetch(self, local: str) -> tuple[str | None, R.SyncResult | None]:
-        outcome, detail = self.git.fetch(
-            self.s.remote, self.upstream_branch, self.tracking, timeout=self.timeout
-        )
+        outcome, detail = self.git.fetch(self.s.remote, self.upstream_branch, self.tracking)
         if outcome is FetchOutcome.UNREACHABLE:
             if self.git.remote_url(self.s.remote) is None:
                 return None, self.result(
@@ -508,7 +508,7 @@ class _Cycle:
             )
         op = self.journal.begin("push", self.branch, head, upstream)
         fault("before-push")
-        outcome, detail = git.push(self.s.remote, head, self.upstream_branch, timeout=self.timeout)
+        outcome, detail = git.push(self.s.remote, head, self.upstream_branch)
         fault("after-push")
         if outcome is PushOutcome.OK:
             self.journal.advance(op, J.COMMITTED, message="pushed", files=files)

@@ -1,23 +1,18 @@
 """The git box: the only module that runs git.
 
-Every call runs the real `git` binary with a clean environment (no system or global
-config, no hooks, no prompts, no pager, no ssh command or attributes from the repository's
-config), object checking on fetch, a timeout that kills git's whole process group, and
-`-z` output parsed as bytes (parsers in `gitparse`). Credentials in URLs are redacted from
-every message this module produces.
+Every call runs the real `git` binary on the process box (`process.py`: its own process
+group, killed whole at the caller's deadline) with a clean environment (no system or
+global config, no hooks, no prompts, no pager, and nothing the repository's own config or
+attributes name: see `gitconfig.py`), object checking on fetch, and `-z` output parsed as
+bytes (parsers in `gitparse`). Credentials in URLs are redacted from every message this
+module produces.
 """
 
 from __future__ import annotations
 
-import contextlib
-import heapq
-import itertools
 import os
 import re
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -33,6 +28,7 @@ from memsync.transports.gitconfig import (
     parse_config_list,
 )
 from memsync.transports.gitparse import StatusEntry, WorkState
+from memsync.transports.process import Deadline, run_process
 from memsync.validators.tree import Change, Entry, TreeView
 
 __all__ = [
@@ -177,15 +173,23 @@ class Git:
     """git for one repository (or work tree) directory."""
 
     def __init__(
-        self, cwd: Path, *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+        self,
+        cwd: Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
+        """`timeout` bounds each call; `deadline`, when given, bounds all calls together
+        (a sync cycle's `sync.timeout`): each process gets what is left of it."""
         self.cwd = cwd
         self.timeout = timeout
+        self.deadline = deadline
         self._env = clean_env(env)
 
     def at(self, cwd: Path) -> Git:
-        """The same box for another directory (a candidate worktree)."""
-        other = Git(cwd, timeout=self.timeout)
+        """The same box, with the same deadline, for another directory (a candidate worktree)."""
+        other = Git(cwd, timeout=self.timeout, deadline=self.deadline)
         other._env = dict(self._env)
         return other
 
@@ -208,49 +212,40 @@ class Git:
         argv += args
         limit = self.timeout if timeout is None else timeout
         shown = redact(" ".join(["git", *args]))
+        by_deadline = self.deadline is not None and self.deadline.remaining() < limit
+        if self.deadline is not None:
+            limit = self.deadline.cap(limit)
+        if limit <= 0:
+            raise self._timeout(shown, limit, by_deadline=True)
         run_env = self._env
         if guard or env:
             run_env = {**self._env, **(_GUARD.env(self) if guard else {}), **(env or {})}
         try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.cwd,
-                env=run_env,
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            done = run_process(argv, cwd=self.cwd, env=run_env, seconds=limit, input=input)
         except FileNotFoundError as exc:
             raise GitMissing(
                 "git is not installed or not on PATH", hint="install git 2.30 or newer"
             ) from exc
-        # The watchdog kills the whole process group (git and its ssh or helper children) at
-        # the deadline; communicate() without a timeout avoids subprocess's polling wait.
-        ticket = _WATCHDOG.watch(proc, limit)
-        try:
-            out, err = proc.communicate(input)
-        except BaseException:
-            _kill_group(proc)
-            proc.communicate()
-            raise
-        finally:
-            ticket.done = True
-        if ticket.expired:
-            raise GitTimeout(
-                f"`{shown}` did not finish within {limit:g}s and was stopped",
-                argv=[shown],
-                hint="raise the root's sync.timeout or check the network",
-            )
-        stderr = redact(err.decode("utf-8", errors="replace").strip())
-        if check and proc.returncode != 0:
+        if done.expired:
+            raise self._timeout(shown, limit, by_deadline=by_deadline)
+        stderr = redact(done.stderr.decode("utf-8", errors="replace").strip())
+        if check and done.returncode != 0:
             raise GitError(
                 f"`{shown}` failed: {cause(stderr)}",
                 argv=[shown],
-                returncode=proc.returncode,
+                returncode=done.returncode,
                 detail=stderr,
             )
-        return GitResult(proc.returncode, out, stderr)
+        return GitResult(done.returncode, done.stdout, stderr)
+
+    def _timeout(self, shown: str, limit: float, *, by_deadline: bool) -> GitTimeout:
+        if by_deadline and self.deadline is not None:
+            message = f"the cycle's time limit ({self.deadline.seconds:g}s) ran out at `{shown}`"
+        else:
+            message = f"`{shown}` did not finish within {limit:g}s and was stopped"
+        return GitTimeout(
+            message, argv=[shown], hint="raise the root's sync.timeout or check the network"
+        )
 
     def out(self, *args: str) -> str:
         """Run and return stdout as text, stripped (for single-value answers)."""
@@ -706,55 +701,6 @@ class GitBlobs:
         return self._git.read_blobs(oids)
 
 
-class _Ticket:
-    __slots__ = ("done", "expired", "proc")
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.done = False
-        self.expired = False
-
-
-class _Watchdog:
-    """One thread for every git deadline in the process (a thread per call costs ~1 ms)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Ticket]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, proc: subprocess.Popen[bytes], seconds: float) -> _Ticket:
-        ticket = _Ticket(proc)
-        with self._cond:
-            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), ticket))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="git-watchdog", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-        return ticket
-
-    def _loop(self) -> None:
-        with self._cond:
-            while True:
-                while self._heap and self._heap[0][2].done:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait()
-                    continue
-                deadline, _, ticket = self._heap[0]
-                wait = deadline - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                heapq.heappop(self._heap)
-                ticket.expired = True
-                _kill_group(ticket.proc)
-
-
-_WATCHDOG = _Watchdog()
-
-
 def _packed_ref(path: Path, ref: str) -> str | None:
     """The object id `packed-refs` lists for `ref` ("<oid> <refname>" lines)."""
     try:
@@ -766,11 +712,6 @@ def _packed_ref(path: Path, ref: str) -> str | None:
         if line.endswith(wanted) and not line.startswith((b"#", b"^")):
             return line[: -len(wanted)].decode("ascii", "replace")
     return None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 decode_path = P.decode_path
