@@ -4,7 +4,8 @@ Endpoints, statuses and bodies are CONTRACT §5. Reads are answered from memory 
 manifests and ETags) or with sendfile (packages) after one cached token lookup; nothing is
 written on a read but `last_used_at`, at most once a minute per token and off the event
 loop. Uploads are capped before parsing, checked with the consumers' validators and stored
-immutably (`hubstore.py`). Tokens are accepted only in the `Authorization` header, and the
+immutably (`hubstore.py`); the rest of a body over a cap is never read: the 413 goes out
+and the connection is closed. Tokens are accepted only in the `Authorization` header, and the
 access log redacts anything token-like in a URL.
 """
 
@@ -17,9 +18,9 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
-from aiohttp import BodyPartReader, hdrs, web
+from aiohttp import BodyPartReader, MultipartReader, StreamReader, hdrs, web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
@@ -311,11 +312,14 @@ async def notify(request: web.Request) -> web.Response:
         raise _not_found("no such root")
     if not token.may_publish(root):
         raise ApiError(403, "forbidden", f"this token may not notify root {root}")
+    too_large = ApiError(413, "too-large", f"a notify body is at most {MAX_NOTIFY} bytes")
+    if request.content_length is not None and request.content_length > MAX_NOTIFY:
+        raise too_large
     body = b""
     while chunk := await request.content.read(MAX_NOTIFY):  # `read` may return less
         body += chunk
         if len(body) > MAX_NOTIFY:
-            raise ApiError(413, "too-large", f"a notify body is at most {MAX_NOTIFY} bytes")
+            raise too_large
     try:
         commit = wire.NotifyBody.model_validate_json(body).commit
     except ValidationError as exc:
@@ -329,9 +333,39 @@ def _too_large(cap: int) -> ApiError:
     return ApiError(413, "too-large", f"the upload is over the hub's {cap}-byte cap")
 
 
+class _CappedBody:
+    """The request body as the multipart reader reads it, refused once more than `cap`
+    bytes have arrived, wherever the reader is (a preamble, part headers, part data)."""
+
+    def __init__(self, content: StreamReader, cap: int) -> None:
+        self._content, self._cap = content, cap
+
+    def _check(self) -> None:
+        if self._content.total_bytes > self._cap:  # bytes received, read or not
+            raise _too_large(self._cap)
+
+    async def readline(self, *, max_line_length: int | None = None) -> bytes:
+        self._check()
+        line = await self._content.readline(max_line_length=max_line_length)
+        self._check()
+        return line
+
+    async def read(self, n: int = -1) -> bytes:
+        self._check()
+        data = await self._content.read(n)
+        self._check()
+        return data
+
+    def at_eof(self) -> bool:
+        return self._content.at_eof()
+
+    def unread_data(self, data: bytes) -> None:
+        self._content.unread_data(data)
+
+
 async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[bytes, int, str]:
-    """Stream the multipart body under a running byte cap: the manifest into memory, the
-    package into `out`. Returns (manifest bytes, package length, package sha256)."""
+    """Stream the multipart body under a byte cap: the manifest into memory, the package
+    into `out`. Returns (manifest bytes, package length, package sha256)."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
     if request.content_type != "multipart/form-data":
@@ -339,7 +373,8 @@ async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[byte
     manifest: bytearray | None = None
     package: Any = None
     try:
-        reader = await request.multipart()
+        body = cast("StreamReader", _CappedBody(request.content, cap))  # the methods it uses
+        reader = MultipartReader(request.headers, body)
         while (part := await reader.next()) is not None:
             name = part.name if isinstance(part, BodyPartReader) else None
             if (
@@ -352,8 +387,6 @@ async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[byte
                 )
             buffer, digest, length = bytearray(), hashlib.sha256(), 0
             while chunk := await part.read_chunk(CHUNK):
-                if request.content.total_bytes > cap:
-                    raise _too_large(cap)
                 if name == "package":
                     out.write(chunk)
                     digest.update(chunk)
@@ -496,7 +529,16 @@ async def _close_streams(app: web.Application) -> None:
 
 
 def hub_runner(app: web.Application) -> web.AppRunner:
-    """A runner with the redacting access log; use it rather than a bare `AppRunner`."""
+    """A runner with the redacting access log; use it rather than a bare `AppRunner`.
+
+    No lingering close: a request answered before its body is in (a 413 at the cap, a 401
+    or 403 on an upload) gets its answer and then the connection is closed. aiohttp would
+    otherwise read and discard the rest of the body for up to 10 s, however large it is.
+    """
     return web.AppRunner(
-        app, access_log_class=HubAccessLogger, access_log=access_log, shutdown_timeout=5.0
+        app,
+        access_log_class=HubAccessLogger,
+        access_log=access_log,
+        shutdown_timeout=5.0,
+        lingering_time=0,
     )
