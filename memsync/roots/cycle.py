@@ -17,12 +17,22 @@ from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal as J
 from memsync.roots import recovery
 from memsync.roots import result as R
-from memsync.roots.candidate import merge_candidate, replay_candidate
+from memsync.roots.admit import (
+    Admission,
+    Admitter,
+    AlreadyDone,
+    DryRun,
+    Fenced,
+    Invalid,
+    Outcome,
+    Unstaged,
+)
+from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candidate
 from memsync.roots.faults import fault
-from memsync.roots.layout import RootLayout, candidate_ref, rescue_ref
+from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, Plan, decide, questions
-from memsync.roots.publish import FenceBroken, Target, blocking_changes, publish
+from memsync.roots.publish import blocking_changes
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome, cause
 from memsync.transports.gitparse import fsck_findings, last_line
@@ -306,86 +316,72 @@ class _Cycle:
             return self._refuse(
                 report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"
             )
-        op = self.journal.begin("sync", self.branch, local, upstream)
-        try:
-            return self._stage_validate_publish(op, plan)
-        except BaseException:
-            latest = self.journal.load(op.id)
-            if latest is not None and latest.phase == J.RUNNING:
-                self._settle(latest, J.FAILED, "the cycle failed while staging")
-            raise  # a prepared record stays for the next cycle's recovery
+        kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
 
-    def _settle(
-        self,
-        op: J.Operation,
-        phase: str,
-        message: str,
-        *,
-        ref: bool = True,
-        files: tuple[str, ...] | None = None,
-    ) -> None:
-        """Remove the candidate first, then settle: no candidate outlives an open record."""
-        recovery.remove_candidate(self.git, self.layout, op.id, ref=ref)
-        self.journal.advance(op, phase, message=message, files=files)
+        def keep_previous_head() -> None:
+            if kept is not None:
+                git.update_ref(kept, local, reason="memsync: head before an accepted rewrite")
 
-    def _stage_validate_publish(self, op: J.Operation, plan: Plan) -> R.SyncResult:
-        git, local = self.git, plan.local
-        upstream = require(plan.upstream, "the upstream commit")
-        staged = self._stage(op, plan)
-        if isinstance(staged, R.SyncResult):
-            return staged
-        candidate = staged
-        git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
-        fault("after-merge")
-        files = git.changed_paths(local, candidate)
-        report = validate_tree(
-            git.tree_view(candidate), self.policy, self.graph, content_paths=files
+        outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
+            Admission("sync", self.branch, local, upstream),
+            lambda _op, worktree: self._stage(plan, worktree),
+            lambda candidate, files: validate_tree(
+                git.tree_view(candidate), self.policy, self.graph, content_paths=files
+            ),
+            dry_run=self.options.dry_run,
+            before_publish=keep_previous_head,
         )
-        fault("after-validation")
-        if not report.ok and candidate != upstream and self._valid(upstream):
-            # Each side is valid but together they are not (say, one id added on both
-            # sides): a conflict for a person (or, later, a repair role) to settle.
-            self._settle(op, J.FAILED, "the merged candidate is invalid", files=files)
-            codes = ", ".join(sorted({p.code for p in report.problems}))
+        return self._admitted(plan, outcome, kept)
+
+    def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> R.SyncResult:
+        """The sync verdict for an admission outcome."""
+        local = plan.local
+        upstream = require(plan.upstream, "the upstream commit")
+        if isinstance(outcome, Unstaged):
+            merged = outcome.failure
             return self.result(
-                R.CONFLICT,
-                f"the merge of valid local and upstream states is invalid ({codes}); the "
-                "root is unchanged. Merge by hand and fix the problems, then sync again",
+                R.CONFLICT if merged.conflicted else R.ERROR,
+                merged.message,
                 head=local,
                 upstream=upstream,
-                problems=report.problems,
-                files=tuple(sorted({p.path for p in report.problems if p.path})),
-                operation_id=op.id,
+                files=merged.files,
+                operation_id=outcome.operation_id,
             )
-        if not report.ok:
-            self._settle(op, J.FAILED, "the candidate failed validation")
+        if isinstance(outcome, Invalid):
+            problems = outcome.report.problems
+            if outcome.candidate != upstream and self._valid(upstream):
+                # Each side is valid but together they are not (say, one id added on both
+                # sides): a conflict for a person (or, later, a repair role) to settle.
+                codes = ", ".join(sorted({p.code for p in problems}))
+                return self.result(
+                    R.CONFLICT,
+                    f"the merge of valid local and upstream states is invalid ({codes}); the "
+                    "root is unchanged. Merge by hand and fix the problems, then sync again",
+                    head=local,
+                    upstream=upstream,
+                    problems=problems,
+                    files=tuple(sorted({p.path for p in problems if p.path})),
+                    operation_id=outcome.operation_id,
+                )
             return self._refuse(
-                report.problems,
+                problems,
                 upstream,
                 local,
                 "the merged candidate breaks the memory rules",
-                operation_id=op.id,
+                operation_id=outcome.operation_id,
             )
-        if self.options.dry_run:
-            self._settle(op, J.NO_CHANGE, "dry run", files=files)
+        if isinstance(outcome, DryRun):
             return self.result(
                 R.SYNCED,
-                f"dry run: {plan.action.value} to {candidate[:12]} validated; nothing published",
+                f"dry run: {plan.action.value} to {outcome.candidate[:12]} validated; "
+                "nothing published",
                 head=local,
                 upstream=upstream,
-                files=files,
-                operation_id=op.id,
+                files=outcome.files,
+                operation_id=outcome.operation_id,
             )
-        op = self.journal.advance(op, J.PREPARED, candidate=candidate, files=files)
-        fault("after-prepared")
-        kept = None
-        if plan.action is Action.ADOPT:
-            kept = rescue_ref("rewound", local)
-            self.git.update_ref(kept, local, reason="memsync: head before an accepted rewrite")
-        try:
-            publish(git, Target(self.branch, local, candidate, op.id), self.policy)
-        except FenceBroken as fence:
-            self._settle(op, J.FAILED, fence.message)
+        if isinstance(outcome, Fenced):
+            fence = outcome.fence
             return self.result(
                 fence.status,
                 f"nothing published: {fence.message}",
@@ -393,13 +389,14 @@ class _Cycle:
                 upstream=upstream,
                 files=fence.files,
                 problems=fence.problems,
-                operation_id=op.id,
+                operation_id=outcome.operation_id,
             )
-        self._settle(op, J.COMMITTED, "published", ref=False)  # publication dropped the ref
-        fault("after-publish")
+        if isinstance(outcome, AlreadyDone):  # sync admissions are never `once`
+            return self.result(R.ERROR, "internal: a sync was answered as already done")
+        candidate = outcome.candidate
         self.trusted = upstream
         if kept is not None:
-            replayed = len(git.rev_list(candidate, upstream))
+            replayed = len(self.git.rev_list(candidate, upstream))
             message = (
                 f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
                 f"never reached it; the previous head is kept as {kept}"
@@ -412,36 +409,23 @@ class _Cycle:
             message,
             head=candidate,
             upstream=upstream,
-            files=files,
-            operation_id=op.id,
+            files=outcome.files,
+            operation_id=outcome.operation_id,
             rescue_ref=kept,
         )
 
-    def _stage(self, op: J.Operation, plan: Plan) -> str | R.SyncResult:
+    def _stage(self, plan: Plan, worktree: Path) -> str | MergeFailed:
         """The candidate commit: the upstream itself, a merge, or own commits replayed onto it."""
         upstream = require(plan.upstream, "the upstream commit")
         if plan.action is Action.BEHIND:
             fault("after-staging")
             return upstream
-        worktree = self.layout.worktree(op.id)
         if plan.action is Action.ADOPT:
             # Only this root's own commits that never reached the old trusted upstream: what
             # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
             own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
-            merged = replay_candidate(self.git, worktree, upstream, own)
-        else:
-            merged = merge_candidate(self.git, worktree, plan.local, upstream)
-        if isinstance(merged, str):
-            return merged
-        self._settle(op, J.FAILED, merged.message, files=merged.files)
-        return self.result(
-            R.CONFLICT if merged.conflicted else R.ERROR,
-            merged.message,
-            head=plan.local,
-            upstream=upstream,
-            files=merged.files,
-            operation_id=op.id,
-        )
+            return replay_candidate(self.git, worktree, upstream, own)
+        return merge_candidate(self.git, worktree, plan.local, upstream)
 
     def _valid(self, commit: str) -> bool:
         return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok

@@ -5,10 +5,18 @@ means a candidate may exist but the active root is untouched; `prepared` means t
 candidate is validated and publication may have started, so recovery must finish or
 undo it. Records are small JSON files, written atomically; settled ones are kept (newest
 first, bounded) so every move can be explained afterwards.
+
+Every record carries an operation key its caller derives from what the operation is
+(`operation_key`: kind, start commit, upstream commit, inputs). When a record with a key
+settles `committed` or `no_change`, the key is remembered (`keys/<key>`), so a caller can
+ask `done(key)` before running an expensive step again (a role model's turn) after a crash.
+The journal knows no operation kind in particular: `push` is the only kind that publishes
+nothing, and recovery treats every other kind as a publication.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from dataclasses import asdict, dataclass, field, replace
@@ -23,7 +31,9 @@ COMMITTED = "committed"
 NO_CHANGE = "no_change"
 FAILED = "failed"
 UNSETTLED = frozenset({RUNNING, PREPARED})
+DONE = frozenset({COMMITTED, NO_CHANGE})
 KEEP_SETTLED = 200
+KEEP_KEYS = 2000
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,7 @@ class Operation:
     branch: str
     start: str
     upstream: str | None = None
+    key: str = ""
     candidate: str | None = None
     message: str = ""
     files: tuple[str, ...] = ()
@@ -45,6 +56,14 @@ class Operation:
         data = asdict(self)
         data["files"] = list(self.files)
         return data
+
+
+def operation_key(kind: str, start: str, upstream: str | None, *inputs: str) -> str:
+    """A deterministic key: the same operation on the same commits and inputs, the same key."""
+    digest = hashlib.sha256()
+    for part in (kind, start, upstream or "", *inputs):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    return digest.hexdigest()[:32]
 
 
 def new_operation_id(kind: str) -> str:
@@ -70,7 +89,12 @@ class Journal:
     def _open_path(self, operation_id: str) -> Path:
         return self.open_dir / f"{operation_id}.json"
 
-    def begin(self, kind: str, branch: str, start: str, upstream: str | None) -> Operation:
+    def _key_path(self, key: str) -> Path:
+        return self.directory / "keys" / key
+
+    def begin(
+        self, kind: str, branch: str, start: str, upstream: str | None, key: str | None = None
+    ) -> Operation:
         op = Operation(
             id=new_operation_id(kind),
             kind=kind,
@@ -78,6 +102,7 @@ class Journal:
             branch=branch,
             start=start,
             upstream=upstream,
+            key=key or operation_key(kind, start, upstream),
         )
         private_dir(self.open_dir)
         write_json(self._open_path(op.id), op.to_json())
@@ -105,9 +130,19 @@ class Journal:
             write_json(self._open_path(op.id), updated.to_json())
         else:
             write_json(self._settled_path(op.id), updated.to_json())
+            if phase in DONE and op.key:
+                private_dir(self._key_path(op.key).parent)
+                write_json(self._key_path(op.key), {"operation_id": op.id, "phase": phase})
             self._open_path(op.id).unlink(missing_ok=True)
             self._trim()
         return updated
+
+    def done(self, key: str) -> str | None:
+        """The id of the operation that settled this key as committed or no_change, if any."""
+        raw = read_json(self._key_path(key))
+        if isinstance(raw, dict) and raw.get("phase") in DONE:
+            return str(raw.get("operation_id") or "") or None
+        return None
 
     def load(self, operation_id: str) -> Operation | None:
         return _parse(read_json(self._open_path(operation_id))) or _parse(
@@ -134,6 +169,16 @@ class Journal:
         paths = sorted(self.directory.glob("*.json"))
         for path in paths[:-KEEP_SETTLED] if len(paths) > KEEP_SETTLED else []:
             path.unlink(missing_ok=True)
+        keys = self.directory / "keys"
+        try:
+            count = sum(1 for _ in keys.iterdir())
+        except OSError:
+            return
+        if count > KEEP_KEYS:  # oldest first; rare, so the sort is affordable
+            for path in sorted(keys.iterdir(), key=lambda p: p.stat().st_mtime)[
+                : count - KEEP_KEYS
+            ]:
+                path.unlink(missing_ok=True)
 
 
 def _parse(raw: object) -> Operation | None:

@@ -48,7 +48,7 @@ def recover(
             remove_candidate(git, layout, op.id)
             message = (
                 "interrupted before publication; the root was not touched"
-                if op.kind == "sync"
+                if op.kind != "push"
                 else "interrupted; the next cycle checks the upstream"
             )
             journal.advance(op, J.FAILED, message=message)

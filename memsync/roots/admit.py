@@ -1,0 +1,187 @@
+"""The admission transaction: the one way anything is published into a root.
+
+    journal record (running) -> stage a candidate commit -> pin it under a candidate ref
+    -> validate -> record `prepared` -> publish through the fence -> settle
+
+Sync, autocommit, cycle landings and the repair role all come through `admit`; only it
+calls `publish.publish`. The caller supplies what differs (how to stage the candidate, how
+to validate it) and gets back one plain outcome; every path settles its journal record,
+removes its candidate, and leaves the active root either untouched or at the validated
+candidate. An exception while staging settles the record as failed; one after `prepared`
+leaves it for the next cycle's recovery, which finishes or refuses the publication.
+
+Operation keys are the caller's (`journal.operation_key`): a key that already settled as
+committed or no_change is answered `AlreadyDone` without staging anything again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from memsync.roots import journal, recovery
+from memsync.roots.candidate import MergeFailed
+from memsync.roots.faults import fault
+from memsync.roots.layout import RootLayout, candidate_ref
+from memsync.roots.publish import FenceBroken, Target, publish
+from memsync.transports.git import Git
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Report
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What is being admitted: the kind, the branch and commit it starts from, its key."""
+
+    kind: str
+    branch: str
+    start: str
+    upstream: str | None = None
+    key: str | None = None  # default: journal.operation_key(kind, start, upstream)
+    once: bool = False  # True: a key already settled committed/no_change is not run again
+
+
+# Stage: given the open record and a worktree path it may use, the candidate commit (or
+# why none could be made). Validate: the candidate and its changed paths, to a report.
+Stage = Callable[[journal.Operation, Path], "str | MergeFailed"]
+Validate = Callable[[str, tuple[str, ...]], Report]
+
+
+@dataclass(frozen=True)
+class Published:
+    operation_id: str
+    candidate: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DryRun:
+    operation_id: str
+    candidate: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Unstaged:
+    """The stage step made no candidate (a conflict, a failed merge or replay)."""
+
+    operation_id: str
+    failure: MergeFailed
+
+
+@dataclass(frozen=True)
+class Invalid:
+    operation_id: str
+    candidate: str
+    files: tuple[str, ...]
+    report: Report
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """The active root changed under the operation; nothing was published."""
+
+    operation_id: str
+    fence: FenceBroken
+
+
+@dataclass(frozen=True)
+class AlreadyDone:
+    operation_id: str
+
+
+Outcome = Published | DryRun | Unstaged | Invalid | Fenced | AlreadyDone
+
+
+class Admitter:
+    """The transaction for one root: its git box, journal, layout and policy."""
+
+    def __init__(
+        self, git: Git, records: journal.Journal, layout: RootLayout, policy: SyncPolicy
+    ) -> None:
+        self.git = git
+        self.journal = records
+        self.layout = layout
+        self.policy = policy
+
+    def admit(
+        self,
+        admission: Admission,
+        stage: Stage,
+        validate: Validate,
+        *,
+        dry_run: bool = False,
+        before_publish: Callable[[], None] | None = None,
+    ) -> Outcome:
+        key = admission.key or journal.operation_key(
+            admission.kind, admission.start, admission.upstream
+        )
+        settled = self.journal.done(key) if admission.once else None
+        if settled is not None:
+            return AlreadyDone(settled)
+        op = self.journal.begin(
+            admission.kind, admission.branch, admission.start, admission.upstream, key=key
+        )
+        try:
+            return self._run(op, stage, validate, dry_run, before_publish)
+        except BaseException:
+            latest = self.journal.load(op.id)
+            if latest is not None and latest.phase == journal.RUNNING:
+                self._settle(latest, journal.FAILED, "failed while staging")
+            raise  # a prepared record stays for the next cycle's recovery
+
+    def _run(
+        self,
+        op: journal.Operation,
+        stage: Stage,
+        validate: Validate,
+        dry_run: bool,
+        before_publish: Callable[[], None] | None,
+    ) -> Outcome:
+        git = self.git
+        staged = stage(op, self.layout.worktree(op.id))
+        if isinstance(staged, MergeFailed):
+            self._settle(op, journal.FAILED, staged.message, files=staged.files)
+            return Unstaged(op.id, staged)
+        candidate = staged
+        git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
+        fault("after-merge")
+        files = git.changed_paths(op.start, candidate)
+        report = validate(candidate, files)
+        fault("after-validation")
+        if not report.ok:
+            self._settle(op, journal.FAILED, "the candidate failed validation", files=files)
+            return Invalid(op.id, candidate, files, report)
+        if dry_run:
+            self._settle(op, journal.NO_CHANGE, "dry run", files=files, remember=False)
+            return DryRun(op.id, candidate, files)
+        op = self.journal.advance(op, journal.PREPARED, candidate=candidate, files=files)
+        fault("after-prepared")
+        if before_publish is not None:
+            before_publish()
+        try:
+            publish(git, Target(op.branch, op.start, candidate, op.id), self.policy)
+        except FenceBroken as fence:
+            self._settle(op, journal.FAILED, fence.message)
+            return Fenced(op.id, fence)
+        # Publication dropped the candidate ref in the same transaction as the branch move.
+        self._settle(op, journal.COMMITTED, "published", ref=False)
+        fault("after-publish")
+        return Published(op.id, candidate, files)
+
+    def _settle(
+        self,
+        op: journal.Operation,
+        phase: str,
+        message: str,
+        *,
+        ref: bool = True,
+        files: tuple[str, ...] | None = None,
+        remember: bool = True,
+    ) -> None:
+        """Remove the candidate first, then settle: no candidate outlives an open record."""
+        recovery.remove_candidate(self.git, self.layout, op.id, ref=ref)
+        if not remember:  # a dry run settles without claiming the key
+            op = replace(op, key="")
+        self.journal.advance(op, phase, message=message, files=files)

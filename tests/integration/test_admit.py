@@ -1,0 +1,106 @@
+"""The admission transaction on a real root: any kind of operation, keyed, settled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsync.roots import journal as J
+from memsync.roots.admit import Admission, Admitter, AlreadyDone, DryRun, Invalid, Published
+from memsync.roots.candidate import MergeFailed
+from memsync.roots.layout import RootLayout
+from memsync.transports.git import Git
+from memsync.validators.gate import validate_tree
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem, Report
+from tests.conftest import Team
+from tests.helpers import commit, git, snapshot
+
+
+def _made_aside(root: Path, files: dict[str, str]) -> tuple[str, str]:
+    """(start, candidate): a commit made on top of HEAD, with HEAD left where it was."""
+    start = git(root, "rev-parse", "HEAD")
+    candidate = commit(root, files, "candidate")
+    git(root, "reset", "-q", "--hard", start)
+    return start, candidate
+
+
+def _admitter(team: Team) -> tuple[Admitter, J.Journal]:
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    records = J.Journal(layout.journal_dir)
+    return Admitter(Git(team.bob.path), records, layout, SyncPolicy()), records
+
+
+def _valid(git_box: Git) -> object:
+    return lambda candidate, files: validate_tree(
+        git_box.tree_view(candidate), SyncPolicy(), content_paths=files
+    )
+
+
+def test_any_kind_is_admitted_once_per_key(team: Team) -> None:
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/2026.md": "# Insight\n"})
+    admitter, records = _admitter(team)
+    staged: list[str] = []
+
+    def stage(op: J.Operation, worktree: Path) -> str:
+        staged.append(op.id)
+        return candidate
+
+    key = J.operation_key("insight", start, None, "turn-1")
+    admission = Admission("insight", "main", start, key=key, once=True)
+    first = admitter.admit(admission, stage, _valid(admitter.git))  # type: ignore[arg-type]
+    assert isinstance(first, Published) and first.files == ("insight_logs/2026.md",)
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert (team.bob.path / "insight_logs" / "2026.md").read_text() == "# Insight\n"
+    assert records.done(key) == first.operation_id
+    # After a crash the caller asks again: the settled operation is not run again.
+    again = admitter.admit(admission, stage, _valid(admitter.git))  # type: ignore[arg-type]
+    assert isinstance(again, AlreadyDone) and again.operation_id == first.operation_id
+    assert staged == [first.operation_id]
+    assert git(team.bob.path, "for-each-ref", "refs/memsync/candidates") == ""
+
+
+def test_a_dry_run_does_not_claim_the_key(team: Team) -> None:
+    start, candidate = _made_aside(team.bob.path, {"MEMORY_d.md": "# D\n"})
+    admitter, records = _admitter(team)
+    admission = Admission("prune", "main", start, key="k1", once=True)
+    before = snapshot(team.bob.path)
+    dry = admitter.admit(
+        admission,
+        lambda op, wt: candidate,
+        _valid(admitter.git),  # type: ignore[arg-type]
+        dry_run=True,
+    )
+    assert isinstance(dry, DryRun) and snapshot(team.bob.path) == before
+    assert records.done("k1") is None
+
+
+def test_an_invalid_candidate_settles_failed_and_leaves_the_root(team: Team) -> None:
+    start, candidate = _made_aside(team.bob.path, {"MEMORY_x.md": "# X\n"})
+    admitter, records = _admitter(team)
+    problem = Problem("grant-violation", "MEMORY_x.md", None, "not granted")
+    before = snapshot(team.bob.path)
+    outcome = admitter.admit(
+        Admission("insight", "main", start, key="k2", once=True),
+        lambda op, wt: candidate,
+        lambda c, files: Report(problems=(problem,)),
+    )
+    assert isinstance(outcome, Invalid) and outcome.report.problems == (problem,)
+    assert snapshot(team.bob.path) == before
+    assert records.done("k2") is None and records.unsettled() == []
+    settled = records.load(outcome.operation_id)
+    assert settled is not None and settled.phase == J.FAILED and settled.kind == "insight"
+
+
+def test_an_exception_while_staging_settles_the_record(team: Team) -> None:
+    admitter, records = _admitter(team)
+    start = git(team.bob.path, "rev-parse", "HEAD")
+
+    def explode(op: J.Operation, worktree: Path) -> str | MergeFailed:
+        raise RuntimeError("the executor crashed")
+
+    with pytest.raises(RuntimeError):
+        admitter.admit(Admission("repair", "main", start), explode, _valid(admitter.git))  # type: ignore[arg-type]
+    assert records.unsettled() == []
+    assert git(team.bob.path, "for-each-ref", "refs/memsync/candidates") == ""
