@@ -17,35 +17,22 @@ from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal as J
 from memsync.roots import recovery
 from memsync.roots import result as R
-from memsync.roots.admit import (
-    Admission,
-    Admitter,
-    AlreadyDone,
-    DryRun,
-    Fenced,
-    Invalid,
-    Outcome,
-    Unstaged,
-)
-from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candidate
 from memsync.roots.faults import fault
+from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
-from memsync.roots.plan import Action, Facts, Plan, decide, questions
+from memsync.roots.plan import Action, Facts, decide, questions
 from memsync.roots.publish import blocking_changes
+from memsync.roots.push import Outgoing
 from memsync.roots.state import RootState
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome, cause
+from memsync.transports.git import FetchOutcome, Git, cause
 from memsync.transports.gitparse import fsck_findings, last_line
 from memsync.transports.process import Deadline
-from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 log = logging.getLogger(__name__)
-
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA-1 repos)
-RETRY = "retry"  # internal: the push was rejected; sync once more, then push once more
 
 
 @dataclass(frozen=True)
@@ -241,9 +228,11 @@ class _Cycle:
         admitted: R.SyncResult | None = None
         head = local
         if plan.incoming:
-            admitted = self._admit(plan)
+            admitted = self.incoming.admit(plan)
             if admitted.status != R.SYNCED:
                 return admitted
+            if not self.options.dry_run:
+                self.trusted = plan.upstream
             head = admitted.head or local
         elif plan.action is Action.AHEAD:
             self.trusted = upstream
@@ -256,12 +245,12 @@ class _Cycle:
             note = f"{ahead} local commit(s) not pushed (push is off)"
             return replace(base, message=f"{base.message}; {note}" if base.message else note)
         pushed = self._push(head, upstream if plan.action is not Action.CREATE else None)
-        if pushed.status == RETRY:
+        if pushed is None:  # the upstream moved since the fetch: sync once more, push once more
             if not retry_push:
-                return replace(
-                    pushed,
-                    status=R.ERROR,
-                    message="the upstream rejected the push twice; it is moving fast, try again",
+                return self.result(
+                    R.ERROR,
+                    "the upstream rejected the push twice; it is moving fast, try again",
+                    head=head,
                 )
             again = self._round(head, retry_push=False)
             if admitted is None:
@@ -307,210 +296,49 @@ class _Cycle:
 
     # -- incoming ----------------------------------------------------------------------------
 
-    def _admit(self, plan: Plan) -> R.SyncResult:
-        git, local = self.git, plan.local
-        upstream = require(plan.upstream, "the upstream commit")
-        count, changes = git.changes(upstream, local)
-        report = validate_changes(changes, GitBlobs(git), self.policy)
-        if not report.ok:
-            return self._refuse(
-                report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"
-            )
-        kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
-
-        def keep_previous_head() -> None:
-            if kept is not None:
-                git.update_ref(kept, local, reason="memsync: head before an accepted rewrite")
-
-        outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
-            Admission("sync", self.branch, local, upstream),
-            lambda _op, worktree: self._stage(plan, worktree),
-            lambda candidate, files: validate_tree(
-                git.tree_view(candidate), self.policy, self.graph, content_paths=files
-            ),
-            dry_run=self.options.dry_run,
-            before_publish=keep_previous_head,
-        )
-        return self._admitted(plan, outcome, kept)
-
-    def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> R.SyncResult:
-        """The sync verdict for an admission outcome."""
-        local = plan.local
-        upstream = require(plan.upstream, "the upstream commit")
-        if isinstance(outcome, Unstaged):
-            merged = outcome.failure
-            return self.result(
-                R.CONFLICT if merged.conflicted else R.ERROR,
-                merged.message,
-                head=local,
-                upstream=upstream,
-                files=merged.files,
-                operation_id=outcome.operation_id,
-            )
-        if isinstance(outcome, Invalid):
-            problems = outcome.report.problems
-            if outcome.candidate != upstream and self._valid(upstream):
-                # Each side is valid but together they are not (say, one id added on both
-                # sides): a conflict for a person (or, later, a repair role) to settle.
-                codes = ", ".join(sorted({p.code for p in problems}))
-                return self.result(
-                    R.CONFLICT,
-                    f"the merge of valid local and upstream states is invalid ({codes}); the "
-                    "root is unchanged. Merge by hand and fix the problems, then sync again",
-                    head=local,
-                    upstream=upstream,
-                    problems=problems,
-                    files=tuple(sorted({p.path for p in problems if p.path})),
-                    operation_id=outcome.operation_id,
-                )
-            return self._refuse(
-                problems,
-                upstream,
-                local,
-                "the merged candidate breaks the memory rules",
-                operation_id=outcome.operation_id,
-            )
-        if isinstance(outcome, DryRun):
-            return self.result(
-                R.SYNCED,
-                f"dry run: {plan.action.value} to {outcome.candidate[:12]} validated; "
-                "nothing published",
-                head=local,
-                upstream=upstream,
-                files=outcome.files,
-                operation_id=outcome.operation_id,
-            )
-        if isinstance(outcome, Fenced):
-            fence = outcome.fence
-            return self.result(
-                fence.status,
-                f"nothing published: {fence.message}",
-                head=local,
-                upstream=upstream,
-                files=fence.files,
-                problems=fence.problems,
-                operation_id=outcome.operation_id,
-            )
-        if isinstance(outcome, AlreadyDone):  # sync admissions are never `once`
-            return self.result(R.ERROR, "internal: a sync was answered as already done")
-        candidate = outcome.candidate
-        self.trusted = upstream
-        if kept is not None:
-            replayed = len(self.git.rev_list(candidate, upstream))
-            message = (
-                f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
-                f"never reached it; the previous head is kept as {kept}"
-            )
-        else:
-            how = "fast-forward" if candidate == upstream else "merge"
-            message = f"published validated upstream state ({how})"
-        return self.result(
-            R.SYNCED,
-            message,
-            head=candidate,
-            upstream=upstream,
-            files=outcome.files,
-            operation_id=outcome.operation_id,
-            rescue_ref=kept,
+    @property
+    def incoming(self) -> Incoming:
+        return Incoming(
+            self.git,
+            self.journal,
+            self.layout,
+            self.policy,
+            self.graph,
+            self.branch,
+            self.trusted,
+            self.options.dry_run,
+            self.result,
         )
 
-    def _stage(self, plan: Plan, worktree: Path) -> str | MergeFailed:
-        """The candidate commit: the upstream itself, a merge, or own commits replayed onto it."""
-        upstream = require(plan.upstream, "the upstream commit")
-        if plan.action is Action.BEHIND:
-            fault("after-staging")
-            return upstream
-        if plan.action is Action.ADOPT:
-            # Only this root's own commits that never reached the old trusted upstream: what
-            # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
-            own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
-            return replay_candidate(self.git, worktree, upstream, own)
-        return merge_candidate(self.git, worktree, plan.local, upstream)
-
-    def _valid(self, commit: str) -> bool:
-        return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok
-
-    def _refuse(
-        self,
-        problems: tuple[Problem, ...],
-        upstream: str,
-        local: str,
-        summary: str,
-        operation_id: str | None = None,
-    ) -> R.SyncResult:
-        ref = None
-        if not self.options.dry_run:
-            ref = rescue_ref("rejected", upstream)
-            self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
-        codes = ", ".join(sorted({p.code for p in problems}))
-        return self.result(
-            R.REJECTED,
-            f"refused: {summary} ({codes}); the root is unchanged",
-            head=local,
-            upstream=upstream,
-            problems=problems,
-            files=tuple(sorted({p.path for p in problems if p.path})),
-            rescue_ref=ref,
-            operation_id=operation_id,
+    @property
+    def outgoing(self) -> Outgoing:
+        return Outgoing(
+            self.git,
+            self.journal,
+            self.policy,
+            self.graph,
+            self.s.remote,
+            self.branch,
+            self.upstream_branch,
         )
 
-    # -- outgoing ----------------------------------------------------------------------------
-
-    def _push(self, head: str, upstream: str | None) -> R.SyncResult:
-        git = self.git
-        count, changes = git.changes(head, upstream)
-        report = validate_changes(changes, GitBlobs(git), self.policy)
-        files = tuple(sorted({c.path for c in changes}))
-        if report.ok:
-            # What is pushed must be a valid root too (the graph and auxiliary files): a
-            # dangling edge pushed upstream would leave every other machine `rejected`.
-            base = upstream or EMPTY_TREE
-            report = validate_tree(
-                git.tree_view(head),
-                self.policy,
-                self.graph,
-                content_paths=git.changed_paths(base, head),
-            )
-        if not report.ok:
-            codes = ", ".join(sorted(report.codes()))
-            return self.result(
-                R.REJECTED,
-                f"refused to push: {count} local commit(s) break "
-                f"the memory rules ({codes}); nothing was pushed",
-                head=head,
-                upstream=upstream,
-                problems=report.problems,
-                files=tuple(sorted({p.path for p in report.problems if p.path})),
-            )
-        if self.options.dry_run:
-            return self.result(
-                R.PUSHED,
-                f"dry run: {count} local commit(s) validated; nothing pushed",
-                head=head,
-                upstream=upstream,
-                files=files,
-            )
-        op = self.journal.begin("push", self.branch, head, upstream)
-        fault("before-push")
-        outcome, detail = git.push(self.s.remote, head, self.upstream_branch)
-        fault("after-push")
-        if outcome is PushOutcome.OK:
-            self.journal.advance(op, J.COMMITTED, message="pushed", files=files)
+    def _push(self, head: str, upstream: str | None) -> R.SyncResult | None:
+        """The push verdict; None when the upstream rejected it (it moved: retry)."""
+        pushed = self.outgoing.push(head, upstream, dry_run=self.options.dry_run)
+        if pushed.outcome == "rejected-by-upstream":
+            return None
+        if pushed.outcome == "pushed":
             self.trusted = head
-            git.update_ref(self.tracking, head, reason="memsync: pushed")
+            self.git.update_ref(self.tracking, head, reason="memsync: pushed")
             return self.result(
-                R.PUSHED,
-                f"pushed {count} validated commit(s)",
-                head=head,
-                upstream=head,
-                files=files,
+                R.PUSHED, pushed.message, head=head, upstream=head, files=pushed.files
             )
-        self.journal.advance(op, J.FAILED, message=last_line(detail))
-        if outcome is PushOutcome.REJECTED:
-            return self.result(RETRY, "the upstream rejected the push", head=head)
+        status = {"refused": R.REJECTED, "dry-run": R.PUSHED}.get(pushed.outcome, R.OFFLINE)
         return self.result(
-            R.OFFLINE,
-            f"the push did not reach the upstream: {cause(detail)}",
+            status,
+            pushed.message,
             head=head,
             upstream=upstream,
+            files=pushed.files,
+            problems=pushed.problems,
         )

@@ -1,0 +1,199 @@
+"""Incoming: upstream commits checked, staged as a candidate and admitted into the root.
+
+Every path of every incoming commit passes the path rules first; then the candidate (the
+upstream itself, a merge made in a worktree, or, for an accepted rewrite, this root's own
+commits replayed onto the upstream) goes through the admission transaction. The verdict
+says what happened in the sync vocabulary: synced, conflict, rejected, dirty, error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsync.errors import require
+from memsync.roots import journal
+from memsync.roots import result as R
+from memsync.roots.admit import (
+    Admission,
+    Admitter,
+    AlreadyDone,
+    DryRun,
+    Fenced,
+    Invalid,
+    Outcome,
+    Unstaged,
+)
+from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candidate
+from memsync.roots.faults import fault
+from memsync.roots.layout import RootLayout, rescue_ref
+from memsync.roots.plan import Action, Plan
+from memsync.transports.git import Git, GitBlobs
+from memsync.validators.gate import validate_changes, validate_tree
+from memsync.validators.graph import GraphValidator
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem
+
+
+@dataclass
+class Incoming:
+    """What admitting upstream commits into one root needs."""
+
+    git: Git
+    records: journal.Journal
+    layout: RootLayout
+    policy: SyncPolicy
+    graph: GraphValidator
+    branch: str
+    trusted: str | None
+    dry_run: bool
+    result: Callable[..., R.SyncResult]
+
+    def admit(self, plan: Plan) -> R.SyncResult:
+        git, local = self.git, plan.local
+        upstream = require(plan.upstream, "the upstream commit")
+        count, changes = git.changes(upstream, local)
+        report = validate_changes(changes, GitBlobs(git), self.policy)
+        if not report.ok:
+            return self._refuse(
+                report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"
+            )
+        kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
+
+        def keep_previous_head() -> None:
+            if kept is not None:
+                git.update_ref(kept, local, reason="memsync: head before an accepted rewrite")
+
+        outcome = Admitter(git, self.records, self.layout, self.policy).admit(
+            Admission("sync", self.branch, local, upstream),
+            lambda _op, worktree: self._stage(plan, worktree),
+            lambda candidate, files: validate_tree(
+                git.tree_view(candidate), self.policy, self.graph, content_paths=files
+            ),
+            dry_run=self.dry_run,
+            before_publish=keep_previous_head,
+        )
+        return self._admitted(plan, outcome, kept)
+
+    def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> R.SyncResult:
+        """The sync verdict for an admission outcome."""
+        local = plan.local
+        upstream = require(plan.upstream, "the upstream commit")
+        if isinstance(outcome, Unstaged):
+            merged = outcome.failure
+            return self.result(
+                R.CONFLICT if merged.conflicted else R.ERROR,
+                merged.message,
+                head=local,
+                upstream=upstream,
+                files=merged.files,
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, Invalid):
+            problems = outcome.report.problems
+            if outcome.candidate != upstream and self._valid(upstream):
+                # Each side is valid but together they are not (say, one id added on both
+                # sides): a conflict for a person (or, later, a repair role) to settle.
+                codes = ", ".join(sorted({p.code for p in problems}))
+                return self.result(
+                    R.CONFLICT,
+                    f"the merge of valid local and upstream states is invalid ({codes}); the "
+                    "root is unchanged. Merge by hand and fix the problems, then sync again",
+                    head=local,
+                    upstream=upstream,
+                    problems=problems,
+                    files=tuple(sorted({p.path for p in problems if p.path})),
+                    operation_id=outcome.operation_id,
+                )
+            return self._refuse(
+                problems,
+                upstream,
+                local,
+                "the merged candidate breaks the memory rules",
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, DryRun):
+            return self.result(
+                R.SYNCED,
+                f"dry run: {plan.action.value} to {outcome.candidate[:12]} validated; "
+                "nothing published",
+                head=local,
+                upstream=upstream,
+                files=outcome.files,
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, Fenced):
+            fence = outcome.fence
+            return self.result(
+                fence.status,
+                f"nothing published: {fence.message}",
+                head=local,
+                upstream=upstream,
+                files=fence.files,
+                problems=fence.problems,
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, AlreadyDone):  # sync admissions are never `once`
+            return self.result(R.ERROR, "internal: a sync was answered as already done")
+        candidate = outcome.candidate
+        if kept is not None:
+            replayed = len(self.git.rev_list(candidate, upstream))
+            message = (
+                f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
+                f"never reached it; the previous head is kept as {kept}"
+            )
+        else:
+            how = "fast-forward" if candidate == upstream else "merge"
+            message = f"published validated upstream state ({how})"
+        return self.result(
+            R.SYNCED,
+            message,
+            head=candidate,
+            upstream=upstream,
+            files=outcome.files,
+            operation_id=outcome.operation_id,
+            rescue_ref=kept,
+        )
+
+    def _stage(self, plan: Plan, worktree: Path) -> str | MergeFailed:
+        """The candidate commit: the upstream itself, a merge, or own commits replayed onto it."""
+        upstream = require(plan.upstream, "the upstream commit")
+        if plan.action is Action.BEHIND:
+            fault("after-staging")
+            return upstream
+        if plan.action is Action.ADOPT:
+            # Only this root's own commits that never reached the old trusted upstream: what
+            # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
+            own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
+            return replay_candidate(self.git, worktree, upstream, own)
+        return merge_candidate(self.git, worktree, plan.local, upstream)
+
+    def _valid(self, commit: str) -> bool:
+        return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok
+
+    def _refuse(
+        self,
+        problems: tuple[Problem, ...],
+        upstream: str,
+        local: str,
+        summary: str,
+        operation_id: str | None = None,
+    ) -> R.SyncResult:
+        ref = None
+        if not self.dry_run:
+            ref = rescue_ref("rejected", upstream)
+            self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
+        codes = ", ".join(sorted({p.code for p in problems}))
+        return self.result(
+            R.REJECTED,
+            f"refused: {summary} ({codes}); the root is unchanged",
+            head=local,
+            upstream=upstream,
+            problems=problems,
+            files=tuple(sorted({p.path for p in problems if p.path})),
+            rescue_ref=ref,
+            operation_id=operation_id,
+        )
+
+    # -- outgoing ----------------------------------------------------------------------------

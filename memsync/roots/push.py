@@ -1,0 +1,83 @@
+"""Outgoing: local commits are validated like incoming ones, then pushed as the exact commit.
+
+Every path of every outgoing commit passes the path rules, and the tree being pushed must
+be a valid root as a whole (a dangling edge pushed upstream would leave every other
+machine `rejected`). The push is never forced; a rejection (the upstream moved) is a plain
+`rejected_by_upstream` answer for the cycle to sync once more, not a status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsync.roots import journal
+from memsync.roots.faults import fault
+from memsync.transports.git import Git, GitBlobs, PushOutcome, cause
+from memsync.transports.gitparse import last_line
+from memsync.validators.gate import validate_changes, validate_tree
+from memsync.validators.graph import GraphValidator
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA-1 repos)
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """The outcome of one push attempt, in plain values."""
+
+    outcome: str  # "pushed" | "refused" | "rejected-by-upstream" | "unreachable" | "dry-run"
+    message: str
+    files: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """Where and how one root pushes."""
+
+    git: Git
+    records: journal.Journal
+    policy: SyncPolicy
+    graph: GraphValidator
+    remote: str
+    branch: str  # the local branch (journal records)
+    upstream_branch: str
+
+    def push(self, head: str, upstream: str | None, *, dry_run: bool) -> Pushed:
+        """Validate `upstream..head`, then push `head` to the upstream branch, never forced."""
+        git = self.git
+        count, changes = git.changes(head, upstream)
+        report = validate_changes(changes, GitBlobs(git), self.policy)
+        files = tuple(sorted({c.path for c in changes}))
+        if report.ok:
+            report = validate_tree(
+                git.tree_view(head),
+                self.policy,
+                self.graph,
+                content_paths=git.changed_paths(upstream or EMPTY_TREE, head),
+            )
+        if not report.ok:
+            codes = ", ".join(sorted(report.codes()))
+            return Pushed(
+                "refused",
+                f"refused to push: {count} local commit(s) break the memory rules ({codes}); "
+                "nothing was pushed",
+                tuple(sorted({p.path for p in report.problems if p.path})),
+                report.problems,
+            )
+        if dry_run:
+            return Pushed(
+                "dry-run", f"dry run: {count} local commit(s) validated; nothing pushed", files
+            )
+        op = self.records.begin("push", self.branch, head, upstream)
+        fault("before-push")
+        outcome, detail = git.push(self.remote, head, self.upstream_branch)
+        fault("after-push")
+        if outcome is PushOutcome.OK:
+            self.records.advance(op, journal.COMMITTED, message="pushed", files=files)
+            return Pushed("pushed", f"pushed {count} validated commit(s)", files)
+        self.records.advance(op, journal.FAILED, message=last_line(detail))
+        if outcome is PushOutcome.REJECTED:
+            return Pushed("rejected-by-upstream", "the upstream rejected the push")
+        return Pushed("unreachable", f"the push did not reach the upstream: {cause(detail)}")
