@@ -14,9 +14,7 @@ from pathlib import Path
 
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, require
-from memsync.roots import journal as J
-from memsync.roots import recovery
-from memsync.roots import result as R
+from memsync.roots import journal, recovery
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
@@ -24,6 +22,7 @@ from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, decide, questions
 from memsync.roots.publish import blocking_changes
 from memsync.roots.push import Outgoing
+from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, cause
 from memsync.transports.gitparse import fsck_findings, last_line
@@ -48,12 +47,14 @@ def sync_root(
     state_dir: Path,
     options: SyncOptions,
     graph: GraphValidator | None = None,
-) -> R.SyncResult:
+) -> SyncResult:
     """Run one cycle and record its outcome in the root's state file."""
     started = time.monotonic()
     if not settings.sync_enabled:
-        return R.SyncResult(
-            settings.name, R.DISABLED, f"sync is off (roots.{settings.name}.sync.enabled: false)"
+        return SyncResult(
+            settings.name,
+            SyncStatus.DISABLED,
+            f"sync is off (roots.{settings.name}.sync.enabled: false)",
         )
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
@@ -63,7 +64,7 @@ def sync_root(
             if not options.dry_run:
                 cycle.record(result)
     except LockBusy as exc:
-        result = R.SyncResult(settings.name, R.BUSY, exc.message)
+        result = SyncResult(settings.name, SyncStatus.BUSY, exc.message)
     return replace(result, duration_ms=int((time.monotonic() - started) * 1000))
 
 
@@ -75,7 +76,7 @@ class _Cycle:
         options: SyncOptions,
         graph: GraphValidator,
     ) -> None:
-        self.s = settings
+        self.settings = settings
         self.layout = layout
         self.options = options
         self.graph = graph
@@ -83,7 +84,7 @@ class _Cycle:
         self.timeout = settings.timeout.total_seconds()
         # One deadline for the whole cycle (`sync.timeout`): each git process gets what is left.
         self.git = Git(settings.path, timeout=self.timeout, deadline=Deadline.after(self.timeout))
-        self.journal = J.Journal(layout.journal_dir)
+        self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
         self.trusted = self.state.trusted_upstream
         self.branch = ""
@@ -91,11 +92,12 @@ class _Cycle:
         self.tracking = ""
         self.start = ""
 
-    def result(self, status: str, message: str, **fields: object) -> R.SyncResult:
-        return R.SyncResult(self.s.name, status, message, dry_run=self.options.dry_run, **fields)  # type: ignore[arg-type]
+    def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
+        name, dry_run = self.settings.name, self.options.dry_run
+        return SyncResult(name, status, message, dry_run=dry_run, **fields)  # type: ignore[arg-type]
 
-    def record(self, result: R.SyncResult) -> None:
-        if result.status in (R.BUSY, R.DISABLED):
+    def record(self, result: SyncResult) -> None:
+        if result.status in (SyncStatus.BUSY, SyncStatus.DISABLED):
             return
         updated = self.state.recorded(
             result.status, result.message, result.files, result.head, result.upstream, self.trusted
@@ -106,39 +108,39 @@ class _Cycle:
 
     # -- the cycle ---------------------------------------------------------------------------
 
-    def run(self) -> R.SyncResult:
+    def run(self) -> SyncResult:
         try:
             early = self._preflight()
             if early is not None:
                 return early
             return self._round(self.start, retry_push=True)
         except GitTimeout as exc:
-            return self.result(R.OFFLINE, exc.message)
+            return self.result(SyncStatus.OFFLINE, exc.message)
         except GitError as exc:
-            return self.result(R.ERROR, exc.message)
+            return self.result(SyncStatus.ERROR, exc.message)
 
-    def _preflight(self) -> R.SyncResult | None:
-        path, remote = self.s.path, self.s.remote
+    def _preflight(self) -> SyncResult | None:
+        path, remote = self.settings.path, self.settings.remote
         if not path.is_dir():
-            return self.result(R.UNCONFIGURED, f"the root path {path} does not exist")
+            return self.result(SyncStatus.UNCONFIGURED, f"the root path {path} does not exist")
         if self.git.git_dir() is None:
             return self.result(
-                R.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
+                SyncStatus.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
             )
         if recovery.needed(self.journal, self.layout) and not self.options.dry_run:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
         state = self.git.work_state(refresh=True)
-        self.branch = self.s.branch or state.branch or ""
+        self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
-            return self.result(R.ERROR, "HEAD is detached; check out the root's branch")
+            return self.result(SyncStatus.ERROR, "HEAD is detached; check out the root's branch")
         if state.branch != self.branch:
             return self.result(
-                R.ERROR,
+                SyncStatus.ERROR,
                 f"branch {self.branch} is configured but "
                 f"{state.branch or 'a detached HEAD'} is checked out",
             )
         if state.head is None:
-            return self.result(R.ERROR, f"branch {self.branch} has no commits yet")
+            return self.result(SyncStatus.ERROR, f"branch {self.branch} has no commits yet")
         self.start = state.head
         upstream = state.upstream or ""
         self.upstream_branch = (
@@ -150,7 +152,7 @@ class _Cycle:
         unmerged = tuple(sorted(e.path for e in state.entries if e.unmerged))
         if unmerged or self.git.merge_in_progress():
             return self.result(
-                R.CONFLICT,
+                SyncStatus.CONFLICT,
                 "the root has an unfinished merge; finish or abort it with git",
                 files=unmerged,
                 head=state.head,
@@ -158,7 +160,7 @@ class _Cycle:
         dirty = blocking_changes(state.entries, self.policy)
         if dirty:
             return self.result(
-                R.DIRTY,
+                SyncStatus.DIRTY,
                 f"{len(dirty)} synchronized file(s) have uncommitted "
                 "edits; commit them (or enable autocommit) to sync",
                 files=dirty,
@@ -166,28 +168,32 @@ class _Cycle:
             )
         return None
 
-    def _fetch(self, local: str) -> tuple[str | None, R.SyncResult | None]:
-        outcome, detail = self.git.fetch(self.s.remote, self.upstream_branch, self.tracking)
+    def _fetch(self, local: str) -> tuple[str | None, SyncResult | None]:
+        outcome, detail = self.git.fetch(self.settings.remote, self.upstream_branch, self.tracking)
         if outcome is FetchOutcome.UNREACHABLE:
-            if self.git.remote_url(self.s.remote) is None:
+            if self.git.remote_url(self.settings.remote) is None:
                 return None, self.result(
-                    R.UNCONFIGURED, f"the root has no remote '{self.s.remote}'", head=local
+                    SyncStatus.UNCONFIGURED,
+                    f"the root has no remote '{self.settings.remote}'",
+                    head=local,
                 )
             return None, self.result(
-                R.OFFLINE, f"the upstream could not be reached: {cause(detail)}", head=local
+                SyncStatus.OFFLINE,
+                f"the upstream could not be reached: {cause(detail)}",
+                head=local,
             )
         if outcome is FetchOutcome.BAD_OBJECTS:
             findings = fsck_findings(detail)
             if not findings:
                 return None, self.result(
-                    R.ERROR,
+                    SyncStatus.ERROR,
                     "the upstream sent objects that failed git's "
                     f"object check: {last_line(detail)}",
                     head=local,
                 )
             problems = tuple(Problem(code, None, None, msg) for code, msg in findings)
             return None, self.result(
-                R.REJECTED,
+                SyncStatus.REJECTED,
                 "refused: the upstream sent trees with "
                 "forbidden names; nothing was fetched and "
                 "the root is unchanged",
@@ -200,12 +206,12 @@ class _Cycle:
         fault("after-fetch")
         return self.git.ref_value(self.tracking), None
 
-    def _round(self, local: str, *, retry_push: bool) -> R.SyncResult:
+    def _round(self, local: str, *, retry_push: bool) -> SyncResult:
         upstream, failed = self._fetch(local)
         if failed is not None:
             return failed
         plan = decide(self._facts(local, upstream), accept_rewrite=self.options.accept_rewrite)
-        log.debug("root %s: %s", self.s.name, plan.describe())
+        log.debug("root %s: %s", self.settings.name, plan.describe())
 
         if plan.action is Action.REWOUND:
             ref = None
@@ -213,7 +219,7 @@ class _Cycle:
                 ref = rescue_ref("rewound", upstream)
                 self.git.update_ref(ref, upstream, reason="memsync: refused rewound upstream")
             return self.result(
-                R.REWOUND,
+                SyncStatus.REWOUND,
                 f"refused: {plan.reason}; the root is unchanged. "
                 "Inspect the upstream, then rerun with "
                 "--accept-rewrite to proceed",
@@ -223,13 +229,15 @@ class _Cycle:
             )
         if plan.action is Action.CURRENT:
             self.trusted = upstream
-            return self.result(R.CURRENT, "already up to date", head=local, upstream=upstream)
+            return self.result(
+                SyncStatus.CURRENT, "already up to date", head=local, upstream=upstream
+            )
 
-        admitted: R.SyncResult | None = None
+        admitted: SyncResult | None = None
         head = local
         if plan.incoming:
             admitted = self.incoming.admit(plan)
-            if admitted.status != R.SYNCED:
+            if admitted.status != SyncStatus.SYNCED:
                 return admitted
             if not self.options.dry_run:
                 self.trusted = plan.upstream
@@ -239,16 +247,16 @@ class _Cycle:
 
         if not plan.outgoing or head == upstream:  # an adopted rewrite may leave none
             return require(admitted, "the admitted result")
-        if not self.s.push or self.options.no_push:
+        if not self.settings.push or self.options.no_push:
             ahead = len(self.git.rev_list(head, upstream))
-            base = admitted or self.result(R.CURRENT, "", head=head, upstream=upstream)
+            base = admitted or self.result(SyncStatus.CURRENT, "", head=head, upstream=upstream)
             note = f"{ahead} local commit(s) not pushed (push is off)"
             return replace(base, message=f"{base.message}; {note}" if base.message else note)
         pushed = self._push(head, upstream if plan.action is not Action.CREATE else None)
         if pushed is None:  # the upstream moved since the fetch: sync once more, push once more
             if not retry_push:
                 return self.result(
-                    R.ERROR,
+                    SyncStatus.ERROR,
                     "the upstream rejected the push twice; it is moving fast, try again",
                     head=head,
                 )
@@ -264,7 +272,7 @@ class _Cycle:
                 operation_id=again.operation_id or admitted.operation_id,
                 head=again.head or admitted.head,
             )
-        if admitted is not None and pushed.status == R.PUSHED:
+        if admitted is not None and pushed.status == SyncStatus.PUSHED:
             return replace(
                 pushed,
                 files=tuple(sorted({*admitted.files, *pushed.files})),
@@ -317,12 +325,12 @@ class _Cycle:
             self.journal,
             self.policy,
             self.graph,
-            self.s.remote,
+            self.settings.remote,
             self.branch,
             self.upstream_branch,
         )
 
-    def _push(self, head: str, upstream: str | None) -> R.SyncResult | None:
+    def _push(self, head: str, upstream: str | None) -> SyncResult | None:
         """The push verdict; None when the upstream rejected it (it moved: retry)."""
         pushed = self.outgoing.push(head, upstream, dry_run=self.options.dry_run)
         if pushed.outcome == "rejected-by-upstream":
@@ -331,9 +339,11 @@ class _Cycle:
             self.trusted = head
             self.git.update_ref(self.tracking, head, reason="memsync: pushed")
             return self.result(
-                R.PUSHED, pushed.message, head=head, upstream=head, files=pushed.files
+                SyncStatus.PUSHED, pushed.message, head=head, upstream=head, files=pushed.files
             )
-        status = {"refused": R.REJECTED, "dry-run": R.PUSHED}.get(pushed.outcome, R.OFFLINE)
+        status = {"refused": SyncStatus.REJECTED, "dry-run": SyncStatus.PUSHED}.get(
+            pushed.outcome, SyncStatus.OFFLINE
+        )
         return self.result(
             status,
             pushed.message,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from memsync.errors import require
 from memsync.roots import journal
-from memsync.roots import result as R
 from memsync.roots.admit import (
     Admission,
     Admitter,
@@ -29,6 +28,7 @@ from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candida
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
+from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git, GitBlobs
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
@@ -48,9 +48,9 @@ class Incoming:
     branch: str
     trusted: str | None
     dry_run: bool
-    result: Callable[..., R.SyncResult]
+    result: Callable[..., SyncResult]
 
-    def admit(self, plan: Plan) -> R.SyncResult:
+    def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
         count, changes = git.changes(upstream, local)
@@ -76,14 +76,14 @@ class Incoming:
         )
         return self._admitted(plan, outcome, kept)
 
-    def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> R.SyncResult:
+    def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> SyncResult:
         """The sync verdict for an admission outcome."""
         local = plan.local
         upstream = require(plan.upstream, "the upstream commit")
         if isinstance(outcome, Unstaged):
             merged = outcome.failure
             return self.result(
-                R.CONFLICT if merged.conflicted else R.ERROR,
+                SyncStatus.CONFLICT if merged.conflicted else SyncStatus.ERROR,
                 merged.message,
                 head=local,
                 upstream=upstream,
@@ -97,7 +97,7 @@ class Incoming:
                 # sides): a conflict for a person (or, later, a repair role) to settle.
                 codes = ", ".join(sorted({p.code for p in problems}))
                 return self.result(
-                    R.CONFLICT,
+                    SyncStatus.CONFLICT,
                     f"the merge of valid local and upstream states is invalid ({codes}); the "
                     "root is unchanged. Merge by hand and fix the problems, then sync again",
                     head=local,
@@ -115,7 +115,7 @@ class Incoming:
             )
         if isinstance(outcome, DryRun):
             return self.result(
-                R.SYNCED,
+                SyncStatus.SYNCED,
                 f"dry run: {plan.action.value} to {outcome.candidate[:12]} validated; "
                 "nothing published",
                 head=local,
@@ -135,7 +135,7 @@ class Incoming:
                 operation_id=outcome.operation_id,
             )
         if isinstance(outcome, AlreadyDone):  # sync admissions are never `once`
-            return self.result(R.ERROR, "internal: a sync was answered as already done")
+            return self.result(SyncStatus.ERROR, "internal: a sync was answered as already done")
         candidate = outcome.candidate
         if kept is not None:
             replayed = len(self.git.rev_list(candidate, upstream))
@@ -147,7 +147,7 @@ class Incoming:
             how = "fast-forward" if candidate == upstream else "merge"
             message = f"published validated upstream state ({how})"
         return self.result(
-            R.SYNCED,
+            SyncStatus.SYNCED,
             message,
             head=candidate,
             upstream=upstream,
@@ -179,14 +179,14 @@ class Incoming:
         local: str,
         summary: str,
         operation_id: str | None = None,
-    ) -> R.SyncResult:
+    ) -> SyncResult:
         ref = None
         if not self.dry_run:
             ref = rescue_ref("rejected", upstream)
             self.git.update_ref(ref, upstream, reason="memsync: refused upstream")
         codes = ", ".join(sorted({p.code for p in problems}))
         return self.result(
-            R.REJECTED,
+            SyncStatus.REJECTED,
             f"refused: {summary} ({codes}); the root is unchanged",
             head=local,
             upstream=upstream,

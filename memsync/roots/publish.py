@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memsync.roots.faults import fault
 from memsync.roots.layout import candidate_ref
+from memsync.roots.result import SyncStatus
 from memsync.transports.git import Git, StatusEntry
 from memsync.validators.paths import check_name, printable
 from memsync.validators.policy import SyncPolicy
@@ -36,7 +37,7 @@ class FenceBroken(Exception):
 
     def __init__(
         self,
-        status: str,
+        status: SyncStatus,
         message: str,
         files: tuple[str, ...] = (),
         problems: tuple[Problem, ...] = (),
@@ -66,21 +67,23 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
     """Raise FenceBroken unless the active root is exactly as the candidate expects."""
     state = git.work_state()
     if state.branch != target.branch:
-        raise FenceBroken("error", f"HEAD is no longer on branch {target.branch}")
+        raise FenceBroken(SyncStatus.ERROR, f"HEAD is no longer on branch {target.branch}")
     if state.head != target.start:
         raise FenceBroken(
-            "error",
+            SyncStatus.ERROR,
             f"the branch moved during the cycle (now {str(state.head)[:12]}, "
             f"expected {target.start[:12]})",
         )
     unmerged = tuple(sorted(e.path for e in state.entries if e.unmerged))
     if unmerged or git.merge_in_progress():
-        raise FenceBroken("conflict", "a merge is in progress in the root", unmerged)
+        raise FenceBroken(SyncStatus.CONFLICT, "a merge is in progress in the root", unmerged)
     dirty = blocking_changes(state.entries, policy)
     if dirty:
-        raise FenceBroken("dirty", "uncommitted edits to synchronized files appeared", dirty)
+        raise FenceBroken(
+            SyncStatus.DIRTY, "uncommitted edits to synchronized files appeared", dirty
+        )
     if git.rev_parse(candidate_ref(target.operation_id)) != target.candidate:
-        raise FenceBroken("error", "the validated candidate is missing or moved")
+        raise FenceBroken(SyncStatus.ERROR, "the validated candidate is missing or moved")
     blocked = in_the_way(git.cwd, git.tree_diff(target.start, target.candidate))
     if blocked:
         problems = tuple(
@@ -96,7 +99,7 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
         )
         shown = ", ".join(printable(p) for p in blocked[:3]) + (", …" if len(blocked) > 3 else "")
         raise FenceBroken(
-            "dirty",
+            SyncStatus.DIRTY,
             f"local files memsync does not own stand where incoming memory files go "
             f"({shown}); move them away, then sync again",
             blocked,

@@ -18,7 +18,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 
-from memsync.roots import journal as J
+from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
 from memsync.roots.publish import Target, blocking_changes, move_branch
 from memsync.transports.git import Git
@@ -34,31 +34,31 @@ class Recovered:
     message: str
 
 
-def needed(journal: J.Journal, layout: RootLayout) -> bool:
+def needed(records: journal.Journal, layout: RootLayout) -> bool:
     wt = layout.worktrees_dir
-    return bool(journal.unsettled()) or (wt.is_dir() and any(wt.iterdir()))
+    return bool(records.unsettled()) or (wt.is_dir() and any(wt.iterdir()))
 
 
 def recover(
-    git: Git, journal: J.Journal, layout: RootLayout, policy: SyncPolicy
+    git: Git, records: journal.Journal, layout: RootLayout, policy: SyncPolicy
 ) -> list[Recovered]:
     done: list[Recovered] = []
-    for op in journal.unsettled():
-        if op.phase == J.RUNNING:
+    for op in records.unsettled():
+        if op.phase == journal.RUNNING:
             remove_candidate(git, layout, op.id)
             message = (
                 "interrupted before publication; the root was not touched"
                 if op.kind != "push"
                 else "interrupted; the next cycle checks the upstream"
             )
-            journal.advance(op, J.FAILED, message=message)
-            done.append(Recovered(op.id, J.FAILED, message))
+            records.advance(op, journal.FAILED, message=message)
+            done.append(Recovered(op.id, journal.FAILED, message))
         else:
             outcome, message = _finish_prepared(git, op, policy)
             remove_candidate(git, layout, op.id)
-            journal.advance(op, outcome, message=message)
+            records.advance(op, outcome, message=message)
             done.append(Recovered(op.id, outcome, message))
-    sweep(git, journal, layout)
+    sweep(git, records, layout)
     for item in done:
         log.warning(
             "recovered operation %s: %s (%s)", item.operation_id, item.outcome, item.message
@@ -66,22 +66,22 @@ def recover(
     return done
 
 
-def _finish_prepared(git: Git, op: J.Operation, policy: SyncPolicy) -> tuple[str, str]:
+def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tuple[str, str]:
     candidate = op.candidate
     if candidate is None:
-        return J.FAILED, "prepared record without a candidate"
+        return journal.FAILED, "prepared record without a candidate"
     head = git.rev_parse(f"refs/heads/{op.branch}")
     if head == candidate or (
         head is not None and head != op.start and git.is_ancestor(candidate, head)
     ):
-        return J.COMMITTED, "publication had completed before an interruption"
+        return journal.COMMITTED, "publication had completed before an interruption"
     if head != op.start:
-        return J.FAILED, "the branch moved after an interrupted publication; nothing changed"
+        return journal.FAILED, "the branch moved after an interrupted publication; nothing changed"
     if git.current_branch() != op.branch:
-        return J.FAILED, f"{op.branch} is no longer checked out; nothing changed"
+        return journal.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     dirty = blocking_changes(git.status(), policy)
     if dirty and not _all_match(git, dirty, candidate):
-        return J.FAILED, (
+        return journal.FAILED, (
             "an interrupted publication found local edits; they were kept and nothing was published"
         )
     index_tree = git.write_tree()
@@ -91,11 +91,14 @@ def _finish_prepared(git: Git, op: J.Operation, policy: SyncPolicy) -> tuple[str
     elif index_tree == git.tree_of(op.start):
         git.read_tree_update(op.start, candidate)
     else:
-        return J.FAILED, "the index matches neither the start nor the candidate; nothing changed"
+        return (
+            journal.FAILED,
+            "the index matches neither the start nor the candidate; nothing changed",
+        )
     if git.rev_parse(candidate_ref(op.id)) != candidate:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: recovery")
     move_branch(git, Target(op.branch, op.start, candidate, op.id))
-    return J.COMMITTED, "an interrupted publication was completed"
+    return journal.COMMITTED, "an interrupted publication was completed"
 
 
 def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
@@ -124,9 +127,9 @@ def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bo
         git.delete_ref(candidate_ref(operation_id))
 
 
-def sweep(git: Git, journal: J.Journal, layout: RootLayout) -> None:
+def sweep(git: Git, records: journal.Journal, layout: RootLayout) -> None:
     """Remove candidate worktrees and refs that no unsettled record owns."""
-    owned = {op.id for op in journal.unsettled()}
+    owned = {op.id for op in records.unsettled()}
     if layout.worktrees_dir.is_dir():
         for path in layout.worktrees_dir.iterdir():
             if path.name not in owned:

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 
 from memsync.validators.problems import Problem
 
-CURRENT = "current"
-SYNCED = "synced"
-PUSHED = "pushed"
-DIRTY = "dirty"
-CONFLICT = "conflict"
-REJECTED = "rejected"
-REWOUND = "rewound"
-OFFLINE = "offline"
-ERROR = "error"
-BUSY = "busy"
-DISABLED = "disabled"
-UNCONFIGURED = "unconfigured"
 
-OK = frozenset({CURRENT, SYNCED, PUSHED})
+class SyncStatus(StrEnum):
+    """A root's sync status; the values are the contract's exact words."""
+
+    CURRENT = "current"
+    SYNCED = "synced"
+    PUSHED = "pushed"
+    DIRTY = "dirty"
+    CONFLICT = "conflict"
+    REJECTED = "rejected"
+    REWOUND = "rewound"
+    OFFLINE = "offline"
+    ERROR = "error"
+    BUSY = "busy"
+    DISABLED = "disabled"
+    UNCONFIGURED = "unconfigured"
+
+
+OK = frozenset({SyncStatus.CURRENT, SyncStatus.SYNCED, SyncStatus.PUSHED})
 
 
 @dataclass(frozen=True)
 class SyncResult:
     root: str
-    status: str
+    status: SyncStatus
     message: str
     head: str | None = None
     upstream: str | None = None
@@ -35,8 +41,6 @@ class SyncResult:
     operation_id: str | None = None
     duration_ms: int = 0
     dry_run: bool = False
-    plan: str | None = None
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def ok(self) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.redaction import redact
-from memsync.transports import gitparse as P
+from memsync.transports import gitparse
 from memsync.transports.gitconfig import (
     ConfigEntry,
     config_env,
@@ -91,8 +91,6 @@ _KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRAR
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
-last_line = P.last_line
-fsck_findings = P.fsck_findings
 
 # Lines git adds to every failed connection whatever the cause: they bury the cause.
 _BOILERPLATE = (
@@ -117,7 +115,7 @@ def cause(text: str, limit: int = 400) -> str:
             continue
         if stripped not in kept:
             kept.append(stripped)
-    joined = "; ".join(kept) if kept else P.last_line(text)
+    joined = "; ".join(kept) if kept else gitparse.last_line(text)
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
@@ -295,7 +293,7 @@ class Git:
             "--ignore-submodules=none",
             env={"GIT_OPTIONAL_LOCKS": "1"} if refresh else None,
         ).stdout
-        return P.parse_status_v2(raw)
+        return gitparse.parse_status_v2(raw)
 
     def status(self) -> list[StatusEntry]:
         return list(self.work_state().entries)
@@ -382,15 +380,14 @@ class Git:
         args += [f"^{exclude}" for exclude in excludes if exclude]
         return self.run(*args).stdout.decode("ascii").split()
 
-    def count(self, include: str, exclude: str) -> int:
-        return int(self.out("rev-list", "--count", include, f"^{exclude}"))
-
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
 
     def ls_tree(self, rev: str) -> dict[str, Entry]:
         """Every leaf of a commit's tree with mode, size and object id."""
-        return P.parse_ls_tree(self.run("ls-tree", "-r", "-z", "-l", "--full-tree", rev).stdout)
+        return gitparse.parse_ls_tree(
+            self.run("ls-tree", "-r", "-z", "-l", "--full-tree", rev).stdout
+        )
 
     def tree_view(self, rev: str) -> TreeView:
         return TreeView(self.ls_tree(rev), GitBlobs(self))
@@ -416,10 +413,10 @@ class Git:
         if exclude:
             args.append(f"^{exclude}")
         raw = self.run(*args).stdout
-        records = P.parse_log_raw(raw)
+        records = gitparse.parse_log_raw(raw)
         commits = len(set(re.findall(rb"\x01([0-9a-f]+)", raw)))
         sizes = self.blob_sizes([oid for *_, oid in records if oid is not None])
-        return commits, P.changes_from(records, sizes)
+        return commits, gitparse.changes_from(records, sizes)
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
         raw = self.run(
@@ -433,7 +430,7 @@ class Git:
             old,
             new,
         ).stdout
-        return tuple(sorted(P.decode_path(p) for p in raw.split(b"\0") if p))
+        return tuple(sorted(gitparse.decode_path(p) for p in raw.split(b"\0") if p))
 
     def tree_diff(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status letter, path) for every path that differs: A added, D deleted, M, T."""
@@ -450,7 +447,7 @@ class Git:
         ).stdout
         fields = raw.split(b"\0")
         return [
-            (fields[i].decode("ascii")[:1], P.decode_path(fields[i + 1]))
+            (fields[i].decode("ascii")[:1], gitparse.decode_path(fields[i + 1]))
             for i in range(0, len(fields) - 1, 2)
         ]
 
@@ -463,7 +460,7 @@ class Git:
             "--batch-check=%(objectname) %(objecttype) %(objectsize)",
             input=("\n".join(wanted) + "\n").encode("ascii"),
         ).stdout
-        return P.parse_batch_check(raw)
+        return gitparse.parse_batch_check(raw)
 
     def read_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
         wanted = sorted(set(oids))
@@ -472,7 +469,7 @@ class Git:
         raw = self.run(
             "cat-file", "--batch", input=("\n".join(wanted) + "\n").encode("ascii")
         ).stdout
-        return P.parse_batch(raw)
+        return gitparse.parse_batch(raw)
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""
@@ -482,7 +479,7 @@ class Git:
             "hash-object",
             "--no-filters",
             "--stdin-paths",
-            input=b"".join(P.encode_path(p) + b"\n" for p in paths),
+            input=b"".join(gitparse.encode_path(p) + b"\n" for p in paths),
         ).stdout
         return dict(zip(paths, raw.decode("ascii").split(), strict=True))
 
@@ -491,7 +488,7 @@ class Git:
         raw = self.run(
             "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"
         ).stdout
-        return sorted({P.decode_path(p) for p in raw.split(b"\0") if p})
+        return sorted({gitparse.decode_path(p) for p in raw.split(b"\0") if p})
 
     def read_stage(self, path: str, stage: int) -> bytes | None:
         """The bytes of `path` at an index stage (1 base, 2 ours, 3 theirs), None if absent."""
@@ -503,7 +500,7 @@ class Git:
 
     def refs(self, prefix: str) -> dict[str, str]:
         raw = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix).stdout
-        return P.parse_refs(raw)
+        return gitparse.parse_refs(raw)
 
     def identity_config(self) -> list[tuple[str, str]]:
         """The committer for merge commits: the root's own identity, else memsync's."""
@@ -540,7 +537,7 @@ class Git:
         text = result.stderr
         if "couldn't find remote ref" in text.lower():
             return FetchOutcome.MISSING_BRANCH, text
-        if P.looks_like_bad_objects(text):
+        if gitparse.looks_like_bad_objects(text):
             return FetchOutcome.BAD_OBJECTS, text
         return FetchOutcome.UNREACHABLE, text
 
@@ -712,6 +709,3 @@ def _packed_ref(path: Path, ref: str) -> str | None:
         if line.endswith(wanted) and not line.startswith((b"#", b"^")):
             return line[: -len(wanted)].decode("ascii", "replace")
     return None
-
-
-decode_path = P.decode_path

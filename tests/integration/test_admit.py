@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.roots import journal as J
+from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, AlreadyDone, DryRun, Invalid, Published
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.layout import RootLayout
@@ -26,9 +26,9 @@ def _made_aside(root: Path, files: dict[str, str]) -> tuple[str, str]:
     return start, candidate
 
 
-def _admitter(team: Team) -> tuple[Admitter, J.Journal]:
+def _admitter(team: Team) -> tuple[Admitter, journal.Journal]:
     layout = RootLayout.for_root(team.bob.state_dir, "bob")
-    records = J.Journal(layout.journal_dir)
+    records = journal.Journal(layout.journal_dir)
     return Admitter(Git(team.bob.path), records, layout, SyncPolicy()), records
 
 
@@ -43,11 +43,11 @@ def test_any_kind_is_admitted_once_per_key(team: Team) -> None:
     admitter, records = _admitter(team)
     staged: list[str] = []
 
-    def stage(op: J.Operation, worktree: Path) -> str:
+    def stage(op: journal.Operation, worktree: Path) -> str:
         staged.append(op.id)
         return candidate
 
-    key = J.operation_key("insight", start, None, "turn-1")
+    key = journal.operation_key("insight", start, None, "turn-1")
     admission = Admission("insight", "main", start, key=key, once=True)
     first = admitter.admit(admission, stage, _valid(admitter.git))  # type: ignore[arg-type]
     assert isinstance(first, Published) and first.files == ("insight_logs/2026.md",)
@@ -90,14 +90,14 @@ def test_an_invalid_candidate_settles_failed_and_leaves_the_root(team: Team) -> 
     assert snapshot(team.bob.path) == before
     assert records.done("k2") is None and records.unsettled() == []
     settled = records.load(outcome.operation_id)
-    assert settled is not None and settled.phase == J.FAILED and settled.kind == "insight"
+    assert settled is not None and settled.phase == journal.FAILED and settled.kind == "insight"
 
 
 def test_an_exception_while_staging_settles_the_record(team: Team) -> None:
     admitter, records = _admitter(team)
     start = git(team.bob.path, "rev-parse", "HEAD")
 
-    def explode(op: J.Operation, worktree: Path) -> str | MergeFailed:
+    def explode(op: journal.Operation, worktree: Path) -> str | MergeFailed:
         raise RuntimeError("the executor crashed")
 
     with pytest.raises(RuntimeError):
