@@ -6,6 +6,12 @@ from YAML, the models and the cross-field checks, are raised together as one `Co
 whose `problems` are `Located(location, message, line)`; `location` is dotted
 (`roots.personal.sync.interval`, `roots.personal.publish[0].token`) and empty for
 problems with the whole document.
+
+A config file is also untrusted input that every command reads, so what YAML could make
+expensive is refused before anything is built: files over `MAX_CONFIG_BYTES`, anchors and
+aliases (a few hundred bytes of nested aliases expand to billions of nodes; a memsync
+config has no use for them), nesting deeper than `MAX_DEPTH`, and explicit tags other than
+the core ones (`!!python/...` and friends would be refused by safe loading anyway).
 """
 
 from __future__ import annotations
@@ -25,8 +31,13 @@ from memsync.config.schema import TAGS, Config, Loc, reference_problems
 from memsync.errors import ConfigError, Located
 
 CONFIG_ENV = "MEMSYNC_CONFIG"
+MAX_CONFIG_BYTES = 1024 * 1024  # a real config is a few KiB; parsing 1 MiB takes seconds
+MAX_DEPTH = 32  # the schema nests 6 levels; PyYAML's composer recurses once per level
+_CORE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
+)
 SYSTEM_CONFIG = Path("/etc/memsync/config.yaml")
-_HINT = "fix the problems listed; `memsync config sample` prints a valid example"
+_HINT = "`memsync config sample` prints a valid example"
 
 Lines = dict[Loc, int]
 
@@ -52,7 +63,8 @@ def load_config(path: Path | str) -> Config:
     """Read and validate one config file; relative paths in it are relative to its directory."""
     path = Path(path).expanduser()
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # never more than the cap, whatever `path` is
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError as exc:
         raise ConfigError(
             f"config file {path} does not exist",
@@ -63,6 +75,12 @@ def load_config(path: Path | str) -> Config:
         raise ConfigError(
             f"cannot read config file {path}: {exc.strerror}", source=str(path)
         ) from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB",
+            source=str(path),
+            hint="a memsync config is a few KiB; check that --config names the right file",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -113,17 +131,72 @@ def _error(problems: list[Located], source: str) -> ConfigError:
     )
 
 
+class _Refused(Exception):
+    """A construct the config loader does not accept, at a line."""
+
+    def __init__(self, message: str, mark: object) -> None:
+        super().__init__(message)
+        self.message = message
+        line = getattr(mark, "line", None)
+        self.line = line + 1 if isinstance(line, int) else None
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe loading that refuses anchors, aliases, deep nesting and non-core tags while
+    composing, so nothing is expanded or built from them."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            raise _Refused(
+                f"YAML alias *{event.anchor} is not allowed{_NO_ANCHORS}", event.start_mark
+            )
+        if isinstance(event, yaml.NodeEvent) and event.anchor is not None:
+            raise _Refused(
+                f"YAML anchor &{event.anchor} is not allowed{_NO_ANCHORS}", event.start_mark
+            )
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag != "!" and tag not in _CORE_TAGS:
+            shown = tag.replace("tag:yaml.org,2002:", "!!", 1)
+            raise _Refused(
+                f"YAML tag {shown} is not allowed (a config holds plain values)", event.start_mark
+            )
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:  # `1` x 5000, `2024-13-45`
+            reason = str(exc).split(";", 1)[0]
+            raise _Refused(f"cannot read the value: {reason}", node.start_mark) from exc
+
+
+_NO_ANCHORS = ": a memsync config has no use for anchors and aliases; write the value out"
+
+
 def _parse_yaml(text: str) -> tuple[object, Lines, list[Located]]:
     """The data (None on a syntax error), the line of every location, duplicate keys."""
-    loader = yaml.SafeLoader(text)
+    loader = _ConfigLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None, {}, []
         lines: Lines = {(): node.start_mark.line + 1}
         problems: list[Located] = []
-        _walk(node, (), lines, problems, set(), merged=False)
+        _walk(node, (), lines, problems, merged=False)
         return loader.construct_document(node), lines, problems
+    except _Refused as exc:
+        return None, {}, [Located("", exc.message, exc.line)]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = ": ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
@@ -140,14 +213,10 @@ def _walk(
     path: Loc,
     lines: Lines,
     problems: list[Located],
-    active: set[int],
     *,
     merged: bool,
 ) -> None:
     """Record the line of every key and list item; report duplicate keys."""
-    if id(node) in active:  # a recursive alias: nothing new below
-        return
-    active.add(id(node))
     if isinstance(node, yaml.MappingNode):
         first: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -158,7 +227,7 @@ def _walk(
                     value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 )
                 for merge in merges:
-                    _walk(merge, path, lines, problems, active, merged=True)
+                    _walk(merge, path, lines, problems, merged=True)
                 continue
             key, line = key_node.value, key_node.start_mark.line + 1
             child = (*path, key)
@@ -171,13 +240,12 @@ def _walk(
                 lines.setdefault(child, line)
             else:
                 lines[child] = line
-            _walk(value_node, child, lines, problems, active, merged=merged)
+            _walk(value_node, child, lines, problems, merged=merged)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*path, index)
             lines[child] = item.start_mark.line + 1
-            _walk(item, child, lines, problems, active, merged=merged)
-    active.discard(id(node))
+            _walk(item, child, lines, problems, merged=merged)
 
 
 def _line(lines: Lines, loc: Loc) -> int | None:

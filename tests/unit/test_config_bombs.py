@@ -1,0 +1,129 @@
+"""Config files as hostile input: alias bombs, deep nesting, tags, huge values and files.
+
+Every command loads the config, so none of these may cost more than reading the file: each
+is refused with one located problem (exit 2), before anything is expanded or built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsync.config import load_config, load_config_text
+from memsync.config.load import MAX_CONFIG_BYTES, MAX_DEPTH
+from memsync.errors import ConfigError, Located
+
+
+def billion_laughs(levels: int = 9) -> str:
+    """The classic: 9 levels of 9 aliases each, 9**9 (387 million) strings once expanded."""
+    lines = ["version: 1", 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [{','.join([f'*a{level - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+def refused(text: str) -> Located:
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(text, Path("/cfg"), "config.yaml")
+    assert len(caught.value.problems) == 1, caught.value.problems
+    return caught.value.problems[0]
+
+
+def test_alias_bombs_are_refused_before_any_expansion() -> None:
+    # In this process only a small bomb (9**5 strings): should the guard break, it costs a
+    # fraction of a second to fail, not all the memory there is. The full one runs in a
+    # memory-capped child below.
+    problem = refused(billion_laughs(levels=5))
+    assert problem == Located(
+        "",
+        "YAML anchor &a0 is not allowed: a memsync config has no use for anchors and "
+        "aliases; write the value out",
+        2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("version: 1\nstate_dir: &s /x\n", 2, "anchor &s"),
+        ("version: 1\nstate_dir: *s\n", 2, "alias *s"),
+        ("version: 1\nroots:\n  a: &r {path: /a}\n  b: {<<: *r, path: /b}\n", 3, "anchor &r"),
+        ("version: 1\nroots: &self {a: *self}\n", 2, "anchor &self"),
+    ],
+)
+def test_anchors_and_aliases_are_refused(text: str, line: int, words: str) -> None:
+    problem = refused(text)
+    assert (problem.location, problem.line) == ("", line)
+    assert words in problem.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "version: 1\nx: " + "[" * 10_000 + "]" * 10_000 + "\n",
+        "version: 1\nx: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n",
+        "version: 1\n" + "".join(f"{' ' * depth}k{depth}:\n" for depth in range(2_000)),
+    ],
+    ids=["flow-lists", "flow-maps", "block-maps"],
+)
+def test_deep_nesting_is_refused(text: str) -> None:
+    problem = refused(text)
+    assert problem.message == f"nested more than {MAX_DEPTH} levels deep"
+    assert problem.line is not None
+
+
+def test_nesting_the_schema_needs_is_fine() -> None:
+    text = (
+        "version: 1\nroots:\n  a:\n    path: /a\n    publish:\n      - view: v\n"
+        "        hub: https://hub.example\n        token: {env: T}\n        key: {file: /k}\n"
+    )
+    config = load_config_text(text, Path("/cfg"))
+    assert config.roots["a"].publish[0].key.ref == "/k"
+
+
+def test_python_tags_never_run(tmp_path: Path) -> None:
+    made = tmp_path / "made-by-yaml"
+    for text in (
+        f"version: 1\nx: !!python/object/apply:os.mkdir [{str(made)!r}]\n",
+        f"version: 1\nx: !!python/name:os.mkdir {made}\n",
+        f"version: !!python/object/apply:os.mkdir [{str(made)!r}]\n",
+    ):
+        problem = refused(text)
+        assert "is not allowed (a config holds plain values)" in problem.message
+        assert problem.message.startswith("YAML tag !!python/")
+    assert not made.exists()
+
+
+@pytest.mark.parametrize("tag", ["!!binary aGk=", "!!set {a}", "!!timestamp 2024-01-01", "!mine x"])
+def test_other_tags_are_refused(tag: str) -> None:
+    problem = refused(f"version: 1\nstate_dir: {tag}\n")
+    assert (problem.line, problem.location) == (2, "")
+    assert "is not allowed" in problem.message
+
+
+def test_core_tags_are_plain_values() -> None:
+    config = load_config_text("version: !!int 1\nstate_dir: !!str /s\n", Path("/cfg"))
+    assert config.state_dir == Path("/s")
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("1" * 5000, "Exceeds the limit"), ("2024-13-45", "month must be in 1..12")],
+    ids=["huge-int", "impossible-date"],
+)
+def test_values_python_cannot_build_are_problems(value: str, words: str) -> None:
+    problem = refused(f"version: 1\nhttp:\n  listen: {value}\n")
+    assert problem.line == 3
+    assert problem.message.startswith("cannot read the value: ")
+    assert words in problem.message
+
+
+def test_files_over_the_cap_are_not_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"version: 1\n" + b"#" * MAX_CONFIG_BYTES + b"\n")
+    with pytest.raises(ConfigError, match=r"is larger than 1024 KiB"):
+        load_config(big)
+    # An endless "file" is read up to the cap, not until memory runs out.
+    with pytest.raises(ConfigError, match=r"is larger than 1024 KiB"):
+        load_config(Path("/dev/zero"))
