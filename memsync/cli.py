@@ -25,11 +25,24 @@ from memsync.clikit import (
     EXIT_VERDICT,
     App,
     emit,
+    emitted,
 )
 from memsync.config import find_config_path, format_problem, load_config, settings_from
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sample import SAMPLE
-from memsync.errors import ConfigError, GitError, MemsyncError, UsageError
+from memsync.config.statedir import check_state_dir
+from memsync.errors import (
+    ConfigError,
+    GitError,
+    GitMissing,
+    GitTimeout,
+    LockBusy,
+    MemsyncError,
+    RootError,
+    SecretError,
+    StateDirError,
+    UsageError,
+)
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
@@ -46,6 +59,12 @@ from memsync.wire import (
     SyncReport,
     SyncResultModel,
     ValidateReport,
+)
+from memsync.wire.cli import (
+    ConfigValidateReport,
+    ErrorDetail,
+    ErrorProblem,
+    ErrorReport,
 )
 
 log = logging.getLogger("memsync")
@@ -110,7 +129,8 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     every local commit is validated before it is pushed; a refusal leaves the root as it was.
     """
     _setup_logging(debug)
-    ctx.obj = App(config_path, debug)
+    app = ctx.ensure_object(App)
+    app.config_path, app.debug = config_path, debug
 
 
 # -- init ------------------------------------------------------------------------------------
@@ -319,14 +339,37 @@ def config() -> None:
 
 @config.command("validate")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_obj
-def config_validate(app: App, path: Path | None) -> int:
-    """Check a config file and report every problem at once."""
+def config_validate(app: App, path: Path | None, as_json: bool) -> int:
+    """Check a config file and report every problem at once.
+
+    A valid file whose state_dir this user cannot create or write is still valid (the
+    daemon may run as another user) but draws a warning: memsync commands run as this user
+    would stop with exit 2.
+    """
     target = path or find_config_path(app.config_path)
     if target is None:
         raise ConfigError("no configuration file found", hint="pass the file's PATH")
     settings = settings_from(load_config(target), target)
-    click.echo(f"{target}: valid ({len(settings.roots)} root(s))")
+    warnings: list[str] = []
+    try:
+        check_state_dir(settings.state_dir)
+    except StateDirError as exc:
+        warnings.append(f"{exc.message} (memsync commands run as this user stop with exit 2)")
+    if as_json:
+        report = ConfigValidateReport(
+            valid=True,
+            path=str(target),
+            roots=len(settings.roots),
+            views=len(settings.views),
+            warnings=warnings,
+        )
+        _emit(report)
+    else:
+        click.echo(f"{target}: valid ({len(settings.roots)} root(s))")
+        for warning in warnings:
+            click.echo(f"memsync: warning: {warning}", err=True)
     return EXIT_OK
 
 
@@ -339,14 +382,36 @@ def config_sample() -> int:
 
 # -- errors, rendered in one place ---------------------------------------------------------
 
+# The `code` of the JSON error document, by error class (first match wins).
+_ERROR_CODES: tuple[tuple[type[BaseException], str], ...] = (
+    (StateDirError, "state-dir-unusable"),
+    (SecretError, "secret-unavailable"),
+    (ConfigError, "config-invalid"),
+    (RootError, "root-unusable"),
+    (GitMissing, "git-missing"),
+    (UsageError, "usage"),
+    (click.UsageError, "usage"),
+    (LockBusy, "busy"),
+    (GitTimeout, "git-timeout"),
+    (GitError, "git-failed"),
+    (MemsyncError, "failed"),
+)
+_INTERNAL_HINT = "rerun with --debug for a traceback, and please report it"
+
 
 def render_error(exc: BaseException, debug: bool) -> int:
-    if isinstance(exc, ConfigError):
+    """Say on stderr what failed and what to do, in one line (a configuration error with
+    several problems: one line each); return the exit code."""
+    if isinstance(exc, ConfigError) and len(exc.problems) > 1:
         click.echo(f"memsync: {exc.message}", err=True)
         for problem in exc.problems:
             click.echo(f"  {format_problem(problem, exc.source)}", err=True)
         if exc.hint:
             click.echo(f"  next: {exc.hint}", err=True)
+        return exc.exit_code
+    if isinstance(exc, ConfigError) and exc.problems:
+        hint = f"; {exc.hint}" if exc.hint else ""
+        click.echo(f"memsync: {format_problem(exc.problems[0], exc.source)}{hint}", err=True)
         return exc.exit_code
     if isinstance(exc, MemsyncError):
         hint = f"; {exc.hint}" if exc.hint else ""
@@ -357,32 +422,62 @@ def render_error(exc: BaseException, debug: bool) -> int:
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     click.echo(
-        f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} "
-        "(rerun with --debug for a traceback, and please report it)",
+        f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} ({_INTERNAL_HINT})",
         err=True,
     )
     return EXIT_INTERNAL
 
 
-def main(argv: Sequence[str] | None = None) -> NoReturn:
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    try:
-        code = cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="memsync",
-            standalone_mode=False,
+def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
+    """The JSON error document a `--json` command prints on stdout when it fails."""
+    if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
+        detail = ErrorDetail(
+            code="interrupted", message="interrupted", hint=None, exit_code=exit_code
         )
+        return ErrorReport(error=detail)
+    code = next((c for kind, c in _ERROR_CODES if isinstance(exc, kind)), "internal")
+    if isinstance(exc, MemsyncError):
+        message, hint = redact(exc.message), exc.hint
+    elif isinstance(exc, click.ClickException):
+        message, hint = exc.format_message(), "see `memsync --help`"
+    else:
+        message = f"internal error: {type(exc).__name__}: {redact(str(exc))}"
+        hint = _INTERNAL_HINT
+    detail = ErrorDetail(code=code, message=message, hint=hint, exit_code=exit_code)
+    if isinstance(exc, ConfigError):
+        problems = [
+            ErrorProblem(location=p.location, line=p.line, message=p.message) for p in exc.problems
+        ]
+        detail = detail.model_copy(update={"source": exc.source, "problems": problems})
+    if isinstance(exc, StateDirError):
+        detail = detail.model_copy(update={"path": exc.path})
+    return ErrorReport(error=detail)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    args = list(argv) if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
+    # Like --debug, read from argv: the error may come before or during click's parsing.
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+    app = App()
+    failure: BaseException | None = None
+    try:
+        code = cli.main(args=args, prog_name="memsync", standalone_mode=False, obj=app)
         code = code if isinstance(code, int) else EXIT_OK
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, click.exceptions.Abort) as exc:
         click.echo("memsync: interrupted", err=True)
-        code = EXIT_INTERRUPTED
+        code, failure = EXIT_INTERRUPTED, exc
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        failure = exc
     except Exception as exc:
-        code = render_error(exc, debug)
+        failure = app.translate(exc)
+        code = render_error(failure, debug)
+    if failure is not None and as_json and not emitted():
+        click.echo(error_document(failure, code).model_dump_json())
     sys.stdout.flush()
     sys.exit(code)
 

@@ -60,6 +60,19 @@ class SecretError(ConfigError):
     """A secret reference could not be resolved (the secret itself is never shown)."""
 
 
+class StateDirError(ConfigError):
+    """The state directory cannot be created or written (`path`, and the OS's `cause`).
+
+    A configuration error, not an internal one: the fix is to point `state_dir` at a
+    directory this user can write, or to repair the one configured.
+    """
+
+    def __init__(self, path: str, cause: str, *, hint: str | None = None) -> None:
+        super().__init__(f"state dir {path} is unusable: {cause}", hint=hint)
+        self.path = path
+        self.cause = cause
+
+
 class RootError(UsageError):
     """A memory root path is unusable for the requested command (init, validate)."""
 

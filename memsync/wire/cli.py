@@ -178,3 +178,38 @@ class ViewPublishReport(_Wire):
     revision: int
     package_sha256: str
     message: str
+
+
+class ConfigValidateReport(_Wire):
+    """`config validate --json`: the file is valid; `warnings` name what still stands in the
+    way of running as this user (an unusable state dir)."""
+
+    valid: bool
+    path: str
+    roots: int
+    views: int
+    warnings: list[str]
+
+
+class ErrorProblem(_Wire):
+    """One configuration problem: dotted `location` ("" for the whole file), file line."""
+
+    location: str
+    line: int | None
+    message: str
+
+
+class ErrorDetail(_Wire):
+    code: str  # config-invalid, state-dir-unusable, secret-unavailable, usage, git-..., internal
+    message: str
+    hint: str | None
+    exit_code: int
+    source: str | None = None  # the config file a configuration error is about
+    path: str | None = None  # the path an error is about (the state dir)
+    problems: list[ErrorProblem] = []
+
+
+class ErrorReport(_Wire):
+    """What a `--json` command prints on stdout when it fails with exit 2, 3 or 130."""
+
+    error: ErrorDetail

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import textwrap
 import types
 import typing
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,7 +28,8 @@ from memsync.config import (
     settings_from,
 )
 from memsync.config.schema import TAGS, CommandRole, GitSource, HttpSource, OpenAIRole
-from memsync.errors import ConfigError, Located, SecretError
+from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
+from memsync.errors import ConfigError, Located, SecretError, StateDirError
 
 KEY = "ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"
 KEY2 = "ed25519:" + "A" * 42 + "E"
@@ -757,3 +762,91 @@ def test_load_config_names_the_file(tmp_path: Path) -> None:
     assert format_problem(caught.value.problems[0], caught.value.source) == (
         f"{path}:2: roots.a.sync.interval: invalid duration '60x' (use <int><ms|s|m|h|d>, e.g. 60s)"
     )
+
+
+# --- the state dir ------------------------------------------------------------------------
+
+
+def test_ensure_state_dir_creates_a_private_directory(tmp_path: Path) -> None:
+    state = tmp_path / "a" / "b" / "state"
+    assert ensure_state_dir(state) == state
+    assert state.is_dir()
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert list(state.iterdir()) == []  # the probe file is gone
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    ensure_state_dir(loose)
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("check", [ensure_state_dir, check_state_dir])
+def test_state_dir_under_a_file_names_path_and_cause(
+    tmp_path: Path, check: Callable[[Path], object]
+) -> None:
+    (tmp_path / "file").write_text("x")
+    state = tmp_path / "file" / "state"
+    with pytest.raises(StateDirError) as caught:
+        check(state)
+    assert caught.value.path == str(state)
+    assert caught.value.exit_code == 2
+    assert isinstance(caught.value, ConfigError)
+    assert caught.value.message == (
+        f"state dir {state} is unusable: it cannot be created: {tmp_path / 'file'} "
+        "is not a directory"
+    )
+    assert caught.value.hint is not None and "state_dir" in caught.value.hint
+
+
+@pytest.mark.parametrize("check", [ensure_state_dir, check_state_dir])
+def test_state_dir_that_is_a_file_or_holds_a_file_for_roots(
+    tmp_path: Path, check: Callable[[Path], object]
+) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StateDirError, match="it is not a directory"):
+        check(tmp_path / "file")
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "roots").write_text("x")
+    with pytest.raises(StateDirError, match=r"/state/roots is not a directory"):
+        check(tmp_path / "state")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(StateDirError, match="symbolic link to nothing"):
+        check(tmp_path / "dangling")
+
+
+def test_check_state_dir_creates_nothing(tmp_path: Path) -> None:
+    check_state_dir(tmp_path / "new" / "state")
+    assert not (tmp_path / "new").exists()
+    check_state_dir(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_state_dir_without_permission(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        with pytest.raises(StateDirError, match="this user may not create entries in"):
+            check_state_dir(locked / "state")
+        with pytest.raises(StateDirError, match="Permission denied"):
+            ensure_state_dir(locked / "state")
+        with pytest.raises(StateDirError, match="this user cannot write in it"):
+            check_state_dir(locked)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_oserrors_inside_the_state_dir_become_config_errors(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    inside = str(state / "roots" / "a" / "state.json")
+    full = OSError(errno.ENOSPC, "No space left on device", inside)
+    found = as_state_dir_error(full, state)
+    assert isinstance(found, StateDirError)
+    assert found.message == f"state dir {state} is unusable: No space left on device ({inside})"
+    renamed = OSError(errno.EACCES, "Permission denied", "/elsewhere", None, inside)
+    assert isinstance(as_state_dir_error(renamed, state), StateDirError)
+    # A missing file may be a bug, a path elsewhere is not the state dir's: both unchanged.
+    assert as_state_dir_error(FileNotFoundError(errno.ENOENT, "gone", inside), state) is None
+    elsewhere = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))
+    assert as_state_dir_error(elsewhere, state) is None
+    assert as_state_dir_error(ValueError("x"), state) is None

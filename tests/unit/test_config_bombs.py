@@ -6,6 +6,11 @@ is refused with one located problem (exit 2), before anything is expanded or bui
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +18,7 @@ import pytest
 from memsync.config import load_config, load_config_text
 from memsync.config.load import MAX_CONFIG_BYTES, MAX_DEPTH
 from memsync.errors import ConfigError, Located
+from memsync.wire.cli import ErrorReport
 
 
 def billion_laughs(levels: int = 9) -> str:
@@ -127,3 +133,43 @@ def test_files_over_the_cap_are_not_read(tmp_path: Path) -> None:
     # An endless "file" is read up to the cap, not until memory runs out.
     with pytest.raises(ConfigError, match=r"is larger than 1024 KiB"):
         load_config(Path("/dev/zero"))
+
+
+# The child caps its own address space: an unguarded bomb then dies (MemoryError) instead of
+# taking the machine's memory down with it.
+_CAPPED = (
+    "import resource, runpy, sys; cap = 2 * 1024**3; "
+    "resource.setrlimit(resource.RLIMIT_AS, (cap, cap)); "
+    "sys.argv[0] = 'memsync'; runpy.run_module('memsync', run_name='__main__')"
+)
+
+
+def memsync(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMSYNC_CONFIG": "", "XDG_CONFIG_HOME": "/nonexistent"}
+    return subprocess.run(
+        [sys.executable, "-c", _CAPPED, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_cli_refuses_a_bomb_in_one_line_at_once(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(billion_laughs())
+    started = time.monotonic()
+    done = memsync("config", "validate", str(bomb))
+    elapsed = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"memsync: {bomb}:2: YAML anchor &a0 is not allowed")
+    assert elapsed < 10  # start-up included; unguarded it never finishes within 60 s
+    status = memsync("--config", str(bomb), "status", "--json")
+    assert status.returncode == 2
+    report = ErrorReport.model_validate_json(status.stdout)
+    assert report.error.code == "config-invalid"
+    assert report.error.source == str(bomb)
+    assert [(p.line, p.location) for p in report.error.problems] == [(2, "")]
+    assert json.loads(status.stdout)["error"]["exit_code"] == 2
