@@ -45,6 +45,7 @@ from memsync.errors import (
 )
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.repoconfig import repo_config_problems
 from memsync.roots.result import SyncResult
 from memsync.roots.worktree import worktree_view
 from memsync.status import status_report
@@ -62,6 +63,8 @@ from memsync.wire import (
 )
 from memsync.wire.cli import (
     ConfigValidateReport,
+    DoctorCheck,
+    DoctorReport,
     ErrorDetail,
     ErrorProblem,
     ErrorReport,
@@ -193,26 +196,28 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     else:
         tree = worktree_view(path)
     report = validate_tree(tree, policy, default_graph_validator(enforce_capacity=True))
+    # The repository's own config is the root's too, whichever commit is checked.
+    problems = [*report.problems, *repo_config_problems(path)]
     out = ValidateReport(
-        valid=report.ok,
+        valid=not problems,
         root=str(path.absolute()),
         rev=rev,
         files=report.files,
         items=report.items,
-        problems=[ProblemModel.of(p) for p in report.problems],
+        problems=[ProblemModel.of(p) for p in problems],
     )
     if as_json:
         _emit(out)
     else:
         where = f"{path} at {rev}" if rev else str(path)
-        if report.ok:
+        if not problems:
             click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
         else:
-            click.echo(f"{where}: {len(report.problems)} problem(s)")
-            for p in report.problems:
+            click.echo(f"{where}: {len(problems)} problem(s)")
+            for p in problems:
                 loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
                 click.echo(f"  {p.code:<22} {loc}: {p.message}")
-    return EXIT_OK if report.ok else EXIT_VERDICT
+    return EXIT_VERDICT if problems else EXIT_OK
 
 
 # -- sync-now --------------------------------------------------------------------------------
@@ -378,6 +383,48 @@ def config_sample() -> int:
     """Print a commented sample configuration that validates."""
     click.echo(SAMPLE, nl=False)
     return EXIT_OK
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_obj
+def doctor(app: App, as_json: bool) -> int:
+    """Preflight: git, config, state dir, roots, secrets, keys, inotify, clock, disk, socket.
+
+    Exit 0 when no check failed, 1 when one did, 2 when the configuration does not load.
+    """
+    from memsync.doctor import diagnose  # noqa: PLC0415 - keeps start-up light
+
+    found = diagnose(app.config_path)
+    if as_json:
+        checks = [
+            DoctorCheck(
+                name=c.name, status=c.status, message=c.message, hint=c.hint, details=[*c.details]
+            )
+            for c in found.checks
+        ]
+        _emit(DoctorReport(ok=found.ok, checks=checks))
+    else:
+        for c in found.checks:
+            click.echo(f"{_MARKS[c.status]} {c.name}: {c.message}")
+            for line in c.details:
+                click.echo(f"     {line}")
+            if c.hint and c.status != "ok":
+                click.echo(f"     next: {c.hint}")
+        failed = sum(c.status == "fail" for c in found.checks)
+        warned = sum(c.status == "warn" for c in found.checks)
+        click.echo(
+            f"{failed} failed, {warned} warning(s), {len(found.checks) - failed - warned} ok"
+        )
+    if found.config_error:
+        return EXIT_USAGE
+    return EXIT_OK if found.ok else EXIT_VERDICT
+
+
+_MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
 # -- errors, rendered in one place ---------------------------------------------------------

@@ -191,6 +191,19 @@ class ConfigValidateReport(_Wire):
     warnings: list[str]
 
 
+class DoctorCheck(_Wire):
+    name: str
+    status: str  # "ok" | "warn" | "fail"
+    message: str
+    hint: str | None
+    details: list[str] = []
+
+
+class DoctorReport(_Wire):
+    ok: bool
+    checks: list[DoctorCheck]
+
+
 class ErrorProblem(_Wire):
     """One configuration problem: dotted `location` ("" for the whole file), file line."""
 

@@ -1,0 +1,397 @@
+"""`memsync doctor`: preflight checks of everything a daemon needs, each a plain result.
+
+Every check returns a `Check` (name, `ok`/`warn`/`fail`, message, hint); `diagnose` runs
+them in a fixed order and the CLI renders the list. Checks only look: the state dir is not
+created (doctor may run as another user than the daemon), secrets are resolved but never
+shown, the roots' own Git config is reported, never run. Git runs only through the git box.
+
+Check names are stable for scripts: `git`, `config`, `state-dir`, `roots.<name>`,
+`roots.<name>.repo-config`, the dotted config location of each secret and key
+(`roots.<name>.publish[0].key`, `views.<name>.source.token`), `views.<name>.trust`,
+`inotify`, `clock`, `disk`, `socket`, `systemd`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel
+
+from memsync import timefmt
+from memsync.config import find_config_path, format_problem, load_config, settings_from
+from memsync.config.model import RootSettings, Settings
+from memsync.config.schema import Config
+from memsync.config.secrets import SecretRef, resolve
+from memsync.config.statedir import check_state_dir
+from memsync.errors import ConfigError, MemsyncError
+from memsync.roots.repoconfig import repo_config_problems
+from memsync.transports.git import Git
+from memsync.views.keys import load_private_key, parse_public_key, public_key_text
+
+Status = Literal["ok", "warn", "fail"]
+OK: Status = "ok"
+WARN: Status = "warn"
+FAIL: Status = "fail"
+
+MIN_GIT = (2, 38)
+MIN_YEAR = 2024  # before this, every signature and expiry check is wrong
+DISK_FAIL = 64 * 1024**2
+DISK_WARN = 512 * 1024**2
+SOCKET_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
+WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
+_COUNT_LIMIT = 1_000_000  # stop counting directories here: the answer is already "too many"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    message: str
+    hint: str | None = None
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    checks: tuple[Check, ...]
+    config_error: bool  # the configuration could not be loaded (exit 2)
+
+    @property
+    def ok(self) -> bool:
+        return not self.config_error and all(c.status != FAIL for c in self.checks)
+
+
+def diagnose(config_path: str | None, *, now: datetime | None = None) -> Diagnosis:
+    """Run every check. `config_path` is `--config` (None: the usual lookup)."""
+    checks = [check_git()]
+    config_check, config, settings = load(config_path)
+    checks.append(config_check)
+    if config is not None and settings is not None:
+        checks.append(check_state(settings.state_dir))
+        for root in settings.roots:
+            checks += check_root(root)
+        checks += check_secrets(config)
+        checks += check_trust(config)
+        checks.append(check_inotify(settings, WATCHES_FILE))
+    checks.append(check_clock(now or timefmt.now()))
+    if settings is not None:
+        checks.append(check_disk(settings.state_dir))
+        checks.append(check_socket(settings.control_socket))
+    checks.append(check_systemd(os.environ))
+    return Diagnosis(tuple(checks), config_error=config is None)
+
+
+# -- git and config ------------------------------------------------------------------------
+
+
+def check_git() -> Check:
+    try:
+        done = Git(Path("/"), timeout=30).run("--version", check=False)
+    except MemsyncError as exc:
+        return Check("git", FAIL, exc.message, exc.hint)
+    text = done.stdout.decode("utf-8", "replace").strip()
+    found = re.match(r"git version (\d+)\.(\d+)", text)
+    if done.returncode != 0 or found is None:
+        return Check("git", FAIL, f"`git --version` answered {text or done.stderr!r}")
+    version = (int(found.group(1)), int(found.group(2)))
+    if version < MIN_GIT:
+        wanted = ".".join(map(str, MIN_GIT))
+        return Check("git", FAIL, f"{text} is too old", f"install git {wanted} or newer")
+    return Check("git", OK, text)
+
+
+def load(config_path: str | None) -> tuple[Check, Config | None, Settings | None]:
+    """The config check, and the config when it loads."""
+    path = find_config_path(config_path)
+    if path is None:
+        hint = "write one with `memsync config sample`, or pass --config PATH"
+        return Check("config", FAIL, "no configuration file found", hint), None, None
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        details = tuple(format_problem(p, exc.source) for p in exc.problems)
+        return Check("config", FAIL, exc.message, exc.hint, details), None, None
+    settings = settings_from(config, path)
+    message = f"{path}: {len(settings.roots)} root(s), {len(settings.views)} view(s)"
+    return Check("config", OK, message), config, settings
+
+
+def check_state(state_dir: Path) -> Check:
+    try:
+        check_state_dir(state_dir)
+    except ConfigError as exc:
+        return Check("state-dir", FAIL, exc.message, exc.hint)
+    made = "" if state_dir.is_dir() else " (created on first use)"
+    return Check("state-dir", OK, f"{state_dir} is writable{made}")
+
+
+# -- roots ------------------------------------------------------------------------------------
+
+
+def check_root(root: RootSettings) -> list[Check]:
+    """The root's work tree, branch and remote; then its repository config."""
+    name, path = f"roots.{root.name}", root.path
+    fix_path = f"fix {name}.path, or create the root with `memsync init {path}`"
+    if not path.is_dir():
+        return [Check(name, FAIL, f"{path} does not exist or is not a directory", fix_path)]
+    git = Git(path, timeout=root.timeout.total_seconds())
+    if git.git_dir() is None:
+        return [Check(name, FAIL, f"{path} is not the top level of a Git work tree", fix_path)]
+    try:
+        return [_root_state(root, git), *_repo_config(root)]
+    except MemsyncError as exc:
+        return [Check(name, FAIL, exc.message, exc.hint)]
+    except OSError as exc:
+        return [Check(name, FAIL, f"cannot read {path}: {exc.strerror or exc}")]
+
+
+def _root_state(root: RootSettings, git: Git) -> Check:
+    name, path = f"roots.{root.name}", root.path
+    branch = git.current_branch()
+    if branch is None:
+        return Check(name, FAIL, f"{path}: HEAD is detached", "check out the root's branch")
+    if root.branch is not None and branch != root.branch:
+        return Check(
+            name,
+            FAIL,
+            f"{path}: branch {root.branch} is configured but {branch} is checked out",
+            f"run `git -C {path} switch {root.branch}`, or fix {name}.branch",
+        )
+    if not root.sync_enabled:
+        return Check(name, OK, f"{path}: on branch {branch} (sync is off)")
+    if git.remote_url(root.remote) is None:
+        return Check(
+            name,
+            FAIL,
+            f"{path}: has no remote {root.remote}",
+            f"run `git -C {path} remote add {root.remote} URL`, or fix {name}.sync.remote",
+        )
+    return Check(name, OK, f"{path}: on branch {branch}, remote {root.remote}")
+
+
+def _repo_config(root: RootSettings) -> list[Check]:
+    name = f"roots.{root.name}.repo-config"
+    found = repo_config_problems(root.path)
+    if not found:
+        return [Check(name, OK, "names no programs (filters, drivers, helpers, signers)")]
+    return [
+        Check(
+            name,
+            FAIL,
+            f"{p.path or root.path}{f':{p.line}' if p.line else ''}: {p.message}",
+            "memsync never runs it; remove the setting from the root's Git config",
+        )
+        for p in found
+    ]
+
+
+# -- secrets and keys -------------------------------------------------------------------------
+
+
+def secret_refs(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, SecretRef]]:
+    """Every secret reference in a validated config, with its dotted location."""
+    for field in type(model).model_fields:
+        yield from _refs(getattr(model, field), f"{prefix}.{field}" if prefix else field)
+
+
+def _refs(value: object, where: str) -> Iterator[tuple[str, SecretRef]]:
+    if isinstance(value, SecretRef):
+        yield where, value
+    elif isinstance(value, BaseModel):
+        yield from secret_refs(value, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _refs(item, f"{where}.{key}")
+    elif isinstance(value, tuple | list):
+        for index, item in enumerate(value):
+            yield from _refs(item, f"{where}[{index}]")
+
+
+def check_secrets(config: Config) -> list[Check]:
+    """Each secret resolves (its value is read, never shown); signing keys also parse."""
+    checks = []
+    for where, ref in secret_refs(config):
+        if where.startswith("roots.") and ".publish[" in where and where.endswith(".key"):
+            checks.append(check_signing_key(where, ref))
+            continue
+        try:
+            resolve(ref)
+        except ConfigError as exc:
+            checks.append(Check(where, FAIL, exc.message, exc.hint))
+            continue
+        if ref.kind == "value":
+            hint = "use {env: NAME}, {file: PATH} or {credential: NAME} outside tests"
+            checks.append(Check(where, WARN, "inline secret value in the config", hint))
+        else:
+            checks.append(Check(where, OK, f"{ref.describe()} is readable"))
+    return checks
+
+
+def check_signing_key(where: str, ref: SecretRef) -> Check:
+    """A publish key: a file only its owner can read, holding an Ed25519 private key."""
+    try:
+        data = resolve(ref).encode("utf-8")  # names a missing file or variable properly
+        if ref.kind in ("file", "credential"):  # also: only its owner may read it
+            path = Path(ref.ref)
+            if ref.kind == "credential":  # resolve() checked $CREDENTIALS_DIRECTORY is set
+                path = Path(os.environ.get("CREDENTIALS_DIRECTORY", "")) / ref.ref
+            key = load_private_key(path)
+        else:
+            try:
+                parsed = serialization.load_pem_private_key(data, password=None)
+            except (ValueError, TypeError):
+                message = f"{ref.describe()} is not an unencrypted PEM private key"
+                return Check(where, FAIL, message, "create one with `memsync keys generate`")
+            if not isinstance(parsed, Ed25519PrivateKey):
+                return Check(where, FAIL, f"{ref.describe()} is not an Ed25519 key")
+            key = parsed
+    except MemsyncError as exc:
+        return Check(where, FAIL, exc.message, exc.hint)
+    return Check(where, OK, f"{ref.describe()}: signs as {public_key_text(key)}")
+
+
+def check_trust(config: Config) -> list[Check]:
+    """Pinned view keys parse as Ed25519 public keys; unsigned imports are flagged."""
+    checks = []
+    for name, view in config.views.items():
+        where, trust = f"views.{name}.trust", view.trust
+        try:
+            for key in trust.keys:
+                parse_public_key(key)
+        except MemsyncError as exc:
+            checks.append(Check(where, FAIL, exc.message, exc.hint))
+            continue
+        if trust.allow_unsigned:
+            hint = f"pin the publisher's keys in {where}.keys and drop allow_unsigned"
+            checks.append(Check(where, WARN, "accepts unsigned manifests (tests only)", hint))
+        else:
+            message = f"{len(trust.keys)} pinned key(s), threshold {trust.threshold}"
+            checks.append(Check(where, OK, message))
+    return checks
+
+
+# -- the host ---------------------------------------------------------------------------------
+
+
+def check_inotify(settings: Settings, watches_file: Path) -> Check:
+    """Watched roots need about one inotify watch per directory; the budget is per user."""
+    watched = [r for r in settings.roots if r.watch and r.path.is_dir()]
+    if not watched:
+        return Check("inotify", OK, "no root is watched")
+    try:
+        limit = int(watches_file.read_text().strip())
+    except (OSError, ValueError):
+        hint = "local edits are then noticed at the next sync interval only"
+        return Check("inotify", WARN, f"cannot read {watches_file}", hint)
+    needed = sum(count_directories(r.path) for r in watched)
+    message = f"{needed} directories to watch in {len(watched)} root(s); the limit is {limit}"
+    hint = f"raise it: `sysctl fs.inotify.max_user_watches={max(needed * 4, 65536)}`"
+    if needed > limit:
+        return Check("inotify", FAIL, message, hint)
+    if needed > limit // 2:  # editors, IDEs and other watchers share the same budget
+        return Check("inotify", WARN, message, hint)
+    return Check("inotify", OK, message)
+
+
+def count_directories(root: Path, limit: int = _COUNT_LIMIT) -> int:
+    """Directories under `root` (itself included, `.git` excluded), up to `limit`."""
+    count = 0
+    for _, dirs, _ in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        count += 1
+        if count >= limit:
+            break
+    return count
+
+
+def check_clock(now: datetime) -> Check:
+    shown = timefmt.rfc3339(now)
+    if now.year < MIN_YEAR:
+        return Check(
+            "clock",
+            FAIL,
+            f"the system clock reads {shown}; manifest expiry checks would be wrong",
+            "set the clock, e.g. `timedatectl set-ntp true`",
+        )
+    return Check("clock", OK, shown)
+
+
+def check_disk(state_dir: Path) -> Check:
+    where = _nearest_existing(state_dir)
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError as exc:
+        return Check("disk", WARN, f"cannot measure free space at {where}: {exc.strerror}")
+    message = f"{_human(free)} free at {where}"
+    hint = "free some space: journals, candidates and imports are written there"
+    if free < DISK_FAIL:
+        return Check("disk", FAIL, message, hint)
+    if free < DISK_WARN:
+        return Check("disk", WARN, message, hint)
+    return Check("disk", OK, message)
+
+
+def check_socket(socket: Path) -> Check:
+    """The daemon can bind its control socket: a short path in a writable directory."""
+    hint = "set control.socket to a path in a directory this user can write"
+    size = len(os.fsencode(socket))
+    if size > SOCKET_PATH_MAX:
+        message = f"{socket} is {size} bytes long; a Unix socket path holds {SOCKET_PATH_MAX}"
+        return Check("socket", FAIL, message, "set control.socket to a shorter path")
+    if socket.exists() and not socket.is_socket():
+        return Check("socket", FAIL, f"{socket} exists and is not a socket", hint)
+    entry = next((p for p in socket.parents if p.exists()), Path("/"))
+    if not entry.is_dir():
+        return Check(
+            "socket", FAIL, f"{socket} cannot be created: {entry} is not a directory", hint
+        )
+    if not os.access(entry, os.W_OK | os.X_OK):
+        return Check("socket", FAIL, f"this user cannot create {socket} (in {entry})", hint)
+    there = " (a socket is there: a daemon may be running)" if socket.exists() else ""
+    return Check("socket", OK, f"{socket} can be created{there}")
+
+
+def check_systemd(environ: Mapping[str, str]) -> Check:
+    """Reported only: memsync runs fine under any supervisor."""
+    if not Path("/run/systemd/system").is_dir() or shutil.which("systemctl") is None:
+        return Check(
+            "systemd",
+            WARN,
+            "systemd is not running here",
+            "run `memsync run` under the supervisor this system uses",
+        )
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    if not runtime or not (Path(runtime) / "systemd").is_dir():
+        return Check(
+            "systemd",
+            WARN,
+            "systemd is running, but no user manager for this session",
+            "use a system unit, or `loginctl enable-linger` for a user unit",
+        )
+    return Check("systemd", OK, "systemctl --user is available")
+
+
+def _nearest_existing(path: Path) -> Path:
+    """`path` or its closest ancestor that is an existing directory."""
+    for candidate in (path, *path.parents):
+        if candidate.is_dir():
+            return candidate
+    return Path("/")
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"

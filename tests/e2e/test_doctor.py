@@ -1,0 +1,172 @@
+"""`memsync doctor` as a subprocess: a good setup passes, each broken part is the failing check
+(with exit 1), a config that does not load is exit 2, and no secret is ever printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsync.views.keys import generate_key
+from memsync.wire import ValidateReport
+from memsync.wire.cli import DoctorReport
+from tests.conftest import Team
+from tests.e2e.test_cli import memsync
+from tests.helpers import git
+
+SECRET = "hunter2-doctor-secret"  # a test token that must never be printed
+
+
+def write_config(
+    tmp_path: Path, team: Team, *, state: Path | None = None, socket: Path | None = None
+) -> Path:
+    key = tmp_path / "view.key"
+    if not key.exists():
+        generate_key(key)
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"version: 1\nstate_dir: {state or tmp_path / 'state'}\n"
+        f"control: {{socket: {socket or tmp_path / 'memsync.sock'}}}\n"
+        "roots:\n"
+        f"  alice:\n    path: {team.alice.path}\n    branch: main\n"
+        "    publish:\n      - view: auth\n        hub: https://hub.example\n"
+        f"        token: {{env: DOCTOR_TOKEN}}\n        key: {{file: {key}}}\n"
+        f"  bob:\n    path: {team.bob.path}\n    watch: false\n"
+        "views:\n  team-auth:\n    root: bob\n"
+        "    source: {kind: http, url: 'https://hub.example/v1/views/auth', "
+        "token: {env: DOCTOR_TOKEN}}\n"
+        '    trust: {keys: ["ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"]}\n'
+    )
+    return path
+
+
+def doctor(cfg: Path, *args: str, token: str | None = SECRET) -> tuple[int, DoctorReport]:
+    env = {"DOCTOR_TOKEN": token} if token is not None else {"DOCTOR_TOKEN": ""}
+    done = memsync("--config", str(cfg), "doctor", "--json", *args, env=env)
+    assert SECRET not in done.stdout + done.stderr
+    return done.returncode, DoctorReport.model_validate_json(done.stdout)
+
+
+def statuses(report: DoctorReport) -> dict[str, str]:
+    return {c.name: c.status for c in report.checks}
+
+
+def test_doctor_passes_a_good_setup(team: Team, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, team)
+    code, report = doctor(cfg)
+    assert code == 0, report
+    assert report.ok
+    found = statuses(report)
+    assert list(found) == [
+        "git",
+        "config",
+        "state-dir",
+        "roots.alice",
+        "roots.alice.repo-config",
+        "roots.bob",
+        "roots.bob.repo-config",
+        "roots.alice.publish[0].token",
+        "roots.alice.publish[0].key",
+        "views.team-auth.source.token",
+        "views.team-auth.trust",
+        "inotify",
+        "clock",
+        "disk",
+        "socket",
+        "systemd",
+    ]
+    assert all(status == "ok" for name, status in found.items() if name != "systemd")
+    assert found["systemd"] in ("ok", "warn")  # reported, never failed
+    checks = {c.name: c for c in report.checks}
+    assert checks["git"].message.startswith("git version ")
+    assert checks["roots.alice"].message == f"{team.alice.path}: on branch main, remote origin"
+    assert checks["roots.alice.publish[0].key"].message.startswith(
+        f"secret file {tmp_path / 'view.key'}: signs as ed25519:"
+    )
+    assert checks["inotify"].message.startswith("1 directories to watch in 1 root(s)")
+    assert not (tmp_path / "state").exists()  # doctor only looks
+    human = memsync("--config", str(cfg), "doctor", env={"DOCTOR_TOKEN": SECRET})
+    assert human.returncode == 0
+    assert human.stdout.splitlines()[0].startswith("ok   git: git version ")
+    assert human.stdout.splitlines()[-1].endswith(" ok")
+    assert SECRET not in human.stdout + human.stderr
+
+
+def test_doctor_names_each_broken_part(team: Team, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    blocked = tmp_path / "file"
+    cfg = write_config(tmp_path, team, state=blocked / "state", socket=blocked / "m.sock")
+    (tmp_path / "view.key").chmod(0o644)
+    git(team.bob.path, "remote", "remove", "origin")
+    git(team.alice.path, "switch", "-q", "-c", "topic")
+    code, report = doctor(cfg, token=None)
+    assert code == 1
+    assert not report.ok
+    checks = {c.name: c for c in report.checks}
+    failed = {name for name, c in checks.items() if c.status == "fail"}
+    assert failed == {
+        "state-dir",
+        "roots.alice",
+        "roots.bob",
+        "roots.alice.publish[0].token",
+        "roots.alice.publish[0].key",
+        "views.team-auth.source.token",
+        "socket",
+    }
+    state = checks["state-dir"]
+    assert state.message == (
+        f"state dir {tmp_path / 'file' / 'state'} is unusable: it cannot be created: "
+        f"{tmp_path / 'file'} is not a directory"
+    )
+    assert state.hint is not None and "state_dir" in state.hint
+    assert "branch main is configured but topic is checked out" in checks["roots.alice"].message
+    assert checks["roots.bob"].message == f"{team.bob.path}: has no remote origin"
+    assert "mode 0644" in checks["roots.alice.publish[0].key"].message
+    assert checks["views.team-auth.source.token"].message == (
+        "environment variable DOCTOR_TOKEN is empty"
+    )
+
+
+def test_unsafe_repo_config_fails_doctor_and_validate(team: Team, tmp_path: Path) -> None:
+    git(team.bob.path, "config", "filter.sneaky.clean", "touch /tmp/pwned")
+    code, report = doctor(write_config(tmp_path, team))
+    assert code == 1
+    check = next(c for c in report.checks if c.name == "roots.bob.repo-config")
+    assert check.status == "fail"
+    assert "filter.sneaky.clean" in check.message
+    assert "touch /tmp/pwned" not in check.message  # values may hold credentials
+    for args in ((), ("--rev", "HEAD")):
+        done = memsync("validate", str(team.bob.path), *args, "--json")
+        assert done.returncode == 1, done.stdout
+        checked = ValidateReport.model_validate_json(done.stdout)
+        assert not checked.valid
+        assert {p.code for p in checked.problems} == {"unsafe-repo-config"}
+    assert memsync("validate", str(team.alice.path)).returncode == 0
+
+
+def test_doctor_with_a_config_that_does_not_load(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("version: 1\nroots: {a: {path: /a, sync: {interval: 5x}}}\n")
+    done = memsync("--config", str(cfg), "doctor", "--json")
+    assert done.returncode == 2
+    report = DoctorReport.model_validate_json(done.stdout)
+    assert not report.ok
+    config = next(c for c in report.checks if c.name == "config")
+    assert config.status == "fail"
+    assert config.details == [
+        f"{cfg}:2: roots.a.sync.interval: invalid duration '5x' (use <int><ms|s|m|h|d>, e.g. 60s)"
+    ]
+    # Checks that need no config still run.
+    assert {"git", "clock", "systemd"} <= {c.name for c in report.checks}
+    assert "state-dir" not in {c.name for c in report.checks}
+    missing = memsync(
+        "doctor", env={"MEMSYNC_CONFIG": "", "XDG_CONFIG_HOME": str(tmp_path / "none")}
+    )
+    if not Path("/etc/memsync/config.yaml").exists():
+        assert missing.returncode == 2
+        assert "FAIL config: no configuration file found" in missing.stdout
+
+
+def test_doctor_is_not_loaded_for_help() -> None:
+    done = memsync("-h", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0
+    assert "doctor" in done.stdout
+    assert "memsync.doctor" not in done.stderr
