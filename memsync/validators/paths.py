@@ -4,7 +4,11 @@ Paths are `str` decoded from Git's bytes with `errors="surrogateescape"`, so a l
 surrogate means the name was not UTF-8. Every Problem's `path` is the printable form of
 the path (see `printable`), so a hostile name never reaches a terminal or a log raw.
 
-The `.git` rules follow Git's own `is_ntfs_dotgit` (path.c) and `is_hfs_dotgit` (utf8.c).
+The `.git` rules follow Git's own `is_ntfs_dotgit` (path.c) and `is_hfs_dotgit` (utf8.c);
+the rules for the other names git guards (`.gitmodules`, `.gitattributes`, `.gitignore`,
+`.mailmap`) follow `is_ntfs_dot_generic` (path.c) and `is_hfs_dot_generic` (utf8.c), which
+fsck.c's `fsck_tree` applies to every tree entry. The gate refuses a superset of what
+`fsck_tree` and `verify_path` (read-cache.c) refuse.
 """
 
 from __future__ import annotations
@@ -86,6 +90,115 @@ def is_hfs_dotgit(component: str) -> bool:
 def is_dotgit(component: str) -> bool:
     """Git's NTFS or HFS+ `.git` test; a backslash separates components on Windows."""
     return any(is_ntfs_dotgit(part) or is_hfs_dotgit(part) for part in component.split("\\"))
+
+
+# The other names git guards, with the first six characters of their NTFS 8.3 fallback
+# short names (git's `is_ntfs_dotgitmodules` and siblings spell these out the same way).
+GUARDED_NAMES: dict[str, str] = {
+    ".gitmodules": "gi7eba",
+    ".gitattributes": "gi7d29",
+    ".gitignore": "gi250a",
+    ".mailmap": "maba30",
+}
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset("0123456789")
+
+
+def _ntfs_tail(rest: str) -> bool:
+    """Only dots and spaces up to the end or an alternate data stream (`:`)."""
+    for char in rest:
+        if char == ":":
+            return True
+        if char not in ". ":
+            return False
+    return True
+
+
+def _ntfs_fallback_short_name(lowered: str, prefix: str) -> bool:
+    """An 8.3 fallback name: up to six characters of `prefix`, `~`, 1-9, then digits (8 in all)."""
+    if len(lowered) < 8:
+        return False
+    tilde = lowered.find("~", 0, 7)
+    return (
+        tilde >= 0
+        and lowered[:tilde] == prefix[:tilde]
+        and lowered[tilde + 1] in "123456789"
+        and all(c in _DIGITS for c in lowered[tilde + 2 : 8])
+    )
+
+
+def is_ntfs_equivalent(component: str, name: str) -> bool:
+    """Whether NTFS may open `component` as the guarded `name` (say `.gitmodules`).
+
+    Mirrors git's `is_ntfs_dot_generic`: the name in any ASCII case, or its short name
+    (six characters, `~1` to `~4`), or its fallback short name; then only dots and spaces
+    up to the end or an alternate data stream.
+    """
+    bare = name[1:]
+    lowered = component.translate(_ASCII_LOWER)
+    if lowered.startswith(name):
+        return _ntfs_tail(component[len(name) :])
+    short = lowered[:6] == bare[:6] and lowered[6:7] == "~" and lowered[7:8] in ("1", "2", "3", "4")
+    if short or _ntfs_fallback_short_name(lowered, GUARDED_NAMES[name]):
+        return _ntfs_tail(component[8:])
+    return False
+
+
+def is_hfs_equivalent(component: str, name: str) -> bool:
+    """`name` in any ASCII case once HFS+-ignorable code points are gone (`is_hfs_dot_generic`)."""
+    stripped = "".join(c for c in component if ord(c) not in HFS_IGNORABLES)
+    return stripped.isascii() and stripped.translate(_ASCII_LOWER) == name
+
+
+def guarded_names(component: str) -> list[str]:
+    """The names git guards (`.gitmodules`, ...) that some file system may take `component` for.
+
+    A backslash separates components on Windows, so each backslash-separated part counts.
+    `.git` itself is `is_dotgit`'s business. Usually empty; `~1000000` is all four.
+    """
+    parts = component.split("\\")
+    return [
+        name
+        for name in GUARDED_NAMES
+        if any(is_ntfs_equivalent(p, name) or is_hfs_equivalent(p, name) for p in parts)
+    ]
+
+
+def _guarded_problem(path: str, components: list[str]) -> Problem | None:
+    """`dotgit-path` for a component that is, or that a file system may take for, a name git
+    guards. The one exception: `.gitignore` spelled exactly so as the last component (a
+    file) is left to the allowlist, which synchronizes it at the root and in shared views.
+    """
+    last = len(components) - 1
+    for depth, component in enumerate(components):
+        if is_dotgit(component):
+            why = "which some file systems treat as '.git', Git's own repository metadata"
+        else:
+            names = guarded_names(component)
+            if not names or (
+                names == [".gitignore"] and component == ".gitignore" and depth == last
+            ):
+                continue
+            why = _GUARDED_WHY[names[0]]
+            if component != names[0]:
+                why = f"which some file systems treat as {why}"
+            else:
+                why = f"which is {why}"
+        shown = printable(path)
+        message = f"'{shown}' has the component '{printable(component)}', {why}"
+        return Problem("dotgit-path", shown, None, message)
+    return None
+
+
+_GUARDED_WHY = {
+    ".gitmodules": "'.gitmodules', where git reads submodules from",
+    ".gitattributes": "'.gitattributes', which tells git which filters and drivers to run",
+    ".gitignore": (
+        "'.gitignore' (only a file spelled exactly '.gitignore' at the root or in a shared "
+        "view is synchronized)"
+    ),
+    ".mailmap": "'.mailmap', which git reads to rewrite author names",
+}
 
 
 def _unsafe(path: str, why: str) -> Problem:
@@ -175,14 +288,9 @@ def check_name_fully(path: str, policy: SyncPolicy) -> Problem | None:
     why = _structural(path)
     if why is not None:
         return _unsafe(path, why)
-    shown = printable(path)
-    for component in path.split("/"):
-        if is_dotgit(component):
-            message = (
-                f"'{shown}' has the component '{printable(component)}', which some file "
-                "systems treat as '.git', Git's own repository metadata"
-            )
-            return Problem("dotgit-path", shown, None, message)
+    guarded = _guarded_problem(path, path.split("/"))
+    if guarded is not None:
+        return guarded
     why = _portable(path, policy)
     if why is not None:
         return _unsafe(path, why)
@@ -242,13 +350,15 @@ def _fold(component: str) -> str:
     return "".join(c for c in normalized if ord(c) not in HFS_IGNORABLES)
 
 
-def case_collisions(paths: Iterable[str]) -> list[Problem]:
+def case_collisions(paths: Iterable[str], *, file_and_directory: bool = True) -> list[Problem]:
     """`case-collision` for paths that clash on case-insensitive or normalizing file systems.
 
     Components are compared after NFC, case folding and dropping HFS+-ignorable code
     points, at every depth: `A/x` and `a/y` clash on the directory, and a file clashes with
     a directory of the same folded name. Each clashing path is reported once, naming the
-    first (sorted) path it clashes with.
+    first (sorted) path it clashes with. With `file_and_directory=False`, a file and a
+    directory spelled exactly alike are left out (in a Git tree that is a duplicate entry,
+    which `duplicate_entries` reports).
     """
     ordered = sorted(set(paths))
     if not _may_collide(ordered):
@@ -277,7 +387,14 @@ def case_collisions(paths: Iterable[str]) -> list[Problem]:
             if len(shapes) < 2:
                 continue
             mine = (tuple(parts[:depth]), depth == len(parts))
-            other = min(p for shape, p in shapes.items() if shape != mine)
+            others = [
+                p
+                for shape, p in shapes.items()
+                if shape != mine and (file_and_directory or shape[0] != mine[0])
+            ]
+            if not others:
+                continue
+            other = min(others)
             mine_at = printable("/".join(parts[:depth]))
             other_at = printable("/".join(split[other][:depth]))
             if mine_at == other_at:
@@ -314,3 +431,119 @@ def _may_collide(paths: list[str]) -> bool:
 
 
 _WHERE = " on case-insensitive or Unicode-normalizing file systems (macOS, Windows)"
+
+
+def duplicate_entries(paths: Iterable[str], repeated: Iterable[str] = ()) -> list[Problem]:
+    """`duplicate-entry` for a name one tree holds twice (git's `duplicateEntries`).
+
+    `repeated` names paths a listing gave more than once; a path that is a file and also a
+    directory (a prefix of another path) is the other shape of the same fault.
+    """
+    leaves = set(paths)
+    directories: set[str] = set()
+    for path in leaves:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in directories:
+            directories.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    problems = [_listed_twice(path) for path in sorted(set(repeated))]
+    problems += [_file_and_directory(path, path) for path in sorted(leaves & directories)]
+    return problems
+
+
+def _listed_twice(path: str) -> Problem:
+    shown = printable(path)
+    message = f"'{shown}' is listed twice in one tree (two entries with one name)"
+    return Problem("duplicate-entry", shown, None, message)
+
+
+def _file_and_directory(path: str, at: str) -> Problem:
+    shown = printable(path)
+    where = "" if at == path else f"'{shown}': "
+    message = f"{where}'{printable(at)}' is both a file and a directory in one tree"
+    return Problem("duplicate-entry", shown, None, message)
+
+
+class FoldedTree:
+    """A tree's paths indexed by folded prefix, kept current one added or removed path at a
+    time, so that the trees of a series of commits are checked in O(changed paths) each.
+
+    For every prefix of every path it counts the paths that have each spelling of that
+    prefix, as a directory or as the file itself. Two spellings under one folded prefix
+    are a `case-collision` (exactly as `case_collisions` sees the whole tree); one spelling
+    as both file and directory, or a file counted twice, is a `duplicate-entry`.
+    """
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        # folded prefix -> {(spelling of the prefix, is it the file itself): paths}
+        self._shapes: dict[str, dict[tuple[str, bool], int]] = {}
+        for path in paths:
+            self.add(path)
+
+    def copy(self) -> FoldedTree:
+        twin = FoldedTree()
+        twin._shapes = {key: dict(shapes) for key, shapes in self._shapes.items()}
+        return twin
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, str):
+            return False
+        key, shape = _prefixes(path)[-1]
+        return shape in self._shapes.get(key, {})
+
+    def add(self, path: str) -> None:
+        """Count one more entry named `path` (a second one is a duplicate entry)."""
+        self._count(path, 1)
+
+    def remove(self, path: str) -> None:
+        """Forget one entry named `path`; a path not held is ignored."""
+        if path in self:
+            self._count(path, -1)
+
+    def _count(self, path: str, step: int) -> None:
+        for key, shape in _prefixes(path):
+            shapes = self._shapes.setdefault(key, {})
+            count = shapes.get(shape, 0) + step
+            if count > 0:
+                shapes[shape] = count
+            else:
+                shapes.pop(shape, None)
+                if not shapes:
+                    del self._shapes[key]
+
+    def clashes(self, path: str) -> list[Problem]:
+        """The `case-collision` and `duplicate-entry` (at most one each) `path` takes part in."""
+        collision: Problem | None = None
+        duplicate: Problem | None = None
+        shown = printable(path)
+        for key, mine in _prefixes(path):
+            shapes = self._shapes.get(key, {})
+            if mine[1] and shapes.get(mine, 0) > 1 and duplicate is None:
+                duplicate = _listed_twice(path)
+            for other in sorted(shapes):
+                if other == mine:
+                    continue
+                if other[0] == mine[0]:
+                    duplicate = duplicate or _file_and_directory(path, mine[0])
+                elif collision is None:
+                    at, other_at = printable(mine[0]), printable(other[0])
+                    if mine[1] and other[1]:
+                        message = f"'{shown}' collides with '{other_at}'{_WHERE}"
+                    else:
+                        message = (
+                            f"'{shown}' collides with '{other_at}': '{at}' and "
+                            f"'{other_at}' are one entry{_WHERE}"
+                        )
+                    collision = Problem("case-collision", shown, None, message)
+        return [p for p in (collision, duplicate) if p is not None]
+
+
+def _prefixes(path: str) -> list[tuple[str, tuple[str, bool]]]:
+    """(folded prefix, (its spelling, is it the whole path)) for each prefix of `path`."""
+    parts = path.split("/")
+    folded = [_fold(c) for c in parts]
+    last = len(parts)
+    return [
+        ("/".join(folded[:depth]), ("/".join(parts[:depth]), depth == last))
+        for depth in range(1, last + 1)
+    ]

@@ -12,12 +12,16 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from memsync.validators.paths import (
+    GUARDED_NAMES,
+    FoldedTree,
     _may_collide,
     case_collisions,
     check_entry,
     check_name,
     check_name_fully,
     check_text,
+    duplicate_entries,
+    guarded_names,
     is_dotgit,
     printable,
 )
@@ -70,7 +74,6 @@ NOT_ALLOWED = [
     ".runtime/x",
     "shared_views/a/dist/MEMORY.md",
     "dream_logs/a.md",
-    ".gitattributes",
     "memory.md",
     "MEMORY_x.MD",
     "notes/MEMORY.md",
@@ -121,6 +124,148 @@ def test_legacy_reference_files(path: str) -> None:
     problem = check_name(path, P)
     assert problem is not None and problem.code == "legacy-reference"
     assert not P.allows(path)
+
+
+# Names git's object check guards besides `.git` (t0060-path-utils.sh style vectors).
+GUARDED_VECTORS = {
+    ".gitmodules": [
+        ".gitmodules",
+        ".Gitmodules",
+        ".gitmoduleS",
+        ".GITMODULES",
+        ".gitmodules ",
+        ".gitmodules.",
+        ".gitmodules . .",
+        ".gitmodules:$DATA",
+        ".gitmodules ::$INDEX_ALLOCATION",
+        ".git\u200cmodules",
+        "\u200c.gitmodules\ufeff",
+        ".g\u202ai\u206ft\u200dmodules",
+        "GITMOD~1",
+        "gitmod~2",
+        "GITMOD~3 .",
+        "gitmod~4:x",
+        "GI7EBA~1",
+        "gi7eba~9",
+        "GI7EB~10",
+        "GI7EB~99",
+        "GI7E~100",
+        "GI7E~999",
+        "~1000000",
+        "~9999999",
+        "a\\.gitmodules",
+        "a\\GITMOD~1",
+    ],
+    ".gitattributes": [
+        ".gitattributes",
+        ".GITATTRIBUTES",
+        ".gitattributes. ",
+        ".git\u200dattributes",
+        "GITATT~1",
+        "gitatt~4",
+        "GI7D29~1",
+        "gi7d2~12",
+        "a\\.GitAttributes",
+    ],
+    ".gitignore": [
+        ".GITIGNORE",
+        ".gitignore.",
+        ".gitignore ",
+        ".gitignore:x",
+        ".git\u200cignore",
+        "GITIGN~1",
+        "gitign~3",
+        "GI250A~1",
+        "gi25~123",
+        "a\\.gitignore",
+    ],
+    ".mailmap": [
+        ".mailmap",
+        ".MailMap",
+        ".mailmap..",
+        ".mail\u200cmap",
+        "MAILMA~1",
+        "maba30~1",
+        "MABA3~99",
+    ],
+}
+NOT_GUARDED = [
+    "gitmodules",
+    ".gitmodule",
+    "..gitmodules",
+    " .gitmodules",
+    ".gitmodules x",
+    ".gitmodules .x",
+    ".gitmodules,:$DATA",
+    "gitmod~5",
+    "GITMOD~0",
+    "GI7EBA~",
+    "GI7EBA~0",
+    "GI7EBA~~1",
+    "GI7EBA~X",
+    "Gx7EBA~1",
+    "GI7EBX~1",
+    "GI7EB~1",
+    "GI7EB~01",
+    "GI7EB~1X",
+    "gi7eb\u00e1~1",
+    ".git\u00e9modules",
+    ".gitattribute",
+    "gitignore",
+    ".gitignores",
+    "mailmap",
+    ".mailmap2",
+    "GI250A~0",
+    "MEMORY.md",
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "component"), [(n, c) for n, cs in GUARDED_VECTORS.items() for c in cs]
+)
+def test_guarded_name_vectors(name: str, component: str) -> None:
+    assert name in guarded_names(component)
+    for template in ["{}", "{}/x.md", "shared_views/{}/view.md", "insight_logs/{}"]:
+        problem = check_name(template.format(component), P)
+        assert problem is not None and problem.code == "dotgit-path", (template, problem)
+
+
+@pytest.mark.parametrize("component", NOT_GUARDED)
+def test_not_guarded(component: str) -> None:
+    assert guarded_names(component) == []
+
+
+@pytest.mark.parametrize("path", [".gitignore", "shared_views/team/.gitignore"])
+def test_gitignore_spelled_exactly_as_a_file_is_left_to_the_allowlist(path: str) -> None:
+    assert check_name(path, P) is None
+    problem = check_name(path.replace(".gitignore", "x/.gitignore"), P)
+    assert problem is not None and problem.code == "path-not-allowed"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".gitignore/x",
+        "shared_views/.gitignore/view.md",
+        "shared_views/a/.gitignore/x",
+        ".GITIGNORE",
+        "shared_views/a/gitign~1",
+        "shared_views/a/.git\u200cignore",
+    ],
+)
+def test_gitignore_in_any_other_form_is_dotgit(path: str) -> None:
+    problem = check_name(path, P)
+    assert problem is not None and problem.code == "dotgit-path", problem
+    assert "'.gitignore'" in problem.message and problem.message.isprintable()
+
+
+def test_guarded_messages_name_what_git_guards() -> None:
+    problem = check_name("shared_views/GITMOD~1/view.md", P)
+    assert problem is not None
+    assert problem.message.startswith("'shared_views/GITMOD~1/view.md' has the component")
+    assert "treat as '.gitmodules'" in problem.message
+    problem = check_name(".mailmap", P)
+    assert problem is not None and "which is '.mailmap'" in problem.message
 
 
 @pytest.mark.parametrize("component", GIT_DOTGIT_VECTORS)
@@ -340,6 +485,43 @@ DOTGIT = st.one_of(
         max_size=5,
     ).map(lambda xs: "".join(x + c for x, c in zip(xs, ".git", strict=False)) + xs[4]),
 )
+HFS_DROPS = ["", "\u200c", "\u200d", "\u200e", "\u200f", "\u202a", "\u202e", "\u206a", "\ufeff"]
+
+
+def _any_case(text: str) -> st.SearchStrategy[str]:
+    return st.tuples(*[st.sampled_from([c.lower(), c.upper()]) for c in text]).map("".join)
+
+
+def _guarded_forms(name: str) -> st.SearchStrategy[str]:
+    """Every spelling git's `is_ntfs_dot_generic` or `is_hfs_dot_generic` takes for `name`."""
+    short = GUARDED_NAMES[name]
+    tail = st.tuples(st.text(". ", max_size=3), st.sampled_from(["", ":$DATA", "::x"]))
+    return st.one_of(
+        st.tuples(_any_case(name), tail).map(lambda t: t[0] + t[1][0] + t[1][1]),
+        st.tuples(_any_case(name[1:7]), st.sampled_from("1234"), tail).map(
+            lambda t: f"{t[0]}~{t[1]}{t[2][0]}{t[2][1]}"
+        ),
+        st.integers(0, 6)
+        .flatmap(
+            lambda cut: st.tuples(
+                _any_case(short[:cut]),
+                st.sampled_from("123456789"),
+                st.text("0123456789", min_size=6 - cut, max_size=6 - cut),
+                tail,
+            )
+        )
+        .map(lambda t: f"{t[0]}~{t[1]}{t[2]}{t[3][0]}{t[3][1]}"),
+        st.tuples(
+            _any_case(name), st.lists(st.sampled_from(HFS_DROPS), min_size=20, max_size=20)
+        ).map(lambda t: "".join(d + c for d, c in zip(t[1], t[0], strict=False)) + t[1][-1]),
+    )
+
+
+GUARDED = (
+    st.sampled_from(sorted(GUARDED_NAMES))
+    .flatmap(_guarded_forms)
+    .filter(lambda c: c != ".gitignore")
+)
 ANY_TEXT = st.text(
     st.one_of(
         st.characters(),
@@ -385,6 +567,23 @@ def test_control_character_is_unsafe(path: str, char: str, pos: int) -> None:
 @example(["a"], ".git ", 1)
 def test_dotgit_component_is_refused(segments: list[str], dotgit: str, at: int) -> None:
     segments.insert(at % (len(segments) + 1), dotgit)
+    problem = check_name("/".join(segments), P)
+    assert problem is not None and problem.code == "dotgit-path", problem
+
+
+@given(PATHS, GUARDED, st.integers(min_value=0))
+@example(["a"], "GITMOD~1", 1)
+@example(["a"], "~1000000", 0)
+def test_guarded_component_is_refused(segments: list[str], component: str, at: int) -> None:
+    assert guarded_names(component)
+    segments.insert(at % (len(segments) + 1), component)
+    problem = check_name("/".join(segments), P)
+    assert problem is not None and problem.code == "dotgit-path", problem
+
+
+@given(PATHS, st.integers(min_value=0))
+def test_gitignore_as_a_directory_is_refused(segments: list[str], at: int) -> None:
+    segments.insert(at % len(segments), ".gitignore")
     problem = check_name("/".join(segments), P)
     assert problem is not None and problem.code == "dotgit-path", problem
 
@@ -464,7 +663,34 @@ def _z(paths: list[str]) -> bytes:
     return b"".join(p.encode() + b"\0" for p in paths)
 
 
-@given(st.text(alphabet=st.sampled_from("abcXYZ019_.-/~ \\:\u00e9\u200c"), max_size=40))
+FRAGMENTS = st.one_of(
+    st.sampled_from(list("abcXYZ019_.-/~ \\:\u00e9\u200c")),
+    st.sampled_from(
+        [
+            ".gitmodules",
+            "GITMOD~1",
+            "gi7eba~1",
+            "~1000000",
+            ".gitignore",
+            "gitign~1",
+            ".gitattributes",
+            ".mailmap",
+            "MEMORY.md",
+            "MEMORY_",
+            "shared_views/",
+            "insight_logs/",
+            "/view.md",
+        ]
+    ),
+    GUARDED,
+)
+
+
+@given(st.lists(FRAGMENTS, max_size=12).map("".join))
+@example("shared_views/a/.gitignore")
+@example(".gitignore/x")
+@example("GITMOD~1")
+@example("shared_views/gi7eba~1/view.md")
 def test_fast_path_agrees_with_the_full_check(path: str) -> None:
     assert check_name(path, DEFAULT_POLICY) == check_name_fully(path, DEFAULT_POLICY)
 
@@ -490,3 +716,68 @@ def test_fast_path_agrees_with_the_full_check(path: str) -> None:
 def test_collision_screen_never_hides_a_collision(paths: list[str]) -> None:
     if case_collisions(paths):
         assert _may_collide(sorted(paths))
+
+
+def test_duplicate_entries() -> None:
+    problems = duplicate_entries(["a", "a/x", "b", "c/d"], ["c/d", "c/d"])
+    assert [(p.code, p.path) for p in problems] == [
+        ("duplicate-entry", "c/d"),
+        ("duplicate-entry", "a"),
+    ]
+    assert "'a' is both a file and a directory" in problems[1].message
+    assert duplicate_entries(["a/x", "a/y", "ab"]) == []
+
+
+def test_case_collisions_can_leave_a_file_and_directory_to_duplicate_entries() -> None:
+    assert len(case_collisions(["a", "a/x"])) == 2
+    assert case_collisions(["a", "a/x"], file_and_directory=False) == []
+    problems = case_collisions(["x", "X/y", "x/z"], file_and_directory=False)
+    assert [p.path for p in problems] == ["X/y", "x", "x/z"]
+
+
+def test_folded_tree_counts_entries() -> None:
+    tree = FoldedTree(["MEMORY_x.md", "shared_views/a/view.md"])
+    assert "MEMORY_x.md" in tree and "MEMORY_X.md" not in tree and "shared_views" not in tree
+    assert tree.clashes("MEMORY_x.md") == []
+    tree.add("MEMORY_X.md")
+    [collision] = tree.clashes("MEMORY_X.md")
+    assert collision.code == "case-collision"
+    assert collision.message.startswith("'MEMORY_X.md' collides with 'MEMORY_x.md'")
+    tree.add("shared_views/A/view.md")
+    [collision] = tree.clashes("shared_views/A/view.md")
+    assert "'shared_views/A' and 'shared_views/a' are one entry" in collision.message
+    copy = tree.copy()
+    tree.remove("MEMORY_x.md")
+    tree.remove("MEMORY_x.md")  # not held any more: ignored
+    assert tree.clashes("MEMORY_X.md") == [] and copy.clashes("MEMORY_X.md") != []
+    tree.add("MEMORY_X.md")
+    assert [p.code for p in tree.clashes("MEMORY_X.md")] == ["duplicate-entry"]
+    tree.add("MEMORY_X.md/x")
+    assert {p.code for p in tree.clashes("MEMORY_X.md/x")} == {"duplicate-entry"}
+
+
+SHAPE_PATHS = st.lists(
+    st.sampled_from(["a", "A", "b", "\u00e9", "E\u0301", "\u00df", "ss", "a\u200c"]),
+    min_size=1,
+    max_size=3,
+).map("/".join)
+
+
+@given(st.lists(st.tuples(st.booleans(), SHAPE_PATHS), max_size=30))
+def test_folded_tree_agrees_with_case_collisions(steps: list[tuple[bool, str]]) -> None:
+    tree = FoldedTree()
+    present: set[str] = set()
+    for adding, path in steps:
+        if adding and path not in present:
+            tree.add(path)
+            present.add(path)
+        elif not adding:
+            tree.remove(path)
+            present.discard(path)
+    clashes = {path: {p.code for p in tree.clashes(path)} for path in present}
+    assert {printable(p) for p, codes in clashes.items() if codes} == {
+        p.path for p in case_collisions(present)
+    }
+    assert {printable(p) for p, codes in clashes.items() if "case-collision" in codes} == {
+        p.path for p in case_collisions(present, file_and_directory=False)
+    }
