@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from memsync.validators.tree import Change, Entry
+from memsync.validators.tree import Change, Entry, Listing
 
 _ZERO = re.compile(rb"^0+$")
 UNMERGED_XY = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
@@ -89,53 +90,93 @@ def parse_status_v2(raw: bytes) -> WorkState:
     return WorkState(branch, head, upstream, ahead, behind, tuple(entries))
 
 
-_LS_TREE = re.compile(rb"([0-7]+) [a-z]+ ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
+_LS_TREE = re.compile(rb"([0-7]+) ([a-z]+) ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
 
 
-def parse_ls_tree(raw: bytes) -> dict[str, Entry]:
-    """`git ls-tree -r -z -l`: every leaf with mode, size and object id."""
-    return {
-        decode_path(path): Entry(
-            int(mode, 8), None if size == b"-" else int(size), oid.decode("ascii")
-        )
-        for mode, oid, size, path in _LS_TREE.findall(raw)
-    }
+def parse_ls_tree(raw: bytes) -> Listing:
+    """`git ls-tree -r -z -l [-t]`: every leaf with mode, size and object id.
 
-
-def parse_log_raw(raw: bytes) -> list[tuple[str, str, int, str | None]]:
-    """`git log --raw -m -z --no-abbrev --format=%x01%H`: (commit, path, new mode, new oid).
-
-    A deletion has new mode 0 and oid None. Merges appear once per parent.
+    A name the tree lists twice (two entries with one name, or a file and a directory of
+    one name: git's object check calls both `duplicateEntries`) is kept once and named in
+    the listing's `duplicates`. With `-t` the directories are listed too: they are not
+    entries, but a directory listed twice, or listed as a file as well, is a duplicate.
     """
-    found: list[tuple[str, str, int, str | None]] = []
+    entries: list[tuple[str, Entry]] = []
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for mode, kind, oid, size, raw_path in _LS_TREE.findall(raw):
+        path = decode_path(raw_path)
+        if path in seen:
+            duplicates.append(path)
+        seen.add(path)
+        if kind == b"tree":
+            continue
+        entry = Entry(int(mode, 8), None if size == b"-" else int(size), oid.decode("ascii"))
+        entries.append((path, entry))
+    return Listing(entries, duplicates)
+
+
+class RawChange(NamedTuple):
+    """One record of `git log --raw`: a path one commit changed against one parent.
+
+    `diff` counts the diffs git listed for the commit (a merge lists one per parent whose
+    diff is not empty); `parents` is None when the log format did not name them. The new
+    object id comes last (None for a deletion).
+    """
+
+    commit: str
+    diff: int
+    parents: tuple[str, ...] | None
+    path: str
+    old_mode: int
+    mode: int
+    oid: str | None
+
+
+def parse_log_raw(raw: bytes) -> list[RawChange]:
+    """`git log --raw -m -z --no-abbrev --format=%x01%H` (or `--format=%x01%H %P`).
+
+    A deletion has new mode 0 and oid None; an added path has old mode 0. Merges appear
+    once per parent whose diff is not empty. With `%P` in the format (a space after the
+    commit id) every record carries the commit's parents, so the gate can tell which
+    parent each diff is against.
+    """
+    found: list[RawChange] = []
     tokens = raw.split(b"\0")
     commit = ""
+    parents: tuple[str, ...] | None = None
+    diffs: dict[str, int] = {}
     i = 0
     while i < len(tokens):
         token = tokens[i].lstrip(b"\n")
         i += 1
         if token.startswith(b"\x01"):
-            commit = token[1:].decode("ascii").strip()
+            header = token[1:].decode("ascii").rstrip("\n")
+            commit, space, rest = header.partition(" ")
+            parents = tuple(rest.split()) if space else None
+            diffs[commit] = diffs.get(commit, -1) + 1
         elif token.startswith(b":"):
             fields = token[1:].split()
-            new_mode, new_oid = int(fields[1], 8), fields[3]
+            old_mode, new_mode, new_oid = int(fields[0], 8), int(fields[1], 8), fields[3]
             path = decode_path(tokens[i])
             i += 1
             deleted = new_mode == 0 or _ZERO.match(new_oid) is not None
-            found.append((commit, path, new_mode, None if deleted else new_oid.decode("ascii")))
+            oid = None if deleted else new_oid.decode("ascii")
+            found.append(RawChange(commit, diffs[commit], parents, path, old_mode, new_mode, oid))
     return found
 
 
-def changes_from(
-    records: list[tuple[str, str, int, str | None]], sizes: dict[str, int]
-) -> list[Change]:
+def changes_from(records: list[RawChange], sizes: dict[str, int]) -> list[Change]:
     return [
         Change(
-            commit=c,
-            path=p,
-            entry=None if oid is None else Entry(mode=mode, size=sizes.get(oid), oid=oid),
+            commit=r.commit,
+            path=r.path,
+            entry=None if r.oid is None else Entry(mode=r.mode, size=sizes.get(r.oid), oid=r.oid),
+            diff=r.diff,
+            parents=r.parents,
+            created=r.old_mode == 0,
         )
-        for c, p, mode, oid in records
+        for r in records
     ]
 
 
@@ -174,42 +215,91 @@ def parse_refs(raw: bytes) -> dict[str, str]:
     return found
 
 
-# git's fsck message ids for tree entry names, mapped to our problem codes.
-_FSCK_NAME_CODES = {
+# git's object check (fsck.c) message ids, lower-cased, mapped to problem codes. Ids about
+# a tree entry's name or mode map to the code the gate gives the same entry; ids about the
+# content of a file git guards (`.gitmodules`, `.gitattributes`) map to `dotgit-path`, since
+# the gate refuses those names outright. Every other id (commit, tag and tree encoding
+# problems, and ids newer git versions add) is `malformed-object`.
+FSCK_CODES: dict[str, str] = {
     "hasdotgit": "dotgit-path",
     "hasdot": "unsafe-path",
     "hasdotdot": "unsafe-path",
     "emptyname": "unsafe-path",
     "fullpathname": "unsafe-path",
+    "largepathname": "unsafe-path",
+    "duplicateentries": "duplicate-entry",
+    "badfilemode": "special-file",
+    "gitmodulessymlink": "symlink",
+    "gitattributessymlink": "symlink",
+    "gitignoresymlink": "symlink",
+    "mailmapsymlink": "symlink",
+    **{
+        f"gitmodules{suffix}": "dotgit-path"
+        for suffix in ("missing", "blob", "large", "name", "parse", "path", "url", "update")
+    },
+    **{
+        f"gitattributes{suffix}": "dotgit-path"
+        for suffix in ("missing", "blob", "large", "linelength")
+    },
 }
-_FSCK_LINE = re.compile(r"object ([0-9a-f]{40,64}): (\w+): (.*)")
+MALFORMED = "malformed-object"
+_FSCK_LINE = re.compile(
+    r"(?:object|in (?:tree|commit|tag|blob)) ([0-9a-f]{40,64})(?: \([^)]*\))?: "
+    r"([A-Za-z][A-Za-z0-9]*): (.*)"
+)
+_BAD_OBJECTS = (
+    "fsck error",
+    "error in object",
+    "did not send all necessary objects",
+    "bad object",
+    # the upstream's own pack-objects refused to read a broken object (an empty name, ...)
+    "possible repository corruption on the remote side",
+)
 
 
 def fsck_findings(text: str) -> list[tuple[str, str]]:
-    """(problem code, message) for each name problem git's object check reported."""
+    """(problem code, message) for each refusal git's object check reported in `text`.
+
+    Guarantees, for any `text`: every code is a value of `FSCK_CODES` or `malformed-object`;
+    every line naming an object and a message id yields one finding (errors and warnings
+    alike, each distinct finding once, in order); and when `looks_like_bad_objects(text)`
+    holds the list is never empty (without a message id, one `malformed-object` finding
+    quotes git's own words). Text without any of these yields [].
+    """
     found: list[tuple[str, str]] = []
     for line in text.splitlines():
         match = _FSCK_LINE.search(line)
         if match is None:
             continue
         oid, msg_id, detail = match.groups()
-        code = _FSCK_NAME_CODES.get(msg_id.lower())
-        if code is not None:
-            found.append((code, f"tree {oid[:12]}: {detail} (refused by git's object check)"))
+        code = FSCK_CODES.get(msg_id.lower(), MALFORMED)
+        finding = (code, f"object {oid[:12]}: {msg_id}: {detail} (refused by git's object check)")
+        if finding not in found:
+            found.append(finding)
+    if not found and looks_like_bad_objects(text):
+        message = f"git's object check refused what the upstream sent: {_first_error(text)}"
+        found.append((MALFORMED, message))
     return found
 
 
 def looks_like_bad_objects(text: str) -> bool:
+    """Whether a failed fetch's stderr says the objects were refused, not the connection."""
     lowered = text.lower()
+    if any(k in lowered for k in _BAD_OBJECTS):
+        return True
     return any(
-        k in lowered
-        for k in (
-            "fsck error",
-            "error in object",
-            "did not send all necessary objects",
-            "bad object",
-        )
+        "error" in line.lower() and _FSCK_LINE.search(line) is not None
+        for line in text.splitlines()
     )
+
+
+def _first_error(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        lowered = line.lower()
+        if "error" in lowered or "fatal" in lowered:
+            return line
+    return lines[-1] if lines else "no answer"
 
 
 def last_line(text: str) -> str:

@@ -50,11 +50,38 @@ class NoBlobs:
         return {}
 
 
-class TreeView:
-    """A read-only tree: `entries` maps a slash-separated path to its Entry."""
+class Listing(dict[str, Entry]):
+    """path -> Entry as a tree listing gave it, and the paths it listed more than once.
 
-    def __init__(self, entries: Mapping[str, Entry], source: BlobSource | None = None) -> None:
+    A Git tree can hold two entries with one name (git's object check calls that
+    `duplicateEntries`); a plain dict would keep one of them silently.
+    """
+
+    def __init__(
+        self, entries: Iterable[tuple[str, Entry]] = (), duplicates: Iterable[str] = ()
+    ) -> None:
+        super().__init__(entries)
+        self.duplicates: tuple[str, ...] = tuple(sorted(set(duplicates)))
+
+
+class TreeView:
+    """A read-only tree: `entries` maps a slash-separated path to its Entry.
+
+    `duplicates` names the paths the tree holds more than once; by default those of a
+    `Listing`, else none.
+    """
+
+    def __init__(
+        self,
+        entries: Mapping[str, Entry],
+        source: BlobSource | None = None,
+        *,
+        duplicates: Iterable[str] | None = None,
+    ) -> None:
         self.entries: Mapping[str, Entry] = dict(entries)
+        if duplicates is None:
+            duplicates = entries.duplicates if isinstance(entries, Listing) else ()
+        self.duplicates: tuple[str, ...] = tuple(sorted(set(duplicates)))
         self._source: BlobSource = source or NoBlobs()
         self._cache: dict[str, bytes] = {}
 
@@ -95,8 +122,19 @@ class TreeView:
 
 @dataclass(frozen=True)
 class Change:
-    """One path changed by one commit. `entry` is the new side; None for a deletion."""
+    """One path changed by one commit. `entry` is the new side; None for a deletion.
+
+    A merge's changes are listed once per parent. `diff` counts the diffs listed for the
+    commit (0 for the first); `parents` are the commit's parents when the listing named
+    them (None when it did not); `created` says whether the path was absent on that
+    parent's side (None when unknown). With every parent's diff listed, diff `i` is against
+    `parents[i]`; git leaves out empty diffs, so with fewer diffs than parents it is not
+    known which parent a diff is against.
+    """
 
     commit: str
     path: str
     entry: Entry | None
+    diff: int = 0
+    parents: tuple[str, ...] | None = None
+    created: bool | None = None

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.transports.gitparse import (
+    FSCK_CODES,
+    RawChange,
+    changes_from,
     decode_path,
     encode_path,
     fsck_findings,
+    looks_like_bad_objects,
     parse_batch,
     parse_log_raw,
     parse_ls_tree,
@@ -62,6 +67,17 @@ def test_invalid_utf8_survives_as_surrogates() -> None:
     assert "\udcff" in path and encode_path(path) == b"MEMORY_\xff.md"
 
 
+def test_ls_tree_keeps_duplicates_apart() -> None:
+    blob = b"100644 blob " + b"a" * 40 + b"       9\t"
+    tree = b"040000 tree " + b"b" * 40 + b"       -\t"
+    raw = blob + b"MEMORY.md\0" + blob + b"MEMORY.md\0" + tree + b"a\0" + blob + b"a/x\0"
+    raw += tree + b"a\0" + blob + b"a/y\0" + tree + b"f\0" + blob + b"f\0"
+    parsed = parse_ls_tree(raw)
+    assert sorted(parsed) == ["MEMORY.md", "a/x", "a/y", "f"]
+    assert parsed.duplicates == ("MEMORY.md", "a", "f")
+    assert parse_ls_tree(blob + b"MEMORY.md\0").duplicates == ()
+
+
 @given(st.lists(NAMES, unique=True, max_size=5))
 def test_ls_tree_round_trip(names: list[str]) -> None:
     raw = b"".join(
@@ -91,11 +107,47 @@ def test_log_raw_per_commit_and_deletions() -> None:
         + b"f" * 40
         + b" M\0new.md\0"
     )
-    assert parse_log_raw(raw) == [
+    assert [(r.commit, r.path, r.mode, r.oid) for r in parse_log_raw(raw)] == [
         ("a" * 40, "new.md", 0o100644, "b" * 40),
         ("a" * 40, "old.md", 0, None),
         ("e" * 40, "new.md", 0o100755, "f" * 40),
     ]
+    assert [(r.old_mode, r.diff, r.parents) for r in parse_log_raw(raw)] == [
+        (0, 0, None),
+        (0o100644, 0, None),
+        (0o100644, 0, None),
+    ]
+
+
+def _raw(old: bytes, new: bytes, oid: bytes, status: bytes, path: bytes) -> bytes:
+    z = b"0" * 40
+    return b":" + old + b" " + new + b" " + z + b" " + oid + b" " + status + b"\0" + path + b"\0"
+
+
+def test_log_raw_with_parents_numbers_each_diff() -> None:
+    # `--format=%x01%H %P`, as git prints it: a root commit's header ends with a space.
+    root, side, merge = b"1" * 40, b"2" * 40, b"3" * 40
+    raw = b"".join(
+        [
+            b"\x01" + root + b" \0\n",
+            _raw(b"000000", b"100644", b"a" * 40, b"A", b"MEMORY.md"),
+            b"\x01" + merge + b" " + root + b" " + side + b"\0\n",
+            _raw(b"000000", b"100644", b"b" * 40, b"A", b"MEMORY_b.md"),
+            b"\x01" + merge + b" " + root + b" " + side + b"\0\n",
+            _raw(b"100644", b"100644", b"c" * 40, b"M", b"MEMORY.md"),
+        ]
+    )
+    records = parse_log_raw(raw)
+    assert [(r.commit[:1], r.diff, len(r.parents or ()), r.old_mode) for r in records] == [
+        ("1", 0, 0, 0),
+        ("3", 0, 2, 0),
+        ("3", 1, 2, 0o100644),
+    ]
+    [first, *_] = changes_from(records, {"a" * 40: 9})
+    assert first.parents == () and first.created is True and first.entry is not None
+    assert first.entry.size == 9
+    *_, oid = records[-1]  # git.py reads the new object id last
+    assert oid == "c" * 40 and isinstance(records[-1], RawChange)
 
 
 def test_batch_reads_binary_content() -> None:
@@ -108,3 +160,102 @@ def test_fsck_findings_map_to_codes() -> None:
     text = "error: object " + "1" * 40 + ": hasDotgit: contains '.git'\nfatal: fsck error"
     assert fsck_findings(text)[0][0] == "dotgit-path"
     assert fsck_findings("fatal: something else") == []
+
+
+OID = "9a4b7fcb401d1a3fc9c73aad81eaa0a1073a0ea3"
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (f"error: object {OID}: gitmodulesSymlink: .gitmodules is a symbolic link", "symlink"),
+        (f"error: object {OID}: gitmodulesBlob: non-blob found at .gitmodules", "dotgit-path"),
+        (
+            f"error: object {OID}: gitattributesBlob: non-blob found at .gitattributes",
+            "dotgit-path",
+        ),
+        (f"error: object {OID}: gitattributesLineLength: too long lines", "dotgit-path"),
+        (f"error: object {OID}: gitmodulesUrl: disallowed submodule url: -x", "dotgit-path"),
+        (
+            f"error: object {OID}: duplicateEntries: contains duplicate file entries",
+            "duplicate-entry",
+        ),
+        (f"error: object {OID}: hasDotdot: contains '..'", "unsafe-path"),
+        (f"error: object {OID}: fullPathname: contains full pathnames", "unsafe-path"),
+        (f"error: object {OID}: largePathname: contains excessively large pathname", "unsafe-path"),
+        (f"warning: object {OID}: badFilemode: contains bad file modes", "special-file"),
+        (f"warning: object {OID}: mailmapSymlink: .mailmap is a symlink", "symlink"),
+        (f"error: object {OID}: treeNotSorted: not properly sorted", "malformed-object"),
+        (
+            f"error: object {OID}: zeroPaddedFilemode: contains zero-padded file modes",
+            "malformed-object",
+        ),
+        (f"error: object {OID}: missingCommitter: invalid format", "malformed-object"),
+        (f"error: object {OID}: someFutureCheck: whatever", "malformed-object"),
+        (f"remote: error: object {OID}: hasDotgit: contains '.git'", "dotgit-path"),
+        (
+            f"error in tree {OID}: duplicateEntries: contains duplicate file entries",
+            "duplicate-entry",
+        ),
+        (f"error in tree {OID} (HEAD:a/): hasDot: contains '.'", "unsafe-path"),
+        ("fatal: fsck error in packed object\nfatal: index-pack failed", "malformed-object"),
+        ("error: x did not send all necessary objects", "malformed-object"),
+        (
+            "remote: fatal: empty filename in tree entry\nremote: aborting due to possible "
+            "repository corruption on the remote side.\nfatal: protocol error: bad pack header",
+            "malformed-object",
+        ),
+    ],
+)
+def test_every_fsck_refusal_has_a_code(text: str, code: str) -> None:
+    # A warning alone does not fail a fetch; after a failure it is a finding like any other.
+    assert looks_like_bad_objects(text) == (not text.startswith("warning"))
+    [(found, message)] = fsck_findings(text)
+    assert found == code
+    assert message.isprintable()
+
+
+def test_fsck_findings_keep_each_distinct_finding_once() -> None:
+    line = f"error: object {OID}: hasDotgit: contains '.git'"
+    text = "\n".join([line, line, f"error: object {OID}: hasDot: contains '.'", "fatal: x"])
+    assert [code for code, _ in fsck_findings(text)] == ["dotgit-path", "unsafe-path"]
+    assert "hasDotgit" in fsck_findings(text)[0][1] and OID[:12] in fsck_findings(text)[0][1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["fatal: unable to access 'https://h/x.git/': Could not resolve host: h", "", "timeout"],
+)
+def test_network_failures_are_not_bad_objects(text: str) -> None:
+    assert not looks_like_bad_objects(text)
+    assert fsck_findings(text) == []
+
+
+STDERR = st.lists(
+    st.one_of(
+        st.text(max_size=30),
+        st.sampled_from(
+            [
+                "fatal: fsck error in packed object",
+                "error: object " + OID + ": ",
+                "error in tree " + OID + ": ",
+                "hasDotgit: x",
+                "bad object",
+                "did not send all necessary objects",
+                "possible repository corruption on the remote side",
+                "warning: ",
+                "remote: ",
+            ]
+        ),
+    ),
+    max_size=6,
+).map("".join)
+CODES = set(FSCK_CODES.values()) | {"malformed-object"}
+
+
+@given(st.lists(STDERR, max_size=4).map("\n".join))
+def test_bad_objects_always_yield_a_coded_finding(text: str) -> None:
+    findings = fsck_findings(text)
+    if looks_like_bad_objects(text):
+        assert findings
+    assert {code for code, _ in findings} <= CODES
