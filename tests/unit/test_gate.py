@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import default_graph_validator
+from memsync.validators.paths import case_collisions
 from memsync.validators.policy import DEFAULT_POLICY, SyncPolicy
 from memsync.validators.problems import Report
 from memsync.validators.tree import (
@@ -18,6 +21,7 @@ from memsync.validators.tree import (
     MODE_SYMLINK,
     Change,
     Entry,
+    Listing,
     TreeView,
 )
 
@@ -25,6 +29,8 @@ P = DEFAULT_POLICY
 GOOD = {"MEMORY.md": b"# Memory\n", "PURSUITS.md": b"# Pursuits\n"}
 C1 = "1" * 40
 C2 = "2" * 40
+C3 = "3" * 40
+BASE = "b" * 40
 
 
 class DictBlobs:
@@ -79,6 +85,8 @@ def test_clean_tree_passes() -> None:
             },
             "case-collision",
         ),
+        ({".gitmodules": Entry(mode=MODE_FILE, data=b"x\n")}, "dotgit-path"),
+        ({"shared_views/a/GITATT~1/x": Entry(mode=MODE_FILE, data=b"x\n")}, "dotgit-path"),
     ],
 )
 def test_each_problem_yields_exactly_its_code(entries: Mapping[str, Entry], code: str) -> None:
@@ -252,3 +260,200 @@ def test_changes_missing_blob_fails_closed() -> None:
 
     with pytest.raises(KeyError):
         validate_changes([Change(C1, "MEMORY.md", _blob("a" * 40))], Forgetful({}), P)
+
+
+def test_a_file_that_is_also_a_directory_is_a_duplicate_entry() -> None:
+    report = _validate(_tree({"MEMORY.md/x": Entry(mode=MODE_FILE, data=b"x")}))
+    assert report.codes() == {"duplicate-entry", "path-not-allowed"}
+    [duplicate] = [p for p in report.problems if p.code == "duplicate-entry"]
+    assert duplicate.path == "MEMORY.md" and "both a file and a directory" in duplicate.message
+
+
+def test_tree_duplicates_from_a_listing() -> None:
+    entries = {p: Entry(mode=MODE_FILE, size=len(b), data=b) for p, b in GOOD.items()}
+    report = _validate(TreeView(Listing(entries.items(), ["MEMORY.md"])))
+    assert [(p.code, p.path) for p in report.problems] == [("duplicate-entry", "MEMORY.md")]
+    report = _validate(TreeView(entries, duplicates=["PURSUITS.md"]))
+    assert [(p.code, p.path) for p in report.problems] == [("duplicate-entry", "PURSUITS.md")]
+
+
+# --- per-commit tree shapes ------------------------------------------------------------
+
+
+def _add(commit: str, path: str, **known: object) -> Change:
+    return Change(commit, path, Entry(mode=MODE_FILE, data=b"x\n"), **known)  # type: ignore[arg-type]
+
+
+def _delete(commit: str, path: str, **known: object) -> Change:
+    return Change(commit, path, None, **known)  # type: ignore[arg-type]
+
+
+def _shape_codes(report: Report) -> list[tuple[str, str | None, str]]:
+    return [
+        (p.code, p.path, p.message[-13:-1])
+        for p in report.problems
+        if p.code in ("case-collision", "duplicate-entry")
+    ]
+
+
+def test_a_collision_that_a_later_commit_removes_is_refused() -> None:
+    changes = [
+        _add(C1, "MEMORY_x.md"),
+        _add(C1, "MEMORY_X.md"),
+        _delete(C2, "MEMORY_X.md"),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P)
+    assert _shape_codes(report) == [
+        ("case-collision", "MEMORY_X.md", C1[:12]),
+        ("case-collision", "MEMORY_x.md", C1[:12]),
+    ]
+    assert "'MEMORY_X.md' collides with 'MEMORY_x.md'" in report.problems[0].message
+
+
+def test_a_collision_with_an_untouched_base_path_is_refused() -> None:
+    changes = [_add(C1, "MEMORY_X.md"), _delete(C2, "MEMORY_x.md")]
+    report = validate_changes(changes, DictBlobs({}), P, base={"MEMORY_x.md", "MEMORY.md"})
+    assert _shape_codes(report) == [("case-collision", "MEMORY_X.md", C1[:12])]
+    assert validate_changes(changes, DictBlobs({}), P).ok  # without the base it is unseen
+
+
+def test_a_rename_by_case_is_not_a_collision() -> None:
+    changes = [
+        _add(C1, "MEMORY_X.md", created=True),
+        _delete(C1, "MEMORY_x.md"),
+        _add(C2, "shared_views/A/view.md", created=True),
+        _delete(C2, "shared_views/a/view.md"),
+    ]
+    base = {"MEMORY_x.md", "shared_views/a/view.md"}
+    assert validate_changes(changes, DictBlobs({}), P, base=base).ok
+
+
+def test_duplicate_entries_in_the_history() -> None:
+    # A commit listing one path twice (both entries new) or as a file and a directory.
+    changes = [
+        _add(C1, "MEMORY_a.md", created=True),
+        _add(C1, "MEMORY_a.md", created=True),
+        _add(C2, "insight_logs", created=True),
+        _add(C2, "insight_logs/x.md", created=True),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P)
+    assert ("duplicate-entry", "MEMORY_a.md", C1[:12]) in _shape_codes(report)
+    assert ("duplicate-entry", "insight_logs/x.md", C2[:12]) in _shape_codes(report)
+    # A second `MEMORY.md` next to the base's one is visible once parents are known.
+    second = [_add(C1, "MEMORY.md", created=True, parents=(BASE,))]
+    assert validate_changes(second, DictBlobs({}), P, base={"MEMORY.md"}).ok is False
+    assert validate_changes(
+        [_add(C1, "MEMORY.md", created=False, parents=(BASE,))],
+        DictBlobs({}),
+        P,
+        base={"MEMORY.md"},
+    ).ok
+
+
+class Trees:
+    """Commit trees outside the changes, by id; it records which it was asked for."""
+
+    def __init__(self, trees: Mapping[str, Collection[str]]) -> None:
+        self.trees = trees
+        self.asked: list[str] = []
+
+    def __call__(self, commit: str) -> Collection[str]:
+        self.asked.append(commit)
+        return self.trees[commit]
+
+
+def test_merges_replay_the_first_parent_diff() -> None:
+    # BASE -> C1 (adds x.md) and BASE -> C2 (adds X.md); C3 merges them: only C3 has both.
+    a, b = "insight_logs/x.md", "insight_logs/X.md"
+    changes = [
+        _add(C1, a, created=True, parents=(BASE,)),
+        _add(C2, b, created=True, parents=(BASE,)),
+        _add(C3, b, created=True, parents=(C1, C2)),
+        _add(C3, a, created=True, parents=(C1, C2), diff=1),
+    ]
+    trees = Trees({BASE: ["MEMORY.md"]})
+    report = validate_changes(changes, DictBlobs({}), P, trees=trees)
+    assert _shape_codes(report) == [("case-collision", b, C3[:12])]
+    assert trees.asked == [BASE]  # loaded once, shared by both branches
+    # Without parents the commits are read as one line: the collision is seen earlier.
+    plain = [Change(c.commit, c.path, c.entry, c.diff) for c in changes]
+    assert _shape_codes(validate_changes(plain, DictBlobs({}), P)) == [
+        ("case-collision", b, C2[:12])
+    ]
+
+
+def test_an_everyday_merge_is_clean_with_or_without_parents() -> None:
+    changes = [
+        _add(C1, "MEMORY_a.md", created=True, parents=(BASE,)),
+        _add(C2, "MEMORY_b.md", created=True, parents=(BASE,)),
+        _add(C3, "MEMORY_b.md", created=True, parents=(C1, C2)),
+        _add(C3, "MEMORY_a.md", created=True, parents=(C1, C2), diff=1),
+    ]
+    assert validate_changes(changes, DictBlobs({}), P, base={"MEMORY.md"}).ok
+    plain = [Change(c.commit, c.path, c.entry, c.diff, created=c.created) for c in changes]
+    assert validate_changes(plain, DictBlobs({}), P, base={"MEMORY.md"}).ok
+
+
+def test_a_merge_equal_to_a_parent_adds_no_shape_and_its_child_looks_its_tree_up() -> None:
+    # C2 merges BASE's sibling in with an empty diff against one parent: one diff listed.
+    changes = [
+        _add(C1, "MEMORY_x.md", created=True, parents=(BASE,)),
+        _add(C2, "MEMORY_y.md", created=True, parents=(C1, "f" * 40)),
+        _add(C3, "MEMORY_Y.md", created=True, parents=(C2,)),
+    ]
+    trees = Trees({BASE: [], C2: ["MEMORY_x.md", "MEMORY_y.md"]})
+    report = validate_changes(changes, DictBlobs({}), P, trees=trees)
+    assert _shape_codes(report) == [("case-collision", "MEMORY_Y.md", C3[:12])]
+    assert trees.asked == [BASE, C2]
+
+
+def test_commits_listed_before_their_parents_are_replayed_after_them() -> None:
+    changes = [
+        _add(C2, "MEMORY_X.md", created=True, parents=(C1,)),
+        _add(C1, "MEMORY_x.md", created=True, parents=(BASE,)),
+        _delete(C3, "MEMORY_x.md", parents=(C2,)),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P, trees=Trees({BASE: []}))
+    assert _shape_codes(report) == [("case-collision", "MEMORY_X.md", C2[:12])]
+
+
+SHAPE_NAMES = st.lists(
+    st.sampled_from(["a", "A", "b", "\u00e9", "E\u0301", "\u00df", "ss"]), min_size=1, max_size=2
+).map(lambda parts: "insight_logs/" + "/".join(parts))
+
+
+@given(st.data())
+def test_per_commit_check_sees_exactly_the_colliding_intermediate_trees(
+    data: st.DataObject,
+) -> None:
+    base = set(data.draw(st.lists(SHAPE_NAMES, max_size=4)))
+    if case_collisions(base):
+        base = set()
+    present = set(base)
+    changes: list[Change] = []
+    collided = False
+    parent = BASE
+    trees = {BASE: frozenset(base)}
+    for number in range(data.draw(st.integers(1, 5))):
+        commit = f"{number + 1:040x}"
+        deleted = (
+            data.draw(st.lists(st.sampled_from(sorted(present)), unique=True)) if present else []
+        )
+        present -= set(deleted)
+        added = data.draw(
+            st.lists(
+                SHAPE_NAMES.filter(lambda p, held=frozenset(present): p not in held), unique=True
+            )
+        )
+        present |= set(added)
+        for path in deleted:
+            changes.append(_delete(commit, path, parents=(parent,), created=False))
+        for path in added:
+            changes.append(_add(commit, path, parents=(parent,), created=True))
+        collided = collided or bool(case_collisions(present))
+        parent = commit
+        trees[commit] = frozenset(present)  # an empty commit's child looks its tree up
+    plain = [Change(c.commit, c.path, c.entry, created=c.created) for c in changes]
+    for listed, known in ((changes, {"trees": Trees(trees)}), (plain, {"base": base})):
+        report = validate_changes(listed, DictBlobs({}), P, **known)  # type: ignore[arg-type]
+        assert bool(_shape_codes(report)) == collided, (base, listed)
