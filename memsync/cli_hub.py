@@ -87,7 +87,8 @@ def hub_token() -> None:
     multiple=True,
     required=True,
     metavar="SCOPE",
-    help="read:<view>, read:*, publish:<view>, publish:*, admin (repeatable).",
+    help="read:<view>, publish:<view>, root:<root>, notify:<root>, <kind>:* or admin "
+    "(repeatable; see above).",
 )
 @click.option("--label", help="A note to recognise the token by.")
 @click.option("--expires", metavar="DURATION", help="Lifetime such as 90d (default: none).")
@@ -101,7 +102,17 @@ def hub_token_create(
     expires: str | None,
     as_json: bool,
 ) -> int:
-    """Create a token; the raw token is printed once."""
+    """Create a token; the raw token is printed once.
+
+    \b
+    Scopes (views and roots are separate: read:team does not cover root team):
+      read:<view>     read a view: manifest, package, revisions, `revision` events
+      publish:<view>  publish revisions of a view (and read it)
+      root:<root>     receive `upstream` events of a root (/v1/events?root=<root>)
+      notify:<root>   notify a root (POST /v1/roots/<root>/notify) and receive its events
+      <kind>:*        the same for every view or root, e.g. read:* or root:*
+      admin           everything
+    """
     store = open_store(_hub_dir(app, data))
     try:
         lifetime = parse_duration(expires) if expires else None

@@ -268,6 +268,9 @@ async def events(request: web.Request) -> web.StreamResponse:
     roots, views = request.query.getall("root", []), request.query.getall("view", [])
     if not all(valid_name(name) for name in (*roots, *views)):
         raise ApiError(400, "bad-request", "root and view filters must be valid names")
+    for root in roots:  # roots hold nothing to hide: say so rather than stay silent forever
+        if not token.may_watch(root):
+            raise ApiError(403, "forbidden", f"this token may not receive events of root {root}")
     subscriber = Subscriber(token, frozenset(roots), frozenset(views))
     response = web.StreamResponse(
         headers={
@@ -310,7 +313,7 @@ async def notify(request: web.Request) -> web.Response:
     root = request.match_info["name"]
     if not valid_name(root):
         raise _not_found("no such root")
-    if not token.may_publish(root):
+    if not token.may_notify(root):
         raise ApiError(403, "forbidden", f"this token may not notify root {root}")
     too_large = ApiError(413, "too-large", f"a notify body is at most {MAX_NOTIFY} bytes")
     if request.content_length is not None and request.content_length > MAX_NOTIFY:

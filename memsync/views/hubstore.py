@@ -13,7 +13,8 @@ same revision with the same package is an idempotent retry; the same revision wi
 package is `equivocation` and a lower one `rollback` (both answered 409).
 
 `EventBus` fans `revision` and `upstream` events out to Server-Sent Event subscribers,
-each filtered by its `root`/`view` selection and by what its token may read.
+each filtered by its `root`/`view` selection and by its token's scopes (views and roots
+have separate ones: see `tokens.py`).
 """
 
 from __future__ import annotations
@@ -317,7 +318,7 @@ class Subscriber:
             self.views if kind == "revision" else self.roots
         ):
             return False
-        return self.token.may_read(name)
+        return self.token.may_read(name) if kind == "revision" else self.token.may_watch(name)
 
     def close(self) -> None:
         while not self.queue.empty():

@@ -3,9 +3,15 @@
 A raw token is `msk_<id>_<secret>`: `id` is 16 lowercase hex characters, `secret` is 32
 random bytes in base64url without padding. Only the hex SHA-256 of the secret is stored.
 A token is looked up by its id and the full hash is compared in constant time; there is no
-prefix matching and no scan. Scopes are `read:<view>`, `read:*`, `publish:<view>`,
-`publish:*` and `admin` (admin implies everything; publishing a view implies reading it,
-since a publisher must see the current revision to pick the next one).
+prefix matching and no scan.
+
+A scope is `<kind>:<name>`, `<kind>:*` (every name) or `admin` (everything). Views and roots
+are separate namespaces: `read:team` says nothing about root `team`, nor `read:*` about roots.
+- `read:<view>`: the view's manifest, package, revisions and `revision` events;
+- `publish:<view>`: publish revisions of the view, and read it (a publisher must see the
+  current revision to pick the next one);
+- `root:<root>`: the root's `upstream` events (`GET /v1/events?root=<root>`);
+- `notify:<root>`: `POST /v1/roots/<root>/notify`, and the root's events.
 
 Reads never write: `last_used_at` is written at most once a minute per token, by a
 separate call the server runs off its event loop. Parsed tokens are cached in process and
@@ -48,6 +54,9 @@ MAX_LABEL = 200
 _CACHE_LIMIT = 10_000
 
 AuthReason = Literal["missing", "malformed", "unknown", "expired", "revoked"]
+
+# `<kind>:<name>` or `<kind>:*` (every name); see the module docstring.
+SCOPE_KINDS = frozenset({"read", "publish", "root", "notify"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
@@ -92,21 +101,25 @@ class TokenInfo:
     def is_admin(self) -> bool:
         return "admin" in self.scopes
 
-    def may_read(self, name: str) -> bool:
-        """Read view `name` (or receive `upstream` events of root `name`)."""
-        s = self.scopes
-        return (
-            "admin" in s
-            or "read:*" in s
-            or "publish:*" in s
-            or f"read:{name}" in s
-            or f"publish:{name}" in s
-        )
+    def may_read(self, view: str) -> bool:
+        """Read view `view` and receive its `revision` events."""
+        return self._grants(view, "read", "publish")
 
-    def may_publish(self, name: str) -> bool:
-        """Publish view `name` (or notify root `name`)."""
+    def may_publish(self, view: str) -> bool:
+        """Publish revisions of view `view`."""
+        return self._grants(view, "publish")
+
+    def may_watch(self, root: str) -> bool:
+        """Receive `upstream` events of root `root`."""
+        return self._grants(root, "root", "notify")
+
+    def may_notify(self, root: str) -> bool:
+        """Tell the subscribers of root `root` that its upstream moved."""
+        return self._grants(root, "notify")
+
+    def _grants(self, name: str, *kinds: str) -> bool:
         s = self.scopes
-        return "admin" in s or "publish:*" in s or f"publish:{name}" in s
+        return "admin" in s or any(f"{kind}:*" in s or f"{kind}:{name}" in s for kind in kinds)
 
     def state(self, now: datetime) -> Literal["active", "expired", "revoked"]:
         if self.revoked_at is not None:
@@ -139,12 +152,12 @@ def check_scope(scope: str) -> str:
     if scope == "admin":
         return scope
     kind, sep, name = scope.partition(":")
-    if sep and kind in {"read", "publish"} and (name == "*" or NAME_RE.fullmatch(name)):
+    if sep and kind in SCOPE_KINDS and (name == "*" or NAME_RE.fullmatch(name)):
         return scope
     raise TokenError(
         f"invalid scope {scope[:80]!r}",
-        hint="use read:<view>, read:*, publish:<view>, publish:* or admin "
-        "(view names: letters, digits, '_', '.', '-'; at most 64 characters)",
+        hint="use read:<view>, publish:<view>, root:<root>, notify:<root> (or * for every "
+        "name) or admin (names: letters, digits, '_', '.', '-'; at most 64 characters)",
     )
 
 

@@ -421,7 +421,7 @@ async def test_events_are_filtered_by_query_and_by_scope(hub: Hub) -> None:
     auth_reader = await subscribe(hub, hub.token("read:auth"), "?view=auth")
     ops_reader = await subscribe(hub, hub.token("read:ops"))
     everything = await subscribe(hub, hub.admin)
-    team = await subscribe(hub, hub.token("read:team"), "?root=team")
+    team = await subscribe(hub, hub.token("root:team"), "?root=team")
     manifest, package = build("auth", 1)
     assert (await hub.publish("auth", manifest, package)).status == 201
     accepted = await hub.notify("team", {"commit": "a" * 40})
@@ -455,11 +455,12 @@ async def test_events_heartbeat_and_end_when_the_token_is_revoked(hub: Hub) -> N
 
 async def test_notify_rules(hub: Hub) -> None:
     sha = "0123456789abcdef" * 4
-    assert (await hub.notify("team", {"commit": sha}, hub.token("publish:team"))).status == 202
-    assert (await hub.notify("team", {"commit": sha}, hub.token("publish:*"))).status == 202
-    refused = await hub.notify("team", {"commit": sha}, hub.token("read:team"))
-    assert refused.status == 403
-    assert (await hub.notify("ops", {"commit": sha}, hub.token("publish:team"))).status == 403
+    assert (await hub.notify("team", {"commit": sha}, hub.token("notify:team"))).status == 202
+    assert (await hub.notify("team", {"commit": sha}, hub.token("notify:*"))).status == 202
+    for scope in ("read:team", "publish:team", "publish:*", "root:team", "root:*"):
+        refused = await hub.notify("team", {"commit": sha}, hub.token(scope))
+        assert (refused.status, refused.code) == (403, "forbidden"), scope
+    assert (await hub.notify("ops", {"commit": sha}, hub.token("notify:team"))).status == 403
     for body in ({"commit": "xyz"}, {"commit": sha, "more": 1}, {"commit": sha.upper()}, [1]):
         assert (await hub.notify("team", body)).status == 400
     assert (await hub.notify("team", {"commit": "f" * 5000})).status == 413

@@ -110,10 +110,15 @@ def test_scope_grammar(store: TokenStore) -> None:
         "read:team-auth",
         "publish:a.b_c",
         "read:" + "x" * 64,
+        "root:team",
+        "root:*",
+        "notify:team",
+        "notify:*",
     ):
         assert check_scope(good) == good
     bad = ["", "read", "read:", "write:auth", "read:../x", "read:.hidden", "read:a b", "ADMIN",
-           "read:" + "x" * 65, "publish:a/b", "read:*x"]  # fmt: skip
+           "read:" + "x" * 65, "publish:a/b", "read:*x", "root", "root:", "roots:team",
+           "notify:a/b", "root:*x", "admin:team"]  # fmt: skip
     for scope in bad:
         with pytest.raises(TokenError):
             check_scope(scope)
@@ -141,6 +146,28 @@ def test_scope_meaning(store: TokenStore) -> None:
     assert publisher.may_publish("auth") and publisher.may_read("auth")
     assert not publisher.may_publish("ops") and not publisher.may_read("ops")
     assert admin.may_publish("anything") and admin.may_read("anything") and admin.is_admin
+    assert admin.may_watch("anything") and admin.may_notify("anything")
+
+
+def test_views_and_roots_have_separate_scopes(store: TokenStore) -> None:
+    def info(*scopes: str) -> TokenInfo:
+        result = store.authenticate(store.create(list(scopes))[1])
+        assert isinstance(result, TokenInfo)
+        return result
+
+    for scope in ("read:team", "read:*", "publish:team", "publish:*"):
+        view = info(scope)
+        assert view.may_read("team"), scope
+        assert not view.may_watch("team") and not view.may_notify("team"), scope
+    watcher, notifier = info("root:team"), info("notify:team")
+    assert watcher.may_watch("team") and not watcher.may_watch("ops")
+    assert not watcher.may_notify("team")
+    assert notifier.may_notify("team") and notifier.may_watch("team")
+    assert not notifier.may_notify("ops") and not notifier.may_watch("ops")
+    for root in (watcher, notifier, info("root:*"), info("notify:*")):
+        assert not root.may_read("team") and not root.may_publish("team")
+    assert info("root:*").may_watch("ops") and not info("root:*").may_notify("ops")
+    assert info("notify:*").may_notify("ops") and info("notify:*").may_watch("ops")
 
 
 def test_list_shows_no_secrets_and_persists(tmp_path: Path) -> None:
