@@ -43,7 +43,7 @@ roots:
       timeout: 120s               # limit for one sync cycle; default 120s
       # Optional hub event stream: sync at once when the upstream moves. Default: none.
       events: "https://hub.example/v1/events?root=personal"
-      events_token: {env: HUB_TOKEN}   # optional bearer token for `events`
+      events_token: {env: HUB_TOKEN}   # optional bearer token for `events` (scope root:<name>)
     prune:                        # periodic expiry of active memory by a role
       enabled: false              # default false
       role: pruner                # a name under `roles`; default pruner
