@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memsync.roots.worktree import worktree_view
+from memsync.roots.disktree import disk_tree_view
 from memsync.validators.gate import validate_tree
 from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
@@ -59,7 +59,7 @@ def floor(path: Path) -> None:
 
 
 def ours(path: Path) -> Any:
-    report = validate_tree(worktree_view(path), SyncPolicy(), default_graph_validator())
+    report = validate_tree(disk_tree_view(path), SyncPolicy(), default_graph_validator())
     if not report.ok:
         raise RuntimeError(f"synthetic root invalid: {report.problems[:3]}")
     return report

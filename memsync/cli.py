@@ -45,9 +45,9 @@ from memsync.errors import (
 )
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.disktree import disk_tree_view
 from memsync.roots.repoconfig import repo_config_problems
 from memsync.roots.result import SyncResult
-from memsync.roots.worktree import worktree_view
 from memsync.status import status_report
 from memsync.transports.git import Git, redact
 from memsync.validators.gate import validate_tree
@@ -194,7 +194,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
             )
         tree = git.tree_view(commit)
     else:
-        tree = worktree_view(path)
+        tree = disk_tree_view(path)
     report = validate_tree(tree, policy, default_graph_validator(enforce_capacity=True))
     # The repository's own config is the root's too, whichever commit is checked.
     problems = [*report.problems, *repo_config_problems(path)]

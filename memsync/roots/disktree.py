@@ -53,7 +53,7 @@ def entry_for(path: Path) -> Entry | None:
     return Entry(exe, size=info.st_size)
 
 
-def worktree_view(root: Path) -> TreeView:
+def disk_tree_view(root: Path) -> TreeView:
     root = root.absolute()
     git = Git(root)
     top = git.toplevel()
