@@ -71,7 +71,6 @@ from memsync.wire.cli import (
 )
 
 log = logging.getLogger("memsync")
-_emit = emit
 
 
 class _Redacting(logging.Filter):
@@ -163,7 +162,7 @@ def init(path: Path, upstream: str | None, branch: str, as_json: bool) -> int:
         message=done.message,
     )
     if as_json:
-        _emit(report)
+        emit(report)
     else:
         click.echo(f"{done.path}: {done.message} (branch {done.branch}, head {done.head[:12]})")
         if done.upstream is None:
@@ -207,7 +206,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         problems=[ProblemModel.of(p) for p in problems],
     )
     if as_json:
-        _emit(out)
+        emit(out)
     else:
         where = f"{path} at {rev}" if rev else str(path)
         if not problems:
@@ -250,7 +249,7 @@ def sync_now(
     )
     results = [sync_root(r, settings.state_dir, options) for r in chosen]
     if as_json:
-        _emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
+        emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:
         for r in results:
             _print_result(r)
@@ -293,7 +292,7 @@ def status(app: App, as_json: bool) -> int:
     """Show roots, views, the daemon and pending operations."""
     report = status_report(app.settings())
     if as_json:
-        _emit(report)
+        emit(report)
     else:
         _print_status(report)
     return EXIT_OK
@@ -370,7 +369,7 @@ def config_validate(app: App, path: Path | None, as_json: bool) -> int:
             views=len(settings.views),
             warnings=warnings,
         )
-        _emit(report)
+        emit(report)
     else:
         click.echo(f"{target}: valid ({len(settings.roots)} root(s))")
         for warning in warnings:
@@ -406,7 +405,7 @@ def doctor(app: App, as_json: bool) -> int:
             )
             for c in found.checks
         ]
-        _emit(DoctorReport(ok=found.ok, checks=checks))
+        emit(DoctorReport(ok=found.ok, checks=checks))
     else:
         for c in found.checks:
             click.echo(f"{_MARKS[c.status]} {c.name}: {c.message}")

@@ -113,10 +113,6 @@ class LockBusy(MemsyncError):
         self.holder = holder
 
 
-class JournalError(MemsyncError):
-    """An operation record could not be read or written."""
-
-
 class InternalError(MemsyncError):
     """A state memsync itself should never reach (a bug): reported, never hidden."""
 

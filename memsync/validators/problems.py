@@ -15,9 +15,6 @@ class Problem:
     line: int | None
     message: str
 
-    def as_dict(self) -> dict[str, object]:
-        return {"code": self.code, "path": self.path, "line": self.line, "message": self.message}
-
 
 @dataclass(frozen=True)
 class Report:
