@@ -25,7 +25,7 @@ from memsync.roots.push import Outgoing
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, cause
-from memsync.transports.gitparse import fsck_findings, last_line
+from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
 from memsync.validators.graph import GraphValidator, default_graph_validator
 from memsync.validators.policy import SyncPolicy
@@ -183,20 +183,14 @@ class _Cycle:
                 head=local,
             )
         if outcome is FetchOutcome.BAD_OBJECTS:
-            findings = fsck_findings(detail)
-            if not findings:
-                return None, self.result(
-                    SyncStatus.ERROR,
-                    "the upstream sent objects that failed git's "
-                    f"object check: {last_line(detail)}",
-                    head=local,
-                )
-            problems = tuple(Problem(code, None, None, msg) for code, msg in findings)
+            # Every object-check refusal carries a code (a name rule, or malformed-object);
+            # nothing was fetched, so there is no head to keep under a rescue ref.
+            problems = tuple(Problem(code, None, None, msg) for code, msg in fsck_findings(detail))
+            codes = ", ".join(sorted({p.code for p in problems}))
             return None, self.result(
                 SyncStatus.REJECTED,
-                "refused: the upstream sent trees with "
-                "forbidden names; nothing was fetched and "
-                "the root is unchanged",
+                f"refused: the upstream sent objects git's object check refuses ({codes}); "
+                "nothing was fetched and the root is unchanged",
                 head=local,
                 problems=problems,
             )

@@ -54,7 +54,7 @@ class Incoming:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
         count, changes = git.changes(upstream, local)
-        report = validate_changes(changes, GitBlobs(git), self.policy)
+        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
         if not report.ok:
             return self._refuse(
                 report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"

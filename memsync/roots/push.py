@@ -48,7 +48,7 @@ class Outgoing:
         """Validate `upstream..head`, then push `head` to the upstream branch, never forced."""
         git = self.git
         count, changes = git.changes(head, upstream)
-        report = validate_changes(changes, GitBlobs(git), self.policy)
+        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
         files = tuple(sorted({c.path for c in changes}))
         if report.ok:
             report = validate_tree(

@@ -386,7 +386,7 @@ class Git:
     def ls_tree(self, rev: str) -> dict[str, Entry]:
         """Every leaf of a commit's tree with mode, size and object id."""
         return gitparse.parse_ls_tree(
-            self.run("ls-tree", "-r", "-z", "-l", "--full-tree", rev).stdout
+            self.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", rev).stdout
         )
 
     def tree_view(self, rev: str) -> TreeView:
@@ -407,7 +407,7 @@ class Git:
             "--no-abbrev",
             "--no-ext-diff",
             "--no-textconv",
-            "--format=%x01%H",
+            "--format=%x01%H %P",
             include,
         ]
         if exclude:

@@ -368,7 +368,7 @@ def test_every_hostile_tree_is_refused_with_a_code(tmp_path: Path, shape: Shape)
     assert (outcomes[0] is FetchOutcome.BAD_OBJECTS) == (shape.fsck is not None)
 
 
-def test_a_second_entry_beside_an_older_one_needs_parents_or_the_tree(tmp_path: Path) -> None:
+def test_a_second_entry_beside_an_older_one_is_seen_through_parents(tmp_path: Path) -> None:
     # The diff shows the second `MEMORY.md` as added while the first is unchanged.
     repo = Repo(tmp_path / "up.git")
     files = repo.root_files()
@@ -377,7 +377,7 @@ def test_a_second_entry_beside_an_older_one_needs_parents_or_the_tree(tmp_path: 
     hostile = repo.commit(repo.tree([*files, second]), base, message="dup")
     plain, exact, tree = _gate_codes(Git(repo.path), base, hostile)
     assert "duplicate-entry" in exact.codes() and "duplicate-entry" in tree.codes()
-    assert "duplicate-entry" not in plain.codes()  # a log without parents cannot tell
+    assert "duplicate-entry" in plain.codes()  # the box's log names parents
 
 
 def test_duplicate_directories_show_in_a_listing_with_trees(tmp_path: Path) -> None:
@@ -389,7 +389,8 @@ def test_duplicate_directories_show_in_a_listing_with_trees(tmp_path: Path) -> N
     head = repo.commit(repo.tree(repo.root_files() + views))
     repo.publish(head)
     box = Git(repo.path)
-    assert validate_tree(box.tree_view(head), DEFAULT_POLICY).ok  # `-r` alone cannot tell
+    # The box lists with `-t`: the directory listed twice is seen.
+    assert "duplicate-entry" in validate_tree(box.tree_view(head), DEFAULT_POLICY).codes()
     raw = box.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", head).stdout
     listing = P.parse_ls_tree(raw)
     assert sorted(listing) == [
