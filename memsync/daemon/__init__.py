@@ -1,0 +1,1 @@
+"""The long-running daemon (`memsync run`): triggers, workers, control socket, metrics."""
