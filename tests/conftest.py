@@ -18,11 +18,20 @@ from tests.helpers import git, settings_for
 # Property tests run real parsers on shared, noisy machines: no per-example deadline. CI
 # (`.ci/run` sets MEMSYNC_HYPOTHESIS=ci) replays the same examples every run, so a landing
 # never depends on a lucky draw; local runs keep exploring new ones.
-settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#
+# The profile decides what property tests cost; tests never set `max_examples` themselves.
+# `dev` (the inner loop) draws fewer, fresh examples each run; `ci` replays more, fixed ones.
+# A property whose every example runs real processes (git, a server) takes PROCESS_EXAMPLES.
 settings.register_profile(
-    "ci", parent=settings.get_profile("dev"), derandomize=True, print_blob=True
+    "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(os.environ.get("MEMSYNC_HYPOTHESIS", "dev"))
+settings.register_profile(
+    "ci", parent=settings.get_profile("dev"), max_examples=100, derandomize=True, print_blob=True
+)
+_PROCESS_EXAMPLES = {"dev": 6, "ci": 12}
+PROFILE = os.environ.get("MEMSYNC_HYPOTHESIS", "dev")
+settings.load_profile(PROFILE)
+PROCESS_EXAMPLES = settings(max_examples=_PROCESS_EXAMPLES[PROFILE])
 
 
 @dataclass

@@ -34,6 +34,7 @@ from memsync.validators.paths import (
 from memsync.validators.policy import DEFAULT_POLICY
 from memsync.validators.problems import Report
 from memsync.validators.tree import Change, TreeView
+from tests.conftest import PROCESS_EXAMPLES
 from tests.helpers import GIT_ENV, git
 
 FILE, LINK, DIR = "100644", "120000", "40000"
@@ -194,7 +195,7 @@ NEAR_NAMES = st.one_of(
 )
 
 
-@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(PROCESS_EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(NEAR_NAMES, min_size=1, max_size=60, unique=True))
 def test_name_rules_agree_with_git_on_generated_names(tmp_path: Path, names: list[str]) -> None:
     _assert_agree(_git_guards(tmp_path, names))

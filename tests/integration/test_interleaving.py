@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -21,6 +21,7 @@ from memsync.transports.git import Git
 from memsync.validators.gate import validate_tree
 from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
+from tests.conftest import PROCESS_EXAMPLES
 from tests.helpers import commit, git, is_ancestor, settings_for
 
 MEMBERS = ("alice", "bob")
@@ -116,12 +117,7 @@ class ConvergingInterleavings(Interleavings):
             super().teardown()
 
 
-ConvergingInterleavings.TestCase.settings = settings(
-    max_examples=12,
-    stateful_step_count=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+ConvergingInterleavings.TestCase.settings = settings(PROCESS_EXAMPLES, stateful_step_count=12)
 test_interleavings = ConvergingInterleavings.TestCase
 
 

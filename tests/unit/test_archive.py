@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.errors import MemsyncError
@@ -467,7 +467,6 @@ def test_write_zip_is_deterministic(files: dict[str, bytes]) -> None:
     assert write_zip(files) == write_zip(reordered)
 
 
-@settings(max_examples=40, deadline=None)
 @given(files=_FILES)
 def test_extract_of_write_zip_round_trips(
     tmp_path_factory: pytest.TempPathFactory, files: dict[str, bytes]
@@ -488,7 +487,6 @@ _GOOD_HASHES = {
 }
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.integers(0, len(_GOOD) - 1), st.integers(1, 255))
 def test_a_corrupted_byte_is_refused_or_harmless(
     tmp_path_factory: pytest.TempPathFactory, index: int, flip: int

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.editor import remove_items
@@ -124,7 +124,6 @@ def _expected_survivors(generated: Generated, removed: set[str]) -> set[str]:
     }
 
 
-@settings(max_examples=150, deadline=None)
 @given(valid_graphs(), st.data())
 def test_removing_random_items_keeps_a_valid_graph_valid(
     generated: Generated, data: st.DataObject

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.document import EDGE_TYPES
@@ -228,7 +228,6 @@ def _problems(files: Mapping[str, str]) -> list[Problem]:
     return build_graph(TreeView.from_bytes({p: t.encode() for p, t in files.items()}))[1]
 
 
-@settings(max_examples=150, deadline=None)
 @given(valid_graphs())
 def test_generated_graphs_validate_clean(generated: Generated) -> None:
     graph, problems = build_graph(generated.tree())
@@ -251,7 +250,6 @@ def _replace_line(files: dict[str, str], path: str, line: int, new: str | None) 
     files[path] = "\n".join(lines)
 
 
-@settings(max_examples=100, deadline=None)
 @given(valid_graphs(), st.data())
 def test_deleting_an_edge_target_is_a_dangling_edge(
     generated: Generated, data: st.DataObject
@@ -275,7 +273,6 @@ def test_deleting_an_edge_target_is_a_dangling_edge(
     assert "dangling-edge" in {p.code for p in _problems(files)}
 
 
-@settings(max_examples=100, deadline=None)
 @given(valid_graphs(), st.data())
 def test_duplicating_an_id_is_caught(generated: Generated, data: st.DataObject) -> None:
     if not generated.items:
@@ -289,7 +286,6 @@ def test_duplicating_an_id_is_caught(generated: Generated, data: st.DataObject) 
     assert item_id in duplicate.message
 
 
-@settings(max_examples=100, deadline=None)
 @given(valid_graphs(), st.data())
 def test_breaking_an_edge_token_is_a_malformed_edge(
     generated: Generated, data: st.DataObject
@@ -310,7 +306,6 @@ def test_breaking_an_edge_token_is_a_malformed_edge(
     }
 
 
-@settings(max_examples=100, deadline=None)
 @given(valid_graphs(), st.data())
 def test_f_files_referencing_each_other_are_a_backing_cycle(
     generated: Generated, data: st.DataObject

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.graph import build_graph
@@ -423,7 +423,6 @@ def _selection(data: st.DataObject, graph: MemoryGraph) -> Recipe:
     )
 
 
-@settings(max_examples=200, deadline=None)
 @given(valid_graphs(), st.data())
 def test_any_selection_of_a_generated_root_renders_a_valid_package(
     generated: Generated, data: st.DataObject
@@ -432,7 +431,6 @@ def test_any_selection_of_a_generated_root_renders_a_valid_package(
     _check_render(generated.files, _selection(data, graph), frozenset())
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_any_selection_of_the_fixture_renders_a_valid_package(data: st.DataObject) -> None:
     graph, _ = build_graph(_tree(FILES))
