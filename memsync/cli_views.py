@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,21 +15,19 @@ from memsync.config.secrets import resolve
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.transports.http import HttpClient
+from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
-from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
+from memsync.views.archive import ArchiveLimits
 from memsync.views.build import build_package, signed_manifest, write_static
+from memsync.views.consumer import check_package
+from memsync.views.dirsource import DirSource
+from memsync.views.httpsource import HttpSource
 from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
-from memsync.views.manifest import (
-    MAX_MANIFEST_BYTES,
-    ManifestError,
-    check_files,
-    check_package_bytes,
-    parse_manifest,
-    verify_manifest,
-)
-from memsync.views.package import read_tree, validate_package
+from memsync.views.manifest import ManifestError, parse_manifest, verify_manifest
 from memsync.views.publish import PublishRefused, publish_view, secret_ref
 from memsync.views.pull import ViewResult, pull_views
+from memsync.views.source import ErrorKind, SourceError, ViewSource
+from memsync.views.zipscan import problem as archive_problem
 from memsync.wire import (
     KeyReport,
     ProblemModel,
@@ -40,6 +37,8 @@ from memsync.wire import (
     ViewsPullReport,
     ViewVerifyReport,
 )
+
+VERIFY_DEADLINE = 120.0  # seconds for fetching what `views verify` checks
 
 # -- keys -------------------------------------------------------------------------------------
 
@@ -150,19 +149,17 @@ def views_verify(
     """
     if not keys_ and not allow_unsigned:
         raise UsageError("give at least one --key (or --allow-unsigned)")
+    if not source.startswith(("http://", "https://")):
+        base = Path(source)
+        if not (base / "manifest").is_file() or not (base / "package").is_file():
+            raise UsageError(
+                f"{source} holds no `manifest` and `package`",
+                hint="point at DIR/v1/views/<VIEW_ID> of a static export",
+            )
     scratch = Path(tempfile.mkdtemp(prefix="memsync-verify-"))
     try:
-        manifest_bytes, package = _fetch_for_verify(source, scratch)
-        report = _verify(
-            source,
-            manifest_bytes,
-            package,
-            scratch,
-            keys_,
-            threshold,
-            view_id,
-            heading,
-            allow_unsigned,
+        report = asyncio.run(
+            _verify(source, scratch, keys_, threshold, view_id, heading, allow_unsigned)
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -179,46 +176,8 @@ def views_verify(
     return EXIT_OK if report.valid else EXIT_VERDICT
 
 
-def _fetch_for_verify(source: str, scratch: Path) -> tuple[bytes, Path]:
-    if source.startswith(("http://", "https://")):
-
-        async def fetch() -> tuple[bytes, Path]:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 120
-            async with HttpClient() as client:
-                got = await client.get_with_retry(
-                    f"{source.rstrip('/')}/manifest",
-                    dest=None,
-                    token=None,
-                    etag=None,
-                    max_bytes=MAX_MANIFEST_BYTES,
-                    deadline=deadline,
-                )
-                target = scratch / "package"
-                await client.get_with_retry(
-                    f"{source.rstrip('/')}/package",
-                    dest=target,
-                    token=None,
-                    etag=None,
-                    max_bytes=ArchiveLimits().max_archive,
-                    deadline=deadline,
-                )
-                return got.body or b"", target
-
-        return asyncio.run(fetch())
-    base = Path(source)
-    if not (base / "manifest").is_file() or not (base / "package").is_file():
-        raise UsageError(
-            f"{source} holds no `manifest` and `package`",
-            hint="point at DIR/v1/views/<VIEW_ID> of a static export",
-        )
-    return (base / "manifest").read_bytes(), base / "package"
-
-
-def _verify(
+async def _verify(
     source: str,
-    manifest_bytes: bytes,
-    package: Path,
     scratch: Path,
     keys_: tuple[str, ...],
     threshold: int,
@@ -226,39 +185,60 @@ def _verify(
     heading: str | None,
     allow_unsigned: bool,
 ) -> ViewVerifyReport:
-    problems: list[Problem] = []
-    try:
-        claimed = parse_manifest(manifest_bytes).signed.view_id
-    except ManifestError:  # verify_manifest reports the exact problem below
-        claimed = view_id or ""
-    verdict = verify_manifest(
-        manifest_bytes,
-        view_id=view_id or claimed,
-        keys=keys_,
-        threshold=threshold,
-        trusted_revision=None,
-        trusted_sha256=None,
-        now=timefmt.now(),
-        allow_unsigned=allow_unsigned,
-    )
-    problems += verdict.problems
-    files = items = 0
-    manifest = verdict.manifest
-    if manifest is not None:
-        data = package.read_bytes()
-        problems += check_package_bytes(manifest, len(data), hashlib.sha256(data).hexdigest())
+    """Fetch and check the view at `source` as `views pull` would, reporting every problem
+    (a consumer would stop at the first) and importing nothing."""
+    deadline = Deadline.after(VERIFY_DEADLINE)
+    limits = ArchiveLimits()
+    async with HttpClient() as client:
+        view: ViewSource = (
+            HttpSource(client, source)
+            if source.startswith(("http://", "https://"))
+            else DirSource(Path(source))
+        )
+        manifest_bytes = (await view.manifest(etag=None, deadline=deadline)).body or b""
         try:
-            hashes = extract_zip(package, scratch / "extracted", ArchiveLimits())
-        except ArchiveError as exc:
-            problems += exc.problems
-        else:
-            report = validate_package(
-                read_tree(scratch / "extracted"),
-                view_id=manifest.signed.view_id,
-                heading=heading or manifest.signed.view_id,
-            )
-            problems += [*report.problems, *check_files(manifest, hashes)]
-            files, items = report.files, report.items
+            claimed = parse_manifest(manifest_bytes).signed.view_id
+        except ManifestError:  # verify_manifest reports the exact problem below
+            claimed = view_id or ""
+        verdict = verify_manifest(
+            manifest_bytes,
+            view_id=view_id or claimed,
+            keys=keys_,
+            threshold=threshold,
+            trusted_revision=None,
+            trusted_sha256=None,
+            now=timefmt.now(),
+            allow_unsigned=allow_unsigned,
+        )
+        problems: list[Problem] = list(verdict.problems)
+        files = items = 0
+        manifest = verdict.manifest
+        if manifest is not None:
+            package = scratch / "package"
+            try:
+                fetched = await view.package(
+                    package, limits=limits, expected_length=None, deadline=deadline
+                )
+            except SourceError as exc:
+                if exc.kind is not ErrorKind.TOO_LARGE:
+                    raise
+                why = f"is over {limits.max_archive} bytes, more than a package within the limits"
+                problems.append(archive_problem(None, why))
+            else:
+                checked = await asyncio.to_thread(
+                    check_package,
+                    package,
+                    scratch / "extracted",
+                    manifest=manifest,
+                    length=fetched.length,
+                    sha256=fetched.sha256,
+                    view_id=manifest.signed.view_id,
+                    heading=heading or manifest.signed.view_id,
+                    limits=limits,
+                    thorough=True,
+                )
+                problems += checked.problems
+                files, items = checked.files, checked.items
     signed = manifest.signed if manifest is not None else None
     return ViewVerifyReport(
         valid=not problems,

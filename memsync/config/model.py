@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
-from memsync.config.schema import Config, GitSource, HttpSource, Root, View
+from memsync.config.schema import Config, GitSource, Root, View
 from memsync.config.secrets import SecretRef
 
 
@@ -38,6 +39,29 @@ class RootSettings:
 
 
 @dataclass(frozen=True)
+class HttpSourceSettings:
+    """A view served over HTTP(S) by a hub or any static host: `<url>/manifest`, `<url>/package`."""
+
+    url: str
+    token: SecretRef | None = None
+    allow_http: bool = False  # plain http:// to a non-loopback host
+    kind: Literal["http"] = "http"
+
+
+@dataclass(frozen=True)
+class GitSourceSettings:
+    """A Git share: `<path>/manifest.json` and `<path>/package/` on `branch` of `url`."""
+
+    url: str
+    path: str
+    branch: str = "main"
+    kind: Literal["git"] = "git"
+
+
+SourceSettings = HttpSourceSettings | GitSourceSettings  # discriminated by `kind`
+
+
+@dataclass(frozen=True)
 class ViewSettings:
     """One imported view: where it comes from, how it is trusted, where it lands."""
 
@@ -46,12 +70,7 @@ class ViewSettings:
     root_path: Path
     heading: str
     view_id: str  # the provider's view id the manifest must name
-    kind: str  # "http" or "git"
-    url: str
-    token: SecretRef | None
-    allow_http: bool
-    git_branch: str
-    git_path: str
+    source: SourceSettings
     keys: tuple[str, ...]
     threshold: int
     allow_unsigned: bool
@@ -107,22 +126,20 @@ def root_settings(name: str, root: Root) -> RootSettings:
 
 def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSettings:
     """Convert one validated view (its root exists: the schema checked it)."""
-    source = view.source
-    is_http = isinstance(source, HttpSource)
+    source: SourceSettings
+    if isinstance(view.source, GitSource):
+        source = GitSourceSettings(view.source.url, view.source.path, view.source.branch)
+        where = view.source.path
+    else:
+        source = HttpSourceSettings(view.source.url, view.source.token, view.source.allow_http)
+        where = view.source.url
     return ViewSettings(
         name=name,
         root=view.root,
         root_path=roots[view.root].path,
         heading=view.heading or name,
-        view_id=view.view_id
-        or _last_part(source.path if isinstance(source, GitSource) else source.url)
-        or name,
-        kind="http" if is_http else "git",
-        url=source.url,
-        token=source.token if isinstance(source, HttpSource) else None,
-        allow_http=source.allow_http if isinstance(source, HttpSource) else False,
-        git_branch=source.branch if isinstance(source, GitSource) else "main",
-        git_path=source.path if isinstance(source, GitSource) else "",
+        view_id=view.view_id or _last_part(where) or name,
+        source=source,
         keys=tuple(view.trust.keys),
         threshold=view.trust.threshold,
         allow_unsigned=view.trust.allow_unsigned,

@@ -448,7 +448,7 @@ async def _publish(
         )
         retry = hub.revisions.judge(manifest) == "same"
         if not retry:
-            problems = await asyncio.to_thread(hub.package_check, manifest, package)
+            problems = await asyncio.to_thread(hub.package_check, manifest, package, length, sha256)
             if problems:
                 raise UploadRefused(problems, "the package fails the consumers' checks")
         async with hub.lock(view_id):

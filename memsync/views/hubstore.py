@@ -349,15 +349,18 @@ class EventBus:
 
 # -- the whole state ------------------------------------------------------------------------
 
-PackageCheck = Callable[[Manifest, Path], Sequence[Problem]]
+# (manifest, uploaded package, its length, its sha256) -> what a consumer would refuse
+PackageCheck = Callable[[Manifest, Path, int, str], Sequence[Problem]]
 REFUSAL_AUDIT_INTERVAL = 60.0  # seconds between audit rows for one (address, reason)
 
 
-def default_package_check(manifest: Manifest, package: Path) -> Sequence[Problem]:
-    """The consumers' own package validator, imported late (it pulls in the graph rules)."""
-    from memsync.views.package import check_published  # noqa: PLC0415
+def default_package_check(
+    manifest: Manifest, package: Path, length: int, sha256: str
+) -> Sequence[Problem]:
+    """The consumers' own check, imported late (it pulls in the graph rules)."""
+    from memsync.views.consumer import check_published  # noqa: PLC0415
 
-    return check_published(manifest, package)
+    return check_published(manifest, package, length=length, sha256=sha256)
 
 
 class HubState:

@@ -3,27 +3,22 @@
 A RightMemory file-view package v2 (see the shared-views reference): three metadata files
 at the top (`view.md`, `recipe.toml`, `rightmemory-shared-view.toml`) and `dist/` holding
 `MEMORY.md`, `manifest.toml` and the `MEMORY_<id>.md` / `MEMORY_SKILL_<id>.md` resources.
-The consumer (HTTP or Git import), the hub (upload) and `views verify` all call
-`validate_package`; it is pure over the package's bytes.
+Every path a package comes in by (an import from any source, the hub's upload check,
+`views verify`) reaches it through the one consumer check, `consumer.check_package`; the
+publisher runs it before signing. It is pure over the package's bytes.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from memsync.validators.graph import build_graph
 from memsync.validators.paths import check_text, printable
-from memsync.validators.problems import Problem, ProblemList, Report
+from memsync.validators.problems import ProblemList, Report
 from memsync.validators.tree import TreeView
-from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
-from memsync.views.manifest import check_files
-from memsync.wire.manifest import Manifest
 
 PACKAGE_META = "rightmemory-shared-view.toml"
 RECIPE = "recipe.toml"
@@ -128,39 +123,3 @@ def _expect(
     value = table.get(key)
     if value != wanted or type(value) is not type(wanted):
         found.add("package-metadata", path, f"{path}: '{key}' must be {wanted!r} (found {value!r})")
-
-
-def read_tree(directory: Path) -> dict[str, bytes]:
-    """The files of an extracted package (the extractor made only regular files and dirs)."""
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file() and not path.is_symlink()
-    }
-
-
-def check_published(
-    manifest: Manifest,
-    package: Path,
-    *,
-    heading: str | None = None,
-    limits: ArchiveLimits | None = None,
-) -> list[Problem]:
-    """What a consumer would find wrong with this package (the hub runs this on upload).
-
-    The package's bytes are assumed to match the manifest's length and hash already.
-    Extracts into a private temporary directory, validates, and removes it.
-    """
-    view_id = manifest.signed.view_id
-    scratch = Path(tempfile.mkdtemp(prefix="memsync-check-"))
-    try:
-        try:
-            hashes = extract_zip(package, scratch / "pkg", limits or ArchiveLimits())
-        except ArchiveError as exc:
-            return list(exc.problems)
-        report = validate_package(
-            read_tree(scratch / "pkg"), view_id=view_id, heading=heading or view_id
-        )
-        return [*report.problems, *check_files(manifest, hashes)]
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

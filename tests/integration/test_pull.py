@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memsync import timefmt
-from memsync.config.model import ViewSettings
+from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
 from memsync.roots.create import init_root
 from memsync.views.archive import write_zip
 from memsync.views.keys import public_key_text
@@ -74,12 +74,7 @@ def settings(root: Path, url: str, **over: object) -> ViewSettings:
         root_path=root,
         heading="team-auth",
         view_id="auth",
-        kind="http",
-        url=f"{url}/v1/views/auth",
-        token=None,
-        allow_http=False,
-        git_branch="main",
-        git_path="",
+        source=HttpSourceSettings(f"{url}/v1/views/auth"),
         keys=(public_key_text(KEY),),
         threshold=1,
         allow_unsigned=False,
@@ -196,6 +191,7 @@ async def test_no_import_and_no_server_is_unavailable(root: Path, tmp_path: Path
     assert result.status == "unavailable"
 
 
+@pytest.mark.slow
 async def test_flaky_server_never_leaves_a_corrupt_import(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -246,7 +242,7 @@ def test_git_share_pull(root: Path, tmp_path: Path) -> None:
     (share / "shares" / "auth" / "manifest.json").write_bytes(manifest)
     git(share, "add", ".")
     git(share, "commit", "-q", "-m", "share")
-    view = replace(settings(root, "", kind="git", git_path="shares/auth"), url=str(share))
+    view = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
     [result] = asyncio.run(pull_views([view], tmp_path / "state"))
     assert result.status == "pulled", result.message
     assert imported(root) == expected("from git")
@@ -262,7 +258,7 @@ def test_unsigned_rightmemory_share_needs_allow_unsigned(root: Path, tmp_path: P
     (share / "shares" / "auth" / "share.toml").write_text('id = "auth"\n')
     git(share, "add", ".")
     git(share, "commit", "-q", "-m", "share")
-    strict = replace(settings(root, "", kind="git", git_path="shares/auth"), url=str(share))
+    strict = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
     [refused] = asyncio.run(pull_views([strict], tmp_path / "state"))
     assert refused.status == "unavailable"
     lenient = replace(strict, allow_unsigned=True)

@@ -1,0 +1,122 @@
+"""The consumer check: what a consumer finds wrong with a fetched package, in one place.
+
+"Compare the bytes with the manifest → extract safely → validate the package and its
+graph → compare the files with the manifest" is the same for every path a package comes
+in by: `views pull` (before an import is swapped in), `views verify` (a report, without
+importing) and the hub's upload check (before a revision is stored). All three call
+`check_package`; it is blocking (extraction, hashing, validation): run it off the event
+loop.
+
+A consumer stops at the first failing step: bytes that are not the signed ones are never
+unpacked. `views verify` asks for `thorough=True` and gets every step's problems.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsync.validators.problems import Problem
+from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
+from memsync.views.manifest import check_files, check_package_bytes
+from memsync.views.package import validate_package
+from memsync.wire.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The verdict on one package: every problem found, and the one-line reason of the
+    first failing step (None when the package is valid). `files` and `items` count what
+    the package's graph holds when it got that far."""
+
+    problems: tuple[Problem, ...]
+    reason: str | None
+    files: int = 0
+    items: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_package(
+    package: Path,
+    into: Path,
+    *,
+    manifest: Manifest | None,
+    length: int,
+    sha256: str,
+    view_id: str,
+    heading: str,
+    limits: ArchiveLimits,
+    thorough: bool = False,
+) -> Checked:
+    """Check the archive at `package` (`length` bytes hashing to `sha256`) against
+    `manifest` (None: an unsigned share) and extract it into `into`, a new directory the
+    caller owns (it stays when the package is valid; the extractor leaves nothing when the
+    archive is refused)."""
+    problems: list[Problem] = []
+    reason: str | None = None
+
+    def fail(found: Sequence[Problem], why: str) -> None:
+        nonlocal reason
+        problems.extend(found)
+        reason = reason or why
+
+    if manifest is not None:
+        found = check_package_bytes(manifest, length, sha256)
+        if found:
+            fail(found, "the package does not match its manifest")
+            if not thorough:
+                return Checked(tuple(problems), reason)
+    try:
+        hashes = extract_zip(package, into, limits)
+    except ArchiveError as exc:
+        fail(exc.problems, "the package archive was refused")
+        return Checked(tuple(problems), reason)
+    report = validate_package(read_tree(into), view_id=view_id, heading=heading)
+    found = [*report.problems, *(check_files(manifest, hashes) if manifest else [])]
+    if found:
+        fail(found, "the package failed validation")
+    return Checked(tuple(problems), reason, report.files, report.items)
+
+
+def read_tree(directory: Path) -> dict[str, bytes]:
+    """The files of an extracted package (the extractor made only regular files and dirs)."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def check_published(
+    manifest: Manifest,
+    package: Path,
+    *,
+    length: int,
+    sha256: str,
+    heading: str | None = None,
+    limits: ArchiveLimits | None = None,
+) -> list[Problem]:
+    """What a consumer would find wrong with an uploaded package (the hub's upload check),
+    extracted into a private temporary directory that is removed afterwards."""
+    view_id = manifest.signed.view_id
+    scratch = Path(tempfile.mkdtemp(prefix="memsync-check-"))
+    try:
+        checked = check_package(
+            package,
+            scratch / "pkg",
+            manifest=manifest,
+            length=length,
+            sha256=sha256,
+            view_id=view_id,
+            heading=heading or view_id,
+            limits=limits or ArchiveLimits(),
+        )
+        return list(checked.problems)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

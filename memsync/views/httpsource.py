@@ -1,0 +1,77 @@
+"""A view served over HTTP(S): a hub, or any static host of a `views build` export.
+
+`<url>/manifest` is fetched conditionally (`If-None-Match` with the ETag of the last
+answer; a `304` is "unchanged") and `<url>/package` streamed under the cap, both on the
+HTTP box (`transports/http.py`), which owns retries, redirects, the token's origin and the
+byte caps on the wire. Its errors come out as `SourceError`s with the same kind and text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from memsync.config.secrets import SecretRef, resolve
+from memsync.transports.http import HttpClient, HttpError
+from memsync.transports.process import Deadline
+from memsync.views.archive import ArchiveLimits
+from memsync.views.manifest import MAX_MANIFEST_BYTES
+from memsync.views.source import ManifestFetch, PackageFetch, SourceError, package_cap
+
+
+class HttpSource:
+    """`url` is the view's base (`https://hub/v1/views/ID`); `token` a secret reference,
+    resolved at each request and sent to `url`'s origin only."""
+
+    label = "the view server"
+
+    def __init__(self, client: HttpClient, url: str, token: SecretRef | None = None) -> None:
+        self.client = client
+        self.url = url.rstrip("/")
+        self.token = token
+
+    async def manifest(self, *, etag: str | None, deadline: Deadline) -> ManifestFetch:
+        try:
+            got = await self.client.get_with_retry(
+                f"{self.url}/manifest",
+                dest=None,
+                token=self._token(),
+                etag=etag,
+                max_bytes=MAX_MANIFEST_BYTES,
+                deadline=_on_loop(deadline),
+            )
+        except HttpError as exc:
+            raise SourceError(exc.kind, exc.message) from exc
+        if got.status == 304:
+            return ManifestFetch(None, got.etag or etag, unchanged=True)
+        return ManifestFetch(got.body or b"", got.etag)
+
+    async def package(
+        self,
+        dest: Path,
+        *,
+        limits: ArchiveLimits,
+        expected_length: int | None,
+        deadline: Deadline,
+    ) -> PackageFetch:
+        try:
+            got = await self.client.get_with_retry(
+                f"{self.url}/package",
+                dest=dest,
+                token=self._token(),
+                etag=None,
+                max_bytes=package_cap(limits, None),
+                deadline=_on_loop(deadline),
+                expected_length=expected_length,
+            )
+        except HttpError as exc:
+            raise SourceError(exc.kind, exc.message) from exc
+        return PackageFetch(got.length, got.sha256 or "")
+
+    def _token(self) -> str | None:
+        return resolve(self.token) if self.token is not None else None
+
+
+def _on_loop(deadline: Deadline) -> float:
+    """`deadline` on the event loop's clock, which the HTTP box measures by."""
+    return asyncio.get_running_loop().time() + deadline.remaining()
