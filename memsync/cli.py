@@ -98,6 +98,7 @@ class _LazyGroup(click.Group):
         "keys": "memsync.cli_views",
         "views": "memsync.cli_views",
         "hub": "memsync.cli_hub",
+        "run": "memsync.cli_daemon",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -247,13 +248,34 @@ def sync_now(
     options = SyncOptions(
         accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
     )
-    results = [sync_root(r, settings.state_dir, options) for r in chosen]
+    results = _sync_through_daemon(settings, roots, options)
+    if results is None:  # no daemon: run the cycles in this process
+        results = [sync_root(r, settings.state_dir, options) for r in chosen]
     if as_json:
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:
         for r in results:
             _print_result(r)
     return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+
+
+def _sync_through_daemon(
+    settings: Settings, roots: Sequence[str], options: SyncOptions
+) -> list[SyncResult] | None:
+    """The running daemon's verdicts for these roots, or None when no daemon answers."""
+    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+
+    body = {
+        "roots": list(roots),
+        "accept_rewrite": options.accept_rewrite,
+        "dry_run": options.dry_run,
+        "no_push": options.no_push,
+    }
+    try:
+        answer = call(settings.control_socket, "POST", "/v1/sync", body)
+    except DaemonUnavailable:
+        return None
+    return [model.to_result() for model in SyncReport.model_validate(answer).results]
 
 
 def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
@@ -290,7 +312,8 @@ def _print_result(r: SyncResult) -> None:
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
     """Show roots, views, the daemon and pending operations."""
-    report = status_report(app.settings())
+    settings = app.settings()
+    report = _status_from_daemon(settings) or status_report(settings)
     if as_json:
         emit(report)
     else:
@@ -298,9 +321,32 @@ def status(app: App, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _status_from_daemon(settings: Settings) -> StatusReport | None:
+    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+
+    try:
+        answer = call(settings.control_socket, "GET", "/v1/status", timeout=30)
+    except DaemonUnavailable:
+        return None
+    return StatusReport.model_validate(answer)
+
+
 def _print_status(report: StatusReport) -> None:
     daemon = report.daemon
-    click.echo(f"daemon: {'running, pid ' + str(daemon.pid) if daemon.running else 'not running'}")
+    if daemon.running:
+        click.echo(
+            f"daemon: running, pid {daemon.pid}, up {_duration(daemon.uptime_seconds or 0)}, "
+            f"version {daemon.version}"
+        )
+        for entry in daemon.schedule:
+            state = "running" if entry.running else f"next {entry.next_run_at or '-'}"
+            if entry.backoff_until:
+                state += (
+                    f"; backing off after {entry.failures} failure(s) until {entry.backoff_until}"
+                )
+            click.echo(f"  {entry.kind} {entry.name}: {state}")
+    else:
+        click.echo("daemon: not running (sync-now runs cycles in its own process)")
     click.echo(
         f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
         f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
@@ -323,6 +369,11 @@ def _print_status(report: StatusReport) -> None:
             )
             if v.message and v.status != "current":
                 click.echo(f"{'':<16} {v.message}")
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _num(value: int | None) -> str:

@@ -20,3 +20,8 @@ def parse(text: str | None) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except ValueError:
         return None
+
+
+def from_timestamp(seconds: float) -> datetime:
+    """A POSIX timestamp as an aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, UTC)

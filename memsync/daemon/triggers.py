@@ -15,7 +15,7 @@ import contextlib
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 Opt = TypeVar("Opt", bound=Hashable)  # the job's options (a frozen dataclass)
@@ -34,7 +34,8 @@ class Backoff:
     def failed(self, now: float) -> float:
         """Record a failure at `now`; the delay before the next automatic run."""
         self.failures += 1
-        delay = min(self.cap, self.base * 2 ** (self.failures - 1)) * (0.5 + self.rng() / 2)
+        full: float = min(self.cap, self.base * 2.0 ** (self.failures - 1))
+        delay = full * (0.5 + self.rng() / 2)
         self.until = now + delay
         return delay
 
@@ -143,6 +144,6 @@ class Trigger(Generic[Opt, T]):
         self._wake.set()
 
 
-def _retrieve(future: asyncio.Future[object]) -> None:
+def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()

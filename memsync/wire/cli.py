@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from memsync.roots.result import SyncResult
+from memsync.roots.result import SyncResult, SyncStatus
 from memsync.validators.problems import Problem
 
 
@@ -55,6 +55,22 @@ class SyncResultModel(_Wire):
             dry_run=result.dry_run,
         )
 
+    def to_result(self) -> SyncResult:
+        """Back to the core's value (a daemon's answer, printed like an in-process one)."""
+        return SyncResult(
+            root=self.root,
+            status=SyncStatus(self.status),
+            message=self.message,
+            head=self.head,
+            upstream=self.upstream,
+            files=tuple(self.files),
+            problems=tuple(Problem(p.code, p.path, p.line, p.message) for p in self.problems),
+            rescue_ref=self.rescue_ref,
+            operation_id=self.operation_id,
+            duration_ms=self.duration_ms,
+            dry_run=self.dry_run,
+        )
+
 
 class SyncReport(_Wire):
     results: list[SyncResultModel]
@@ -80,10 +96,24 @@ class InitReport(_Wire):
     message: str
 
 
+class ScheduleEntry(_Wire):
+    """One root or view as the daemon schedules it."""
+
+    kind: str  # root | view
+    name: str
+    next_run_at: str | None
+    running: bool
+    failures: int  # consecutive failures (back-off grows with them)
+    backoff_until: str | None  # automatic runs wait until then
+
+
 class DaemonStatus(_Wire):
     running: bool
     pid: int | None = None
     version: str | None = None
+    started_at: str | None = None
+    uptime_seconds: int | None = None
+    schedule: list[ScheduleEntry] = []
 
 
 class CycleStatus(_Wire):

@@ -1,0 +1,528 @@
+"""The daemon (`memsync run`): one asyncio loop that keeps every root and view in step.
+
+Start-up recovers every root's journal before `READY=1`. Each root and each view has one
+`Trigger`: the schedule (APScheduler interval jobs, jittered, coalesced), watchdog events,
+hub events and control-socket requests all feed it, and a burst runs at most one more job.
+Sync cycles run in a small thread pool (the blocking `roots.cycle.sync_root`, under the
+same cross-process root lock the CLI takes, bounded by `sync.timeout`); view pulls run on
+the loop. A failing root or view backs off and never stops the others. `SIGTERM` lets the
+running cycles finish, says `STOPPING=1` and exits 0; `SIGHUP` re-reads the config and keeps
+the old one when the new one does not validate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from pydantic import BaseModel
+
+from memsync import __version__, timefmt
+from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
+from memsync.config.secrets import resolve
+from memsync.config.statedir import ensure_state_dir
+from memsync.daemon.control import ControlSocket, PullRequest, SyncRequest
+from memsync.daemon.events import Event, follow
+from memsync.daemon.metrics import Metrics, health_app
+from memsync.daemon.notify import Notifier
+from memsync.daemon.triggers import Backoff, Trigger
+from memsync.daemon.watch import RootWatcher, new_observer
+from memsync.errors import ConfigError, MemsyncError, UsageError
+from memsync.roots import recovery
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.journal import Journal
+from memsync.roots.layout import RootLayout
+from memsync.roots.lock import RootLock
+from memsync.roots.result import SyncResult, SyncStatus
+from memsync.status import status_report
+from memsync.transports.git import Git
+from memsync.validators.policy import SyncPolicy
+from memsync.views.pull import ViewResult, pull_views
+from memsync.wire import ProblemModel, SyncReport, SyncResultModel
+from memsync.wire.cli import ScheduleEntry, ViewPullResult, ViewsPullReport
+
+log = logging.getLogger("memsync.daemon")
+
+AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
+FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
+VIEW_FAILING = frozenset({"stale", "unavailable"})
+MAX_WORKERS = 4
+
+
+@dataclass(frozen=True)
+class PullOptions:
+    """A view pull has no options; one value so requests coalesce."""
+
+
+class RootWorker:
+    def __init__(self, daemon: Daemon, settings: RootSettings) -> None:
+        self.daemon = daemon
+        self.settings = settings
+        self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
+            f"root {settings.name}", self._run, lambda r: r.status in FAILING
+        )
+        self.watcher: RootWatcher | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self, options: SyncOptions) -> SyncResult:
+        loop = asyncio.get_running_loop()
+        settings, state_dir = self.settings, self.daemon.settings.state_dir
+        result = await loop.run_in_executor(
+            self.daemon.pool, sync_root, settings, state_dir, options
+        )
+        self.daemon.observed(self, result)
+        return result
+
+
+class ViewWorker:
+    def __init__(self, daemon: Daemon, settings: ViewSettings) -> None:
+        self.daemon = daemon
+        self.settings = settings
+        self.trigger: Trigger[PullOptions, ViewResult] = Trigger(
+            f"view {settings.name}",
+            self._run,
+            lambda r: r.status in VIEW_FAILING,
+            backoff=Backoff(base=5.0, cap=600.0),
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self, options: PullOptions) -> ViewResult:
+        (result,) = await pull_views([self.settings], self.daemon.settings.state_dir)
+        if result.revision is not None:
+            self.daemon.metrics.view_revision.labels(self.settings.name).set(result.revision)
+        if result.status not in VIEW_FAILING:
+            self.daemon.metrics.view_age.labels(self.settings.name).set(0)
+        return result
+
+
+class Daemon:
+    """The long-running process. `load` re-reads and validates the config (SIGHUP)."""
+
+    def __init__(self, settings: Settings, load: Callable[[], Settings]) -> None:
+        self.settings = settings
+        self._load = load
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(2, min(MAX_WORKERS, len(settings.roots))),
+            thread_name_prefix="cycle",
+        )
+        self.metrics = Metrics()
+        self.notifier = Notifier.from_env()
+        self.roots: dict[str, RootWorker] = {}
+        self.views: dict[str, ViewWorker] = {}
+        self.started = time.time()
+        self._stop = asyncio.Event()
+        self._tasks: asyncio.TaskGroup | None = None
+        self._followers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+        self._connected: dict[str, bool] = {}
+        self._scheduler: AsyncIOScheduler | None = None
+        self._observer = new_observer()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = self._loop = asyncio.get_running_loop()
+        ensure_state_dir(self.settings.state_dir)
+        await asyncio.gather(
+            *(asyncio.to_thread(_recover, r, self.settings.state_dir) for r in self.settings.roots)
+        )
+        control = await ControlSocket.start(self.settings.control_socket, self)
+        health = await self._start_health()
+        for sig, action in (
+            (signal.SIGTERM, self._stop.set),
+            (signal.SIGINT, self._stop.set),
+            (signal.SIGHUP, lambda: asyncio.ensure_future(self.reload())),
+        ):
+            loop.add_signal_handler(sig, action)
+        self._scheduler = AsyncIOScheduler(event_loop=loop)
+        self._observer.start()
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                self._apply(self.settings)
+                self._scheduler.start()
+                keepalive = tasks.create_task(self._keepalive())
+                self.notifier.ready(self._summary())
+                log.info(
+                    "memsync %s running: %d root(s), %d view(s); control socket %s",
+                    __version__,
+                    len(self.roots),
+                    len(self.views),
+                    self.settings.control_socket,
+                )
+                await self._stop.wait()
+                self.notifier.stopping()
+                log.info("stopping: letting running cycles finish")
+                keepalive.cancel()
+                for task in self._followers.values():
+                    task.cancel()
+                for name in list(self.roots):
+                    self._drop(self.roots[name], f"sync:{name}")
+                for name in list(self.views):
+                    self._drop(self.views[name], f"view:{name}")
+                self._scheduler.shutdown(wait=False)
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            self._observer.stop()
+            await control.stop()
+            if health is not None:
+                await health.cleanup()
+            self.pool.shutdown(wait=True)
+        log.info("stopped")
+        return 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def reload(self) -> None:
+        """SIGHUP: re-read the config; keep the old one when the new one is invalid."""
+        self.notifier.reloading()
+        try:
+            fresh = await asyncio.to_thread(self._load)
+        except MemsyncError as exc:
+            log.error("reload refused, keeping the running configuration: %s", exc.message)
+            self.notifier.ready(self._summary())
+            return
+        if fresh.control_socket != self.settings.control_socket:
+            log.warning(
+                "control.socket changes only on restart; keeping %s", self.settings.control_socket
+            )
+            fresh = replace(fresh, control_socket=self.settings.control_socket)
+        self.settings = fresh
+        self._apply(fresh)
+        log.info("configuration reloaded: %d root(s), %d view(s)", len(self.roots), len(self.views))
+        self.notifier.ready(self._summary())
+
+    def _apply(self, settings: Settings) -> None:
+        """Start, re-time or drop workers so that they match `settings`."""
+        tasks = self._tasks
+        scheduler = self._scheduler
+        assert tasks is not None and scheduler is not None  # noqa: S101 - set by run()
+        wanted_roots = {r.name: r for r in settings.roots}
+        for name in list(self.roots):
+            if name not in wanted_roots:
+                self._drop(self.roots.pop(name), f"sync:{name}")
+        for name, root in wanted_roots.items():
+            worker = self.roots.get(name)
+            if worker is None:
+                worker = self.roots[name] = RootWorker(self, root)
+                worker.task = tasks.create_task(worker.trigger.serve(), name=f"root-{name}")
+                worker.trigger.request(AUTOMATIC)  # catch up at start
+            elif worker.settings != root:
+                if worker.watcher is not None and worker.settings.path != root.path:
+                    worker.watcher.stop()
+                    worker.watcher = None
+                worker.settings = root
+            if root.sync_enabled:
+                _every(scheduler, f"sync:{name}", root.interval.total_seconds(), worker.trigger)
+            elif scheduler.get_job(f"sync:{name}"):
+                scheduler.remove_job(f"sync:{name}")
+            if root.watch and worker.watcher is None and root.path.is_dir():
+                worker.watcher = RootWatcher(
+                    root.path,
+                    self._observer,
+                    _requester(worker.trigger),
+                    asyncio.get_running_loop(),
+                )
+                worker.watcher.start()
+            elif not root.watch and worker.watcher is not None:
+                worker.watcher.stop()
+                worker.watcher = None
+        wanted_views = {v.name: v for v in settings.views}
+        for name in list(self.views):
+            if name not in wanted_views:
+                self._drop(self.views.pop(name), f"view:{name}")
+        for name, view in wanted_views.items():
+            vworker = self.views.get(name)
+            if vworker is None:
+                vworker = self.views[name] = ViewWorker(self, view)
+                vworker.task = tasks.create_task(vworker.trigger.serve(), name=f"view-{name}")
+                vworker.trigger.request(PullOptions())
+            else:
+                vworker.settings = view
+            _every(
+                scheduler,
+                f"view:{name}",
+                view.refresh.total_seconds(),
+                vworker.trigger,
+                PullOptions(),
+            )
+        self._follow_events(settings)
+
+    def _drop(self, worker: RootWorker | ViewWorker, job: str) -> None:
+        worker.trigger.close()
+        if isinstance(worker, RootWorker) and worker.watcher is not None:
+            worker.watcher.stop()
+        if self._scheduler is not None and self._scheduler.get_job(job):
+            self._scheduler.remove_job(job)
+
+    async def _keepalive(self) -> None:
+        """`WATCHDOG=1` at half of `WATCHDOG_USEC`, only while the loop runs; `STATUS=`."""
+        interval = self.notifier.watchdog_interval() or 30.0
+        while True:
+            self.notifier.watchdog()
+            self.notifier.status(self._summary())
+            await asyncio.sleep(interval)
+
+    async def _start_health(self) -> web.AppRunner | None:
+        if not self.settings.http_listen:
+            return None
+        host, _, port = self.settings.http_listen.rpartition(":")
+        runner = web.AppRunner(health_app(self.metrics, self.unready), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
+        return runner
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _follow_events(self, settings: Settings) -> None:
+        """One stream per (URL, token): roots' `sync.events`, and the hubs views come from."""
+        wanted: dict[tuple[str, str | None], None] = {}
+        for root in settings.roots:
+            if root.events:
+                wanted[(root.events, _token(root.events_token))] = None
+        for view in settings.views:
+            url = _view_events_url(view)
+            if url is not None and isinstance(view.source, HttpSourceSettings):
+                wanted[(url, _token(view.source.token))] = None
+        for key in list(self._followers):
+            if key not in wanted:
+                self._followers.pop(key).cancel()
+        tasks = self._tasks
+        assert tasks is not None  # noqa: S101
+        for key in wanted:
+            if key not in self._followers:
+                url, token = key
+                self._followers[key] = tasks.create_task(
+                    follow(
+                        url,
+                        token,
+                        self._on_event,
+                        connected=lambda up, u=url: self._stream(u, up),  # type: ignore[misc]
+                    ),
+                    name=f"events-{len(self._followers)}",
+                )
+
+    def _stream(self, url: str, up: bool) -> None:
+        source = urlsplit(url).netloc
+        self._connected[url] = up
+        self.metrics.stream_connected.labels(source).set(1 if up else 0)
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind == "upstream":
+            hub_root = str(event.data.get("root", ""))
+            for worker in self.roots.values():
+                events = worker.settings.events
+                if events and hub_root in parse_qs(urlsplit(events).query).get("root", [hub_root]):
+                    log.info(
+                        "hub event: upstream %s moved; syncing root %s",
+                        hub_root,
+                        worker.settings.name,
+                    )
+                    worker.trigger.request(AUTOMATIC, explicit=True)
+        elif event.kind == "revision":
+            view_id = str(event.data.get("view_id", ""))
+            for vworker in self.views.values():
+                if vworker.settings.view_id == view_id and _view_events_url(vworker.settings):
+                    log.info(
+                        "hub event: view %s has revision %s", view_id, event.data.get("revision")
+                    )
+                    vworker.trigger.request(PullOptions(), explicit=True)
+
+    # -- results and the control socket ------------------------------------------------------
+
+    def observed(self, worker: RootWorker, result: SyncResult) -> None:
+        self.metrics.observe_sync(result)
+        level = logging.INFO if result.ok else logging.WARNING
+        if result.status != SyncStatus.CURRENT or not result.ok:
+            log.log(level, "root %s: %s: %s", result.root, result.status, result.message)
+
+    def unready(self) -> list[str]:
+        reasons: list[str] = []
+        for name, worker in self.roots.items():
+            last = worker.trigger.last
+            if last is not None and not last.ok:
+                reasons.append(f"root {name}: {last.status}")
+        for name, vworker in self.views.items():
+            last_view = vworker.trigger.last
+            if last_view is not None and last_view.status == "unavailable":
+                reasons.append(f"view {name}: unavailable")
+        return reasons
+
+    async def status(self) -> BaseModel:
+        report = await asyncio.to_thread(status_report, self.settings)
+        daemon = report.daemon.model_copy(
+            update={
+                "running": True,
+                "pid": os.getpid(),
+                "started_at": timefmt.rfc3339(timefmt.from_timestamp(self.started)),
+                "uptime_seconds": int(time.time() - self.started),
+                "schedule": self._schedule(),
+            }
+        )
+        return report.model_copy(update={"daemon": daemon})
+
+    def _schedule(self) -> list[ScheduleEntry]:
+        entries: list[ScheduleEntry] = []
+        loop_now = asyncio.get_running_loop().time()
+        wall_now = time.time()
+        jobs = {job.id: job for job in self._scheduler.get_jobs()} if self._scheduler else {}
+        listed: list[tuple[str, str, Trigger]] = [  # type: ignore[type-arg]
+            *(("root", name, w.trigger) for name, w in self.roots.items()),
+            *(("view", name, w.trigger) for name, w in self.views.items()),
+        ]
+        for kind, name, trigger in listed:
+            job = jobs.get(f"{'sync' if kind == 'root' else 'view'}:{name}")
+            backoff = trigger.backoff
+            entries.append(
+                ScheduleEntry(
+                    kind=kind,
+                    name=name,
+                    next_run_at=timefmt.rfc3339(job.next_run_time)
+                    if job and job.next_run_time
+                    else None,
+                    running=trigger.running is not None,
+                    failures=backoff.failures,
+                    backoff_until=timefmt.rfc3339(
+                        timefmt.from_timestamp(wall_now + backoff.wait(loop_now))
+                    )
+                    if backoff.wait(loop_now) > 0
+                    else None,
+                )
+            )
+        return entries
+
+    async def sync(self, request: SyncRequest) -> BaseModel:
+        names = request.roots or list(self.roots)
+        unknown = [n for n in names if n not in self.roots]
+        if unknown:
+            raise UsageError(f"unknown root(s): {', '.join(unknown)}")
+        options = SyncOptions(
+            accept_rewrite=request.accept_rewrite,
+            no_push=request.no_push,
+            dry_run=request.dry_run,
+            wait=AUTOMATIC.wait,
+        )
+        # shield: a client that disconnects does not cancel a cycle others may share.
+        futures = [
+            asyncio.shield(self.roots[n].trigger.request(options, explicit=True)) for n in names
+        ]
+        results = await asyncio.gather(*futures)
+        return SyncReport(results=[SyncResultModel.of(r) for r in results])
+
+    async def pull(self, request: PullRequest) -> BaseModel:
+        names = request.views or list(self.views)
+        unknown = [n for n in names if n not in self.views]
+        if unknown:
+            raise UsageError(f"unknown view(s): {', '.join(unknown)}")
+        futures = [
+            asyncio.shield(self.views[n].trigger.request(PullOptions(), explicit=True))
+            for n in names
+        ]
+        results = await asyncio.gather(*futures)
+        return ViewsPullReport(results=[_pull_model(r) for r in results])
+
+    def _summary(self) -> str:
+        bad = self.unready()
+        head = f"{len(self.roots)} root(s), {len(self.views)} view(s)"
+        return f"{head}; {len(bad)} not ok: {'; '.join(bad)[:120]}" if bad else f"{head}; all ok"
+
+
+def _every(
+    scheduler: AsyncIOScheduler,
+    job_id: str,
+    seconds: float,
+    trigger: Trigger,  # type: ignore[type-arg]
+    options: object = AUTOMATIC,
+) -> None:
+    """An interval job (jittered by a tenth, coalesced, one at a time) that feeds `trigger`."""
+
+    async def tick() -> None:
+        trigger.request(options)
+
+    seconds = max(seconds, 1.0)
+    scheduler.add_job(
+        tick,
+        IntervalTrigger(seconds=seconds, jitter=max(1, int(seconds / 10))),
+        id=job_id,
+        coalesce=True,
+        max_instances=1,
+        replace_existing=True,
+        misfire_grace_time=int(seconds),
+    )
+
+
+def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:
+    def request() -> None:
+        trigger.request(AUTOMATIC)
+
+    return request
+
+
+def _recover(root: RootSettings, state_dir: Path) -> None:
+    """Settle every unsettled journal record of one root before READY=1."""
+    layout = RootLayout.for_root(state_dir, root.name)
+    records = Journal(layout.journal_dir)
+    if not root.path.is_dir() or not recovery.needed(records, layout):
+        return
+    try:
+        with RootLock(layout.lock_file, wait=60, label=f"root {root.name}"):
+            git = Git(root.path, timeout=root.timeout.total_seconds())
+            if git.git_dir() is not None:
+                recovery.recover(git, records, layout, SyncPolicy(max_file_size=root.max_file_size))
+    except MemsyncError as exc:
+        log.warning("root %s: recovery at start-up failed: %s", root.name, exc.message)
+
+
+def _token(ref: object) -> str | None:
+    if ref is None:
+        return None
+    try:
+        return resolve(ref)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        log.warning("cannot read an events token: %s", exc.message)
+        return None
+
+
+def _view_events_url(view: ViewSettings) -> str | None:
+    """`https://hub/v1/views/auth` -> `https://hub/v1/events?view=auth` (hub sources only)."""
+    if not isinstance(view.source, HttpSourceSettings):
+        return None
+    parts = urlsplit(view.source.url)
+    marker = "/v1/views/"
+    if marker not in parts.path:
+        return None
+    base = parts.path.split(marker, 1)[0]
+    view_id = parts.path.split(marker, 1)[1].split("/", 1)[0]
+    return f"{parts.scheme}://{parts.netloc}{base}/v1/events?view={view_id}"
+
+
+def _pull_model(result: ViewResult) -> ViewPullResult:
+    return ViewPullResult(
+        view=result.view,
+        status=result.status,
+        revision=result.revision,
+        previous_revision=result.previous_revision,
+        message=result.message,
+        problems=[ProblemModel.of(p) for p in result.problems],
+    )
+
+
+def run_daemon(settings: Settings, load: Callable[[], Settings]) -> int:
+    """`memsync run`: the one `asyncio.run` of the process."""
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(Daemon(settings, load).run())
+    return 130

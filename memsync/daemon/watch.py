@@ -1,0 +1,122 @@
+"""Watching roots with watchdog: a new local commit or an edit to a synchronized path
+triggers the root's cycle (debounced); nothing else wakes the daemon.
+
+Watched: the root's top level (not recursive), each synchronized subdirectory that exists
+(`insight_logs/`, `shared_views/`, `update_queue/`, `update_records/`, recursive), the
+`.git` directory itself (not recursive: `HEAD`, `packed-refs`) and `.git/refs/heads/`.
+Object writes, the index and fetched refs are never watched, so a fetch or our own cycle
+does not wake us. Watchdog's threads only hand events to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+log = logging.getLogger(__name__)
+
+SYNCED_DIRS = ("insight_logs", "shared_views", "update_queue", "update_records")
+DEBOUNCE = 0.3
+WRITES = frozenset({"created", "deleted", "modified", "moved", "closed"})
+
+
+def relevant(root: Path, path: str) -> bool:
+    """Whether a file event at `path` can matter to the root's sync (pure)."""
+    try:
+        rel = Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return False
+    if rel in (".", ""):
+        return False
+    if rel.startswith(".git/") or rel == ".git":
+        inner = rel.removeprefix(".git").lstrip("/")
+        if inner.endswith(".lock"):
+            return False
+        return inner in ("HEAD", "packed-refs") or inner.startswith("refs/heads/")
+    first = rel.split("/", 1)[0]
+    return first != ".runtime" and not first.startswith(".#")
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: RootWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in WRITES:
+            return  # watchdog also reports opens and reads: git reads our files constantly
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            path = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+            if path and relevant(self.watcher.root, path):
+                self.watcher.loop.call_soon_threadsafe(self.watcher.touched, path)
+                return
+
+
+class RootWatcher:
+    """One root's watches on a shared observer; `fire()` runs once per quiet burst."""
+
+    def __init__(
+        self,
+        root: Path,
+        observer: BaseObserver,
+        fire: Callable[[], None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.root = root
+        self.observer = observer
+        self.fire = fire
+        self.loop = loop
+        self._handler = _Handler(self)
+        self._watches: dict[str, ObservedWatch] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._watch(self.root, recursive=False)
+        git_dir = self.root / ".git"
+        if git_dir.is_dir():
+            self._watch(git_dir, recursive=False)
+            self._watch(git_dir / "refs" / "heads", recursive=True)
+        for name in SYNCED_DIRS:
+            self._watch(self.root / name, recursive=True)
+
+    def _watch(self, path: Path, *, recursive: bool) -> None:
+        key = str(path)
+        if key in self._watches or not path.is_dir():
+            return
+        try:
+            self._watches[key] = self.observer.schedule(self._handler, key, recursive=recursive)
+        except OSError as exc:  # inotify limits, a directory that just vanished
+            log.warning("cannot watch %s: %s", path, exc)
+
+    def touched(self, path: str) -> None:
+        """On the loop: a relevant path changed; (re)arm the debounce timer."""
+        rel = Path(path).relative_to(self.root).as_posix()
+        if rel in SYNCED_DIRS:
+            self._watch(self.root / rel, recursive=True)  # created after we started
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.loop.call_later(DEBOUNCE, self._fired)
+
+    def _fired(self) -> None:
+        self._timer = None
+        self.fire()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for watch in self._watches.values():
+            with contextlib.suppress(KeyError, OSError):
+                self.observer.unschedule(watch)
+        self._watches.clear()
+
+
+def new_observer() -> BaseObserver:
+    observer = Observer()
+    observer.daemon = True
+    return observer

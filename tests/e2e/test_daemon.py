@@ -1,0 +1,263 @@
+"""`memsync run` as a real process: it keeps roots in step by itself, answers on its
+control socket, survives bad input, reloads on SIGHUP and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from memsync.wire import StatusReport, SyncReport
+from tests.conftest import Team
+from tests.e2e.test_cli import memsync
+from tests.helpers import GIT_ENV, commit, git, wait_for
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[str]
+    config: Path
+    socket: Path
+    notify: socket.socket
+    log: Path
+
+    def messages(self, timeout: float = 20.0) -> list[str]:
+        """sd_notify datagrams received so far (waits for at least one)."""
+        self.notify.settimeout(timeout)
+        got = [self.notify.recv(4096).decode()]
+        self.notify.setblocking(False)
+        while True:
+            try:
+                got.append(self.notify.recv(4096).decode())
+            except BlockingIOError:
+                return got
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any("READY=1" in m for m in self.messages(deadline - time.monotonic())):
+                return
+        raise AssertionError(f"no READY=1; log:\n{self.log.read_text()}")
+
+    def status(self) -> StatusReport:
+        done = memsync("--config", str(self.config), "status", "--json")
+        assert done.returncode == 0, done.stderr
+        return StatusReport.model_validate_json(done.stdout)
+
+
+def write_config(tmp_path: Path, roots: dict[str, dict[str, object]], extra: str = "") -> Path:
+    lines = [
+        "version: 1",
+        f"state_dir: {tmp_path / 'state'}",
+        f"control: {{socket: {tmp_path / 'run' / 'memsync.sock'}}}",
+        "roots:",
+    ]
+    for name, options in roots.items():
+        lines += [
+            f"  {name}:",
+            f"    path: {options['path']}",
+            f"    watch: {options.get('watch', 'false')}",
+        ]
+        lines.append(f"    sync: {{interval: {options.get('interval', '60s')}, timeout: 20s}}")
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join(lines) + "\n" + extra)
+    return path
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[object]:
+    started: list[Daemon] = []
+
+    def launch(config: Path, *, env: dict[str, str] | None = None, wait: bool = True) -> Daemon:
+        notify_path = tmp_path / f"notify-{len(started)}.sock"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(str(notify_path))
+        log = tmp_path / f"daemon-{len(started)}.log"
+        full_env = {**os.environ, **GIT_ENV, "NOTIFY_SOCKET": str(notify_path), **(env or {})}
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "memsync", "--config", str(config), "run"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=full_env,
+            )
+        daemon = Daemon(proc, config, tmp_path / "run" / "memsync.sock", sock, log)
+        started.append(daemon)
+        if wait:
+            daemon.wait_ready()
+        return daemon
+
+    yield launch
+    for daemon in started:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait(timeout=10)
+        daemon.notify.close()
+
+
+def head(path: Path, ref: str = "HEAD") -> str:
+    return git(path, "rev-parse", ref)
+
+
+def test_a_pushed_commit_arrives_by_polling_and_a_local_commit_is_pushed_by_watching(
+    team: Team, tmp_path: Path, start: object
+) -> None:
+    config = write_config(
+        tmp_path, {"bob": {"path": team.bob.path, "watch": "true", "interval": "1s"}}
+    )
+    daemon = start(config)  # type: ignore[operator]
+    made = commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    wait_for(lambda: head(team.bob.path) == made, 15, "alice's commit to reach bob by polling")
+    mine = commit(team.bob.path, {"MEMORY_b.md": "# B\n"})
+    wait_for(
+        lambda: git(team.upstream, "rev-parse", "main") == mine,
+        15,
+        "bob's local commit to be validated and pushed by the watcher",
+    )
+    report = daemon.status()
+    assert report.daemon.running and report.daemon.pid == daemon.proc.pid
+    assert [e.name for e in report.daemon.schedule] == ["bob"]
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(timeout=30) == 0
+    assert any("STOPPING=1" in m for m in daemon.messages())
+    assert not daemon.socket.exists()
+
+
+def test_sync_now_goes_through_the_daemon(team: Team, tmp_path: Path, start: object) -> None:
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    start(config)  # type: ignore[operator]
+    made = commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    # Without git on its PATH, this CLI process could not sync in-process: the daemon does.
+    no_git = tmp_path / "empty-bin"
+    no_git.mkdir()
+    env = {"PATH": str(no_git)}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "memsync", "--config", str(config), "sync-now", "--json"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    second = memsync("--config", str(config), "sync-now", "--json", env=env)
+    out, _ = first.communicate(timeout=60)
+    for text in (out, second.stdout):
+        result = SyncReport.model_validate_json(text).results[0]
+        assert result.status in ("synced", "current"), result
+    assert head(team.bob.path) == made
+
+
+def test_junk_on_the_control_socket_and_a_broken_reload_leave_it_running(
+    team: Team, tmp_path: Path, start: object
+) -> None:
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    daemon = start(config)  # type: ignore[operator]
+    for junk in (
+        b"\x00\xffGARBAGE\r\n\r\n",
+        b"POST /v1/sync HTTP/1.1\r\nContent-Length: 5\r\n\r\n{{{{{",
+    ):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(daemon.socket))
+            client.sendall(junk)
+            client.recv(4096)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:  # gone mid-request
+        client.connect(str(daemon.socket))
+        client.sendall(b"POST /v1/sync HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+    assert daemon.status().daemon.running
+    config.write_text("version: 1\nroots: [this is not a mapping\n")
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reload refused" in daemon.log.read_text(), 15, "the refused reload")
+    made = commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    good = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    done = memsync("--config", str(good), "sync-now", "--json")
+    assert SyncReport.model_validate_json(done.stdout).results[0].status == "synced"
+    assert head(team.bob.path) == made
+    assert daemon.proc.poll() is None
+
+
+def test_an_unreachable_root_backs_off_while_another_keeps_syncing(
+    team: Team, tmp_path: Path, start: object
+) -> None:
+    carol = tmp_path / "carol"
+    memsync("init", str(carol))
+    git(carol, "remote", "add", "origin", "http://127.0.0.1:9/nowhere.git")
+    config = write_config(
+        tmp_path,
+        {
+            "bob": {"path": team.bob.path, "interval": "1s"},
+            "carol": {"path": carol, "interval": "1s"},
+        },
+    )
+    daemon = start(config)  # type: ignore[operator]
+
+    def carol_backs_off() -> bool:
+        entry = next(e for e in daemon.status().daemon.schedule if e.name == "carol")
+        return entry.failures >= 1 and entry.backoff_until is not None
+
+    wait_for(carol_backs_off, 20, "carol to back off")
+    made = commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    wait_for(lambda: head(team.bob.path) == made, 15, "bob to keep syncing")
+    statuses = {r.root: r.status for r in daemon.status().roots}
+    assert statuses["carol"] == "offline" and statuses["bob"] in ("synced", "current")
+
+
+def test_an_idle_daemon_starts_no_git_process(team: Team, tmp_path: Path, start: object) -> None:
+    log = tmp_path / "git-calls.log"
+    wrapper = tmp_path / "git-bin"
+    wrapper.mkdir()
+    real = subprocess.run(
+        ["sh", "-c", "command -v git"], capture_output=True, text=True, check=True
+    )
+    (wrapper / "git").write_text(
+        f'#!/bin/sh\necho "$@" >> {log}\nexec {real.stdout.strip()} "$@"\n'
+    )
+    (wrapper / "git").chmod(0o755)
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "watch": "true"}})
+    daemon = start(config, env={"PATH": f"{wrapper}:{os.environ['PATH']}"})  # type: ignore[operator]
+    wait_for(lambda: daemon.status().roots[0].status == "current", 20, "the start-up catch-up")
+    settled = log.read_text().count("\n")
+    time.sleep(2.0)  # an observation window: nothing may happen in it
+    assert log.read_text().count("\n") == settled, log.read_text()
+
+
+def test_a_stale_socket_is_taken_over_and_a_live_one_is_not(
+    team: Team, tmp_path: Path, start: object
+) -> None:
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    stale = tmp_path / "run" / "memsync.sock"
+    stale.parent.mkdir(mode=0o700)
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    leftover.bind(str(stale))
+    leftover.close()  # the file stays, nobody answers: a killed daemon's leftover
+    first = start(config)  # type: ignore[operator]
+    assert oct(stale.stat().st_mode & 0o777) == "0o600"
+    second = start(config, wait=False)  # type: ignore[operator]
+    assert second.proc.wait(timeout=30) == 2
+    assert "another memsync daemon" in second.log.read_text()
+    assert first.proc.poll() is None and first.status().daemon.running
+
+
+def test_a_killed_daemon_restarts_and_converges(team: Team, tmp_path: Path, start: object) -> None:
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
+    first = start(config)  # type: ignore[operator]
+    for n in range(3):
+        commit(team.alice.path, {f"MEMORY_{n}.md": f"# {n}\n"})
+        assert team.alice.sync().status == "pushed"
+    first.proc.kill()
+    first.proc.wait(timeout=10)
+    second = start(config)  # type: ignore[operator]
+    upstream = git(team.upstream, "rev-parse", "main")
+    wait_for(lambda: head(team.bob.path) == upstream, 20, "bob to converge after a restart")
+    assert git(team.bob.path, "status", "--porcelain") == ""
+    assert second.status().roots[0].pending_operations == 0
