@@ -9,99 +9,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from memsync.wire import StatusReport, SyncReport
+from memsync.wire import SyncReport
 from tests.conftest import Team
+from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV, commit, git, wait_for
-
-
-@dataclass
-class Daemon:
-    proc: subprocess.Popen[str]
-    config: Path
-    socket: Path
-    notify: socket.socket
-    log: Path
-
-    def messages(self, timeout: float = 20.0) -> list[str]:
-        """sd_notify datagrams received so far (waits for at least one)."""
-        self.notify.settimeout(timeout)
-        got = [self.notify.recv(4096).decode()]
-        self.notify.setblocking(False)
-        while True:
-            try:
-                got.append(self.notify.recv(4096).decode())
-            except BlockingIOError:
-                return got
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any("READY=1" in m for m in self.messages(deadline - time.monotonic())):
-                return
-        raise AssertionError(f"no READY=1; log:\n{self.log.read_text()}")
-
-    def status(self) -> StatusReport:
-        done = memsync("--config", str(self.config), "status", "--json")
-        assert done.returncode == 0, done.stderr
-        return StatusReport.model_validate_json(done.stdout)
-
-
-def write_config(tmp_path: Path, roots: dict[str, dict[str, object]], extra: str = "") -> Path:
-    lines = [
-        "version: 1",
-        f"state_dir: {tmp_path / 'state'}",
-        f"control: {{socket: {tmp_path / 'run' / 'memsync.sock'}}}",
-        "roots:",
-    ]
-    for name, options in roots.items():
-        lines += [
-            f"  {name}:",
-            f"    path: {options['path']}",
-            f"    watch: {options.get('watch', 'false')}",
-        ]
-        lines.append(f"    sync: {{interval: {options.get('interval', '60s')}, timeout: 20s}}")
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n" + extra)
-    return path
+from tests.helpers import commit, git, wait_for
 
 
 @pytest.fixture
-def start(tmp_path: Path) -> Iterator[object]:
-    started: list[Daemon] = []
-
-    def launch(config: Path, *, env: dict[str, str] | None = None, wait: bool = True) -> Daemon:
-        notify_path = tmp_path / f"notify-{len(started)}.sock"
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(str(notify_path))
-        log = tmp_path / f"daemon-{len(started)}.log"
-        full_env = {**os.environ, **GIT_ENV, "NOTIFY_SOCKET": str(notify_path), **(env or {})}
-        with log.open("w") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "memsync", "--config", str(config), "run"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=full_env,
-            )
-        daemon = Daemon(proc, config, tmp_path / "run" / "memsync.sock", sock, log)
-        started.append(daemon)
-        if wait:
-            daemon.wait_ready()
-        return daemon
-
-    yield launch
-    for daemon in started:
-        if daemon.proc.poll() is None:
-            daemon.proc.kill()
-            daemon.proc.wait(timeout=10)
-        daemon.notify.close()
+def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    with launcher(tmp_path) as launch:
+        yield launch
 
 
 def head(path: Path, ref: str = "HEAD") -> str:

@@ -1,0 +1,138 @@
+"""The daemon with a real hub process: hub events sync a root at once; metrics and health."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memsync.wire.hub import TokenCreated
+from tests.conftest import Team
+from tests.e2e.daemons import Daemon, launcher, write_config
+from tests.e2e.test_cli import memsync
+from tests.e2e.test_views import free_port
+from tests.helpers import commit, git, wait_for
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    with launcher(tmp_path) as launch:
+        yield launch
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    data = tmp_path / "hub"
+    assert memsync("hub", "init", str(data), "--json").returncode == 0
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memsync",
+            "hub",
+            "serve",
+            "--data",
+            str(data),
+            "--listen",
+            url.removeprefix("http://"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/v1/health", timeout=1):
+                return True
+        except OSError:
+            return False
+
+    wait_for(up, 15, "the hub to come up")
+    try:
+        yield url, data
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def token(data: Path, scope: str) -> str:
+    made = memsync("hub", "token", "create", "--data", str(data), "--scope", scope, "--json")
+    assert made.returncode == 0, made.stderr
+    return TokenCreated.model_validate_json(made.stdout).token
+
+
+def notify(url: str, secret: str, commit_sha: str) -> None:
+    request = urllib.request.Request(
+        f"{url}/v1/roots/team/notify",
+        data=json.dumps({"commit": commit_sha}).encode(),
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        assert answer.status in (200, 202, 204)
+
+
+def test_an_upstream_event_syncs_at_once(
+    team: Team, tmp_path: Path, start: object, hub: tuple[str, Path]
+) -> None:
+    url, data = hub
+    follow, tell = token(data, "root:team"), token(data, "notify:team")
+    extra = (
+        f'      events: "{url}/v1/events?root=team"\n      events_token: {{value: "{follow}"}}\n'
+    )
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    text = config.read_text().replace(
+        "sync: {interval: 60s, timeout: 20s}",
+        "sync:\n      interval: 60s\n      timeout: 20s\n" + extra,
+    )
+    config.write_text(text)
+    daemon = start(config)  # type: ignore[operator]
+    wait_for(lambda: "following hub events" in daemon.log.read_text(), 15, "the event stream")
+    wait_for(lambda: daemon.status().roots[0].status == "current", 15, "the start-up catch-up")
+    latencies = []
+    for n in range(3):
+        made = commit(team.alice.path, {f"MEMORY_{n}.md": f"# {n}\n"})
+        assert team.alice.sync().status == "pushed"
+        sent = time.monotonic()
+        notify(url, tell, made)
+        wait_for(lambda m=made: git(team.bob.path, "rev-parse", "HEAD") == m, 5, "the event sync")
+        latencies.append(time.monotonic() - sent)
+    assert max(latencies) < 5  # the interval is 60 s: only the event can explain this
+    print(f"event propagation: {[round(x * 1000) for x in latencies]} ms")
+
+
+def test_metrics_health_and_readiness(team: Team, tmp_path: Path, start: object) -> None:
+    port = free_port()
+    carol = tmp_path / "carol"
+    memsync("init", str(carol))
+    git(carol, "remote", "add", "origin", "http://127.0.0.1:9/nowhere.git")
+    config = write_config(
+        tmp_path,
+        {"bob": {"path": team.bob.path}, "carol": {"path": carol}},
+        extra=f"http: {{listen: 127.0.0.1:{port}}}\n",
+    )
+    start(config)  # type: ignore[operator]
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(f"{base}/healthz", timeout=5) as answer:
+        assert answer.status == 200
+
+    def counted() -> bool:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        return 'memsync_sync_total{root="bob",status="current"}' in text and (
+            'memsync_sync_total{root="carol",status="offline"}' in text
+        )
+
+    wait_for(counted, 20, "both roots' first cycles in the metrics")
+    with pytest.raises(urllib.error.HTTPError) as unready:
+        urllib.request.urlopen(f"{base}/readyz", timeout=5)
+    assert unready.value.code == 503
+    assert "carol" in unready.value.read().decode()
