@@ -33,6 +33,9 @@ class RootSettings:
     timeout: timedelta
     events: str | None = None  # hub SSE URL that triggers an immediate sync
     events_token: SecretRef | None = None
+    notify_hub: str | None = None  # after a push, POST {hub}/v1/roots/{notify_root}/notify
+    notify_token: SecretRef | None = None
+    notify_root: str | None = None
     prune_enabled: bool = False
     insight_enabled: bool = False
     insight_threshold: int = 150
@@ -118,6 +121,9 @@ def root_settings(name: str, root: Root) -> RootSettings:
         timeout=sync.timeout,
         events=sync.events,
         events_token=sync.events_token,
+        notify_hub=sync.notify.hub if sync.notify else None,
+        notify_token=sync.notify.token if sync.notify else None,
+        notify_root=(sync.notify.root or name) if sync.notify else None,
         prune_enabled=root.prune.enabled,
         insight_enabled=root.insight.enabled,
         insight_threshold=root.insight.trigger_points,

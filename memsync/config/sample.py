@@ -44,6 +44,8 @@ roots:
       # Optional hub event stream: sync at once when the upstream moves. Default: none.
       events: "https://hub.example/v1/events?root=personal"
       events_token: {env: HUB_TOKEN}   # optional bearer token for `events` (scope root:<name>)
+      # Optional: after each push, tell a hub so its subscribers sync at once. Default: none.
+      notify: {hub: "https://hub.example", token: {env: HUB_NOTIFY}, root: personal}
     prune:                        # periodic expiry of active memory by a role
       enabled: false              # default false
       role: pruner                # a name under `roles`; default pruner

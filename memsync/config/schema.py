@@ -142,6 +142,14 @@ class Http(_Model):
     listen: Listen
 
 
+class Notify(_Model):
+    """After a push, tell a hub the upstream moved (`POST /v1/roots/{root}/notify`)."""
+
+    hub: HttpUrl
+    token: SecretRef
+    root: Name | None = None  # the root's name on the hub; default: this root's name
+
+
 class Sync(_Model):
     enabled: StrictBool = True
     remote: Name = "origin"
@@ -151,6 +159,7 @@ class Sync(_Model):
     timeout: Duration = timedelta(seconds=120)
     events: HttpUrl | None = None
     events_token: SecretRef | None = None
+    notify: Notify | None = None
 
 
 class Prune(_Model):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import aiohttp
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -40,6 +41,7 @@ from memsync.daemon.notify import Notifier
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
 from memsync.errors import ConfigError, MemsyncError, UsageError
+from memsync.redaction import redact
 from memsync.roots import recovery
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.journal import Journal
@@ -83,7 +85,30 @@ class RootWorker:
             self.daemon.pool, sync_root, settings, state_dir, options
         )
         self.daemon.observed(self, result)
+        if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
+            await notify_hub(settings, result.head)
         return result
+
+
+async def notify_hub(settings: RootSettings, commit: str) -> None:
+    """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle."""
+    hub = (settings.notify_hub or "").rstrip("/")
+    url = f"{hub}/v1/roots/{settings.notify_root or settings.name}/notify"
+    token = _token(settings.notify_token)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+            session.post(
+                url, json={"commit": commit}, headers=headers, allow_redirects=False
+            ) as answer,
+        ):
+            if answer.status >= 300:
+                log.warning(
+                    "root %s: the hub refused the notification (%d)", settings.name, answer.status
+                )
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        log.warning("root %s: could not notify the hub: %s", settings.name, redact(str(exc)))
 
 
 class ViewWorker:

@@ -136,3 +136,40 @@ def test_metrics_health_and_readiness(team: Team, tmp_path: Path, start: object)
         urllib.request.urlopen(f"{base}/readyz", timeout=5)
     assert unready.value.code == 503
     assert "carol" in unready.value.read().decode()
+
+
+def test_two_daemons_a_local_commit_reaches_the_other_machine_by_itself(
+    team: Team, tmp_path: Path, hub: tuple[str, Path]
+) -> None:
+    """Alice's daemon validates and pushes her commit, then tells the hub; Bob's daemon
+    follows the hub and syncs at once. Neither runs on a short interval."""
+    url, data = hub
+    follow, tell = token(data, "root:team"), token(data, "notify:team")
+    configs = {}
+    for name, member in (("alice", team.alice), ("bob", team.bob)):
+        home = tmp_path / name / "daemon"
+        home.mkdir(parents=True)
+        sync = [
+            "    sync:",
+            "      interval: 60s",
+            f'      events: "{url}/v1/events?root=team"',
+            f'      events_token: {{value: "{follow}"}}',
+            f'      notify: {{hub: "{url}", token: {{value: "{tell}"}}, root: team}}',
+        ]
+        config = write_config(home, {name: {"path": member.path, "watch": "true"}})
+        config.write_text(
+            config.read_text().replace("    sync: {interval: 60s, timeout: 20s}", "\n".join(sync))
+        )
+        configs[name] = (home, config)
+    with launcher(configs["alice"][0]) as launch_a, launcher(configs["bob"][0]) as launch_b:
+        alice, bob = launch_a(configs["alice"][1]), launch_b(configs["bob"][1])
+        for daemon in (alice, bob):
+            wait_for(lambda d=daemon: "following hub events" in d.log.read_text(), 15, "streams")
+        latencies = []
+        for n in range(3):
+            made = commit(team.alice.path, {f"MEMORY_{n}.md": f"# {n}\n"})
+            sent = time.monotonic()
+            wait_for(lambda m=made: git(team.bob.path, "rev-parse", "HEAD") == m, 10, "bob")
+            latencies.append(time.monotonic() - sent)
+        print(f"commit on alice -> published on bob: {[round(x * 1000) for x in latencies]} ms")
+        assert max(latencies) < 10
