@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -74,9 +75,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def provider(tmp_path: Path) -> Path:
-    root = tmp_path / "alice"
+@dataclass(frozen=True)
+class Built:
+    """The view scene's files, built once per session (per xdist worker) and copied per test.
+
+    `path` holds the provider root `alice` (sharing `auth`), the hub data dir `hub` with an
+    admin, a publish:auth and a read:auth token, the signing key `view.key`, and bob's root.
+    No file in it that memsync reads names its own location (the hub's audit log only
+    records where `hub init` ran), so a copy works wherever it lands.
+    """
+
+    path: Path
+    admin: str
+    public: str
+    tokens: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    base = tmp_path_factory.mktemp("view-scene")
+    root = base / "alice"
     assert memsync("init", str(root)).returncode == 0
     commit(
         root,
@@ -87,15 +105,34 @@ def provider(tmp_path: Path) -> Path:
         },
         "share auth",
     )
-    return root
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
-    data = tmp_path / "hub"
+    data = base / "hub"
     init = memsync("hub", "init", str(data), "--json")
     assert init.returncode == 0, init.stderr
     admin = TokenCreated.model_validate_json(init.stdout).token
+    made = memsync("keys", "generate", "--out", str(base / "view.key"), "--json")
+    assert made.returncode == 0, made.stderr
+    public = KeyReport.model_validate_json(made.stdout).public_key
+    assert memsync("init", str(base / "bob")).returncode == 0
+    tokens = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
+    return Built(base, admin, public, tokens)
+
+
+@pytest.fixture
+def copied(built: Built, tmp_path: Path) -> Built:
+    """A private copy of the built scene: no test sees another's publishes or pulls."""
+    dest = tmp_path / "scene"
+    shutil.copytree(built.path, dest, symlinks=True)
+    return replace(built, path=dest)
+
+
+@pytest.fixture
+def provider(copied: Built) -> Path:
+    return copied.path / "alice"
+
+
+@pytest.fixture
+def hub(copied: Built) -> Iterator[tuple[str, Path, str]]:
+    data, admin = copied.path / "hub", copied.admin
     url = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen(
         [
@@ -229,23 +266,19 @@ class Scene:
 
 
 @pytest.fixture
-def scene(provider: Path, hub: tuple[str, Path, str], tmp_path: Path) -> Scene:
+def scene(copied: Built, provider: Path, hub: tuple[str, Path, str], tmp_path: Path) -> Scene:
     url, data, _admin = hub
-    key = tmp_path / "view.key"
-    made = memsync("keys", "generate", "--out", str(key), "--json")
-    public = KeyReport.model_validate_json(made.stdout).public_key
-    bob = tmp_path / "bob"
-    assert memsync("init", str(bob)).returncode == 0
+    bob = copied.path / "bob"
     config = tmp_path / "config.yaml"
     config.write_text(
         f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
         f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
         f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
         f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: READ}}}}\n"
-        f'    trust: {{keys: ["{public}"]}}\n'
+        f'    trust: {{keys: ["{copied.public}"]}}\n'
     )
-    env = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
-    return Scene(provider, url, data, key, env, bob, config)
+    key = copied.path / "view.key"
+    return Scene(provider, url, data, key, dict(copied.tokens), bob, config)
 
 
 def test_publish_pull_and_tamper(scene: Scene) -> None:
