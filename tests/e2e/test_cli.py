@@ -176,6 +176,7 @@ def _scene(team: Team, diverged: bool) -> None:
         commit(team.bob.path, {"MEMORY_b.md": "# B\n"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("diverged", [False, True], ids=["fast-forward", "merge"])
 @pytest.mark.parametrize("point", POINTS)
 def test_crash_matrix(team: Team, tmp_path: Path, point: str, diverged: bool) -> None:

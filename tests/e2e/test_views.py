@@ -314,6 +314,7 @@ def test_publish_pull_and_tamper(scene: Scene) -> None:
     assert git(scene.bob, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", FAULT_POINTS)
 def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> None:
     scene.publish()

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -118,7 +119,7 @@ class ConvergingInterleavings(Interleavings):
 
 
 ConvergingInterleavings.TestCase.settings = settings(PROCESS_EXAMPLES, stateful_step_count=12)
-test_interleavings = ConvergingInterleavings.TestCase
+test_interleavings = pytest.mark.slow(ConvergingInterleavings.TestCase)
 
 
 def test_a_diverged_sync_keeps_the_local_commit() -> None:
