@@ -184,3 +184,25 @@ def test_a_killed_daemon_restarts_and_converges(team: Team, tmp_path: Path, star
     wait_for(lambda: head(team.bob.path) == upstream, 20, "bob to converge after a restart")
     assert git(team.bob.path, "status", "--porcelain") == ""
     assert second.status().roots[0].pending_operations == 0
+
+
+def test_a_root_that_disappears_is_unconfigured_and_the_rest_go_on(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "alice": {"path": team.alice.path, "watch": "true"},
+            "bob": {"path": team.bob.path, "watch": "true"},
+        },
+    )
+    daemon = start(config)
+    moved = tmp_path / "alice-moved"
+    team.alice.path.rename(moved)  # the watched directory vanishes
+    made = commit(moved, {"MEMORY_a.md": "# A\n"})
+    git(moved, "push", "-q", "origin", "HEAD:main")
+    done = memsync("--config", str(config), "sync-now", "--json")
+    results = {r.root: r for r in SyncReport.model_validate_json(done.stdout).results}
+    assert results["alice"].status == "unconfigured"
+    assert results["bob"].status in ("synced", "current") and head(team.bob.path) == made
+    assert daemon.proc.poll() is None
