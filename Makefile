@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -n 2 -q
+
+# The inner loop: everything but the long fault suites marked `slow` (make test runs them).
+test-fast: $(STAMP)
+	$(BIN)/pytest -n 2 -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check memsync tests bench
