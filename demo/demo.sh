@@ -152,6 +152,61 @@ if [ "$before" != "$(sha256sum "$IMPORT")" ]; then
 fi
 echo "bob's import is still revision 1, byte for byte"
 
+step "The daemon: carol's commit reaches dave by itself (validated, pushed, hub event, synced)"
+git init -q --bare -b main "$DEMO/team2.git"
+memsync init "$DEMO/carol" --upstream "$DEMO/team2.git" > /dev/null
+memsync init "$DEMO/dave" --upstream "$DEMO/team2.git" > /dev/null
+FOLLOW=$(memsync hub token create --data "$DEMO/hub" --scope root:team2 --label daemon 2>/dev/null)
+NOTIFY=$(memsync hub token create --data "$DEMO/hub" --scope notify:team2 --label daemon 2>/dev/null)
+cat > "$DEMO/daemon.yaml" <<YAML
+version: 1
+state_dir: $DEMO/daemon-state
+control: {socket: $DEMO/daemon.sock}
+roots:
+YAML
+for who in carol dave; do
+  cat >> "$DEMO/daemon.yaml" <<YAML
+  $who:
+    path: $DEMO/$who
+    watch: true
+    sync:
+      interval: 10m
+      events: "$HUB/v1/events?root=team2"
+      events_token: {value: "$FOLLOW"}
+      notify: {hub: "$HUB", token: {value: "$NOTIFY"}, root: team2}
+YAML
+done
+MEMSYNC_CONFIG="$DEMO/daemon.yaml" memsync run 2> "$DEMO/daemon.log" &
+DAEMON_PID=$!
+trap 'kill $HUB_PID $DAEMON_PID 2>/dev/null || true' EXIT
+python3 - "$DEMO" <<'PY'
+import subprocess, sys, time
+demo = sys.argv[1]
+deadline = time.monotonic() + 20
+while "following hub events" not in open(f"{demo}/daemon.log").read():
+    if time.monotonic() > deadline:
+        sys.exit("the daemon did not come up:\n" + open(f"{demo}/daemon.log").read())
+    time.sleep(0.05)
+def head(root):
+    return subprocess.run(["git", "-C", f"{demo}/{root}", "rev-parse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+with open(f"{demo}/carol/MEMORY.md", "a") as f:
+    f.write("\nReleases are cut from main after the Tuesday deploy.\n")
+subprocess.run(["git", "-C", f"{demo}/carol", "commit", "-qam", "memory: release rule"], check=True)
+made, started = head("carol"), time.monotonic()
+print(f"carol committed {made[:12]} (plain git commit; no sync-now anywhere)")
+while head("dave") != made:
+    if time.monotonic() - started > 20:
+        sys.exit("demo failed: dave never received carol's commit")
+    time.sleep(0.01)
+print(f"dave published it {int((time.monotonic() - started) * 1000)} ms later "
+      "(watch -> validate -> push -> hub event -> validate -> publish)")
+PY
+run tail -n 1 "$DEMO/dave/MEMORY.md"
+MEMSYNC_CONFIG="$DEMO/daemon.yaml" run memsync status
+kill -TERM $DAEMON_PID
+wait $DAEMON_PID && echo "the daemon stopped cleanly on SIGTERM"
+
 step "Status"
 run memsync status
 echo
