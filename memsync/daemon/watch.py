@@ -23,7 +23,8 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 log = logging.getLogger(__name__)
 
 SYNCED_DIRS = ("insight_logs", "shared_views", "update_queue", "update_records")
-DEBOUNCE = 0.3
+DEBOUNCE = 0.3  # edits: an editor may write several files in a burst
+REF_DEBOUNCE = 0.05  # a commit moves a ref atomically: act on it almost at once
 WRITES = frozenset({"created", "deleted", "modified", "moved", "closed"})
 
 
@@ -75,6 +76,7 @@ class RootWatcher:
         self._handler = _Handler(self)
         self._watches: dict[str, ObservedWatch] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._ref_due = False
 
     def start(self) -> None:
         self._watch(self.root, recursive=False)
@@ -99,12 +101,20 @@ class RootWatcher:
         rel = Path(path).relative_to(self.root).as_posix()
         if rel in SYNCED_DIRS:
             self._watch(self.root / rel, recursive=True)  # created after we started
+        ref = rel.startswith(".git")
+        delay = REF_DEBOUNCE if ref else DEBOUNCE
         if self._timer is not None:
+            if ref and self._timer.when() <= self.loop.time() + delay:
+                return  # a commit: already due at least as soon
+            if not ref and self._ref_due:
+                return  # edits do not postpone a commit's cycle (it reports them too)
             self._timer.cancel()
-        self._timer = self.loop.call_later(DEBOUNCE, self._fired)
+        self._ref_due = ref
+        self._timer = self.loop.call_later(delay, self._fired)
 
     def _fired(self) -> None:
         self._timer = None
+        self._ref_due = False
         self.fire()
 
     def stop(self) -> None:
