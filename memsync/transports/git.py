@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.redaction import redact
@@ -614,6 +616,37 @@ class Git:
         self.run("read-tree", "--reset", "-u", commit)
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+# Work trees whose config reading and GitPython handle are kept: every root, and the
+# candidate worktrees of recent cycles (each has its own path, so the oldest are forgotten).
+_KEPT = 128
+
+
+class _Recent(Generic[_K, _V]):
+    """A small thread-safe map that forgets its least recently used keys past `size`."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[_K, _V] = OrderedDict()
+
+    def get(self, key: _K) -> _V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: _K, value: _V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
 @dataclass(frozen=True)
 class _Reading:
     files: tuple[Path, ...]
@@ -631,8 +664,7 @@ class _ConfigGuard:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cache: dict[Path, _Reading] = {}
+        self._cache: _Recent[Path, _Reading] = _Recent(_KEPT)
 
     def env(self, git: Git) -> dict[str, str]:
         return self._load(git).env
@@ -641,8 +673,7 @@ class _ConfigGuard:
         return self._load(git).entries
 
     def _load(self, git: Git) -> _Reading:
-        with self._lock:
-            cached = self._cache.get(git.cwd)
+        cached = self._cache.get(git.cwd)
         if cached is not None and _stamps(cached.files) == cached.stamps:
             return cached
         result = git.run(
@@ -651,8 +682,7 @@ class _ConfigGuard:
         entries = tuple(parse_config_list(result.stdout)) if result.returncode == 0 else ()
         files = _config_files(git, entries)
         reading = _Reading(files, _stamps(files), entries, config_env(neutralizing_config(entries)))
-        with self._lock:
-            self._cache[git.cwd] = reading
+        self._cache.put(git.cwd, reading)
         return reading
 
 
