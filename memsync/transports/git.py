@@ -6,19 +6,34 @@ global config, no hooks, no prompts, no pager, and nothing the repository's own 
 attributes name: see `gitconfig.py`), object checking on fetch, and `-z` output parsed as
 bytes (parsers in `gitparse`). Credentials in URLs are redacted from every message this
 module produces.
+
+What can be read from the repository's files without a process is read with GitPython:
+refs, symbolic refs and packed refs (`ref_value`, `current_branch`), where the repository
+is (`git_dir`, `common_dir`), its own config and remotes (`config_get`, `remote_url`;
+repository level only, as git in the box sees it). The rule for GitPython here: **it never
+starts a process.** No `repo.git.*`, no `is_dirty()`, no object reads (its object database
+would start `git cat-file`), nothing that calls `git`; it is imported lazily (CLI start-up
+never pays for it) with its executable pointed at a path that cannot exist, so a call that
+would run git fails instead of running git outside the box. Whatever it cannot answer for
+certain (an unusual ref or value, an unreadable file, an environment it would obey and git
+in the box would not) is asked of git, through the box. One cheap `Repo` handle is kept
+per work tree and dropped when `.git` changes identity; nothing else of GitPython's
+outlives a call.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.redaction import redact
@@ -28,10 +43,14 @@ from memsync.transports.gitconfig import (
     config_env,
     neutralizing_config,
     parse_config_list,
+    split_key,
 )
 from memsync.transports.gitparse import StatusEntry, WorkState
 from memsync.transports.process import Deadline, run_process
 from memsync.validators.tree import Change, Entry, TreeView
+
+if TYPE_CHECKING:
+    from git.repo import Repo
 
 __all__ = [
     "FetchOutcome",
@@ -86,6 +105,7 @@ _FORCED_CONFIG: tuple[tuple[str, str], ...] = (
 _FORCED_ARGS: tuple[str, ...] = tuple(
     arg for key, value in _FORCED_CONFIG for arg in ("-c", f"{key}={value}")
 )
+_FORCED_VALUES = {split_key(key): value for key, value in _FORCED_CONFIG}
 
 ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
@@ -256,19 +276,27 @@ class Git:
     def git_dir(self) -> Path | None:
         """The repository directory of a work tree whose top level is `cwd`, else None.
 
-        Read from the file system (`.git` directory, or a `gitdir:` file), without running
-        git, so that checking a root costs nothing; a root nested inside another
-        repository has no `.git` of its own and answers None.
+        Read from the file system (a `.git` directory, or a `gitdir:` file) by GitPython,
+        without running git, so that checking a root costs nothing; a root nested inside
+        another repository has no `.git` of its own and answers None, and so does a `.git`
+        that is not a repository.
         """
-        dot = self.cwd / ".git"
-        if dot.is_dir() and not dot.is_symlink():
-            return dot
-        if dot.is_file():
-            text = dot.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                target = Path(text.removeprefix("gitdir:").strip())
-                return target if target.is_absolute() else (self.cwd / target).resolve()
-        return None
+        handle = _HANDLES.open(self.cwd)
+        if handle is _Read.NO_REPOSITORY:
+            return None
+        if handle is _Read.ASK_GIT:
+            return self._git_dir_by_git()
+        return handle.git_dir
+
+    def _git_dir_by_git(self) -> Path | None:
+        # Unguarded: the config guard itself asks for the repository's directories.
+        result = self.run(
+            "rev-parse", "--absolute-git-dir", "--show-toplevel", check=False, guard=False
+        )
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if result.returncode != 0 or len(lines) != 2 or Path(lines[1]) != self.cwd.resolve():
+            return None
+        return Path(lines[0])
 
     def toplevel(self) -> Path | None:
         """The work tree's top level, or None when `cwd` is not inside a non-bare work tree."""
@@ -312,25 +340,28 @@ class Git:
         return result.stdout.decode("ascii").strip() if result.returncode == 0 else None
 
     def ref_value(self, ref: str) -> str | None:
-        """The object a full ref name points at; reads a loose ref file when there is one.
+        """The object a full ref name (or HEAD) points at, or None when it does not resolve.
 
-        `git fetch` writes the refs it updates as loose files, and a fresh clone lists them
-        in `packed-refs`; reading those avoids a process on every cycle. Anything unusual
-        (a symbolic or unreadable ref, another ref backend) falls back to rev-parse.
+        GitPython reads the loose ref file `git fetch` writes, or the `packed-refs` line a
+        fresh clone lists, following symbolic refs: no process on every cycle. Anything it
+        cannot read (a missing, per-worktree or unusual ref, an unreadable file, another ref
+        backend) is asked of `rev-parse` through the box.
         """
-        git_dir = self.git_dir()
-        if git_dir is not None and not (git_dir / "commondir").exists():
-            try:
-                text = (git_dir / ref).read_text(encoding="ascii").strip()
-            except FileNotFoundError:
-                text = _packed_ref(git_dir / "packed-refs", ref) or ""
-            except (OSError, UnicodeDecodeError):
-                text = ""
-            if _OID.fullmatch(text):
-                return text
+        if ref == "HEAD" or (ref.startswith("refs/") and not ref.startswith(_PER_WORKTREE)):
+            handle = _HANDLES.open(self.cwd)
+            if not isinstance(handle, _Read):
+                oid = _read_ref(handle.repo, ref)
+                if oid is not None:
+                    return oid
         return self.rev_parse(ref)
 
     def current_branch(self) -> str | None:
+        """The branch HEAD names (short), or None when HEAD is detached or unreadable."""
+        handle = _HANDLES.open(self.cwd)
+        if not isinstance(handle, _Read):
+            branch = _head_branch(handle.repo)
+            if not isinstance(branch, _Read):
+                return branch
         result = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
         if result.returncode != 0:
             return None
@@ -342,25 +373,58 @@ class Git:
 
     def common_dir(self) -> Path | None:
         """The repository's common directory (shared by its worktrees), read from files."""
-        git_dir = self.git_dir()
-        if git_dir is None:
+        handle = _HANDLES.open(self.cwd)
+        if handle is _Read.NO_REPOSITORY:
             return None
-        try:
-            text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return git_dir
-        except (OSError, UnicodeDecodeError):
-            return None
-        return (git_dir / text).resolve()
+        if handle is _Read.ASK_GIT:
+            if self._git_dir_by_git() is None:
+                return None
+            result = self.run(
+                "rev-parse", "--path-format=absolute", "--git-common-dir", check=False, guard=False
+            )
+            text = result.stdout.decode("utf-8", "surrogateescape").strip()
+            return Path(text) if result.returncode == 0 and text else None
+        repo = handle.repo
+        if os.path.normpath(repo.common_dir) == os.path.normpath(repo.git_dir):
+            return handle.git_dir
+        return Path(repo.common_dir).resolve()
 
     def config_get(self, key: str) -> str | None:
+        """The value `git config --get` gives here: the box's own for the keys it forces,
+        else the repository's config (its own files and includes; never global or system).
+
+        GitPython reads it; a key it does not find, and any value its parser might read
+        differently from git's (quotes or backslashes in it, a `config.worktree`, a file
+        it cannot decode), is asked of git through the box.
+        """
+        forced = _FORCED_VALUES.get(split_key(key))
+        if forced is not None:
+            return forced
+        handle = _HANDLES.open(self.cwd)
+        if not isinstance(handle, _Read):
+            repo = handle.repo
+            section, subsection, name = split_key(key)
+            header = section if subsection is None else f'{section} "{subsection}"'
+            value = _config_value(repo, lambda: repo.config_reader("repository").get(header, name))
+            if value is not None:
+                return value
+        return self._config_by_git(key)
+
+    def _config_by_git(self, key: str) -> str | None:
         result = self.run("config", "--get", key, check=False)
         if result.returncode != 0:
             return None
         return result.stdout.decode("utf-8", "surrogateescape").strip()
 
     def remote_url(self, remote: str) -> str | None:
-        return self.config_get(f"remote.{remote}.url")
+        """The remote's URL (the last one configured, as `git config --get` says)."""
+        handle = _HANDLES.open(self.cwd)
+        if not isinstance(handle, _Read):
+            repo = handle.repo
+            url = _config_value(repo, lambda: repo.remote(remote).url)
+            if url is not None:
+                return url
+        return self._config_by_git(f"remote.{remote}.url")
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         result = self.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
@@ -728,14 +792,147 @@ class GitBlobs:
         return self._git.read_blobs(oids)
 
 
-def _packed_ref(path: Path, ref: str) -> str | None:
-    """The object id `packed-refs` lists for `ref` ("<oid> <refname>" lines)."""
+# -- GitPython: the repository's files, read without a process ---------------------------------
+
+# Where GitPython looks for git: nothing can be there, so a GitPython call that would start
+# git (`repo.git.*`, `is_dirty()`, an object read) fails instead of running git outside the box.
+_NO_GIT = "/nonexistent/memsync-runs-git-only-through-its-box/git"
+# Variables GitPython obeys when it opens a repository and git in the box never sees.
+_OBEYED_ENV = ("GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+# Refs each worktree has its own of (GitPython reads every ref but HEAD from the common dir).
+_PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+
+
+class _Read(Enum):
+    NO_REPOSITORY = "no-repository"  # no `.git` of its own, or not a repository
+    ASK_GIT = "ask-git"  # GitPython cannot answer for certain: git in the box decides
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load_gitpython() -> None:
+    """Import GitPython once, unable to start git.
+
+    Its import runs `git version` unless told where git is; pointing it at `_NO_GIT` (with
+    `GIT_PYTHON_REFRESH=quiet`, so a missing git neither fails nor warns) starts nothing.
+    The two variables are set only while it imports.
+    """
+    with _IMPORT_LOCK:
+        wanted = {"GIT_PYTHON_REFRESH": "quiet", "GIT_PYTHON_GIT_EXECUTABLE": _NO_GIT}
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
+        try:
+            import git.cmd  # noqa: PLC0415 - 60 ms: only when a repository is first read
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        git.cmd.Git.GIT_PYTHON_GIT_EXECUTABLE = _NO_GIT  # quiet mode had reset it to `git`
+
+
+@dataclass(frozen=True)
+class _Handle:
+    identity: tuple[int, ...]  # of `.git`: its inode, and a `gitdir:` file's stat
+    git_dir: Path
+    repo: Repo
+
+
+class _Handles:
+    """One GitPython `Repo` per work tree, kept while its `.git` stays the same file.
+
+    Opening a `Repo` reads `.git` and the config (~0.2 ms); it holds no process and no
+    open file afterwards, and every read through it goes back to the files. A `.git` that
+    is not (yet) a repository is not remembered: a clone in progress is seen once done.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._cache: _Recent[Path, _Handle] = _Recent(size)
+
+    def open(self, worktree: Path) -> _Handle | _Read:
+        dot = worktree / ".git"
+        try:
+            st = dot.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                st = dot.stat()
+                if stat.S_ISDIR(st.st_mode):  # a symlinked `.git` directory is not the root's own
+                    return _Read.NO_REPOSITORY
+        except OSError:
+            return _Read.NO_REPOSITORY
+        if stat.S_ISDIR(st.st_mode):
+            identity: tuple[int, ...] = (st.st_dev, st.st_ino)
+        else:  # a `gitdir:` file (a linked worktree): what it says changes its stat
+            identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        if any(key in os.environ for key in _OBEYED_ENV):
+            return _Read.ASK_GIT
+        cached = self._cache.get(worktree)
+        if cached is not None and cached.identity == identity:
+            return cached
+        _load_gitpython()
+        from git.exc import InvalidGitRepositoryError, NoSuchPathError  # noqa: PLC0415
+        from git.repo import Repo  # noqa: PLC0415
+
+        try:
+            repo = Repo(worktree, search_parent_directories=False, expand_vars=False)
+        except (InvalidGitRepositoryError, NoSuchPathError):
+            return _Read.NO_REPOSITORY
+        except Exception:  # anything else GitPython trips on: git decides
+            return _Read.ASK_GIT
+        if not stat.S_ISDIR(st.st_mode):
+            git_dir = Path(repo.git_dir)
+        elif dot.samefile(repo.git_dir):
+            git_dir = dot
+        else:  # `.git` is no repository, but the work tree itself looks like a bare one
+            return _Read.NO_REPOSITORY
+        handle = _Handle(identity, git_dir, repo)
+        self._cache.put(worktree, handle)
+        return handle
+
+
+_HANDLES = _Handles(_KEPT)
+
+
+def _read_ref(repo: Repo, ref: str) -> str | None:
+    """The object id `ref` holds, loose or packed, through symbolic refs; None: ask git."""
+    from git.refs.symbolic import SymbolicReference  # noqa: PLC0415
+
     try:
-        data = path.read_bytes()
-    except OSError:
+        oid = SymbolicReference.dereference_recursive(repo, ref)
+    except Exception:  # missing, unreadable, too deep, an unknown packed-refs format
         return None
-    wanted = b" " + ref.encode("utf-8", "surrogateescape")
-    for line in data.splitlines():
-        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
-            return line[: -len(wanted)].decode("ascii", "replace")
-    return None
+    return oid if _OID.fullmatch(oid) else None
+
+
+def _head_branch(repo: Repo) -> str | _Read | None:
+    """The branch HEAD names when it holds a commit; None when HEAD is detached."""
+    try:
+        head = repo.head.reference
+    except TypeError:  # HEAD holds an object id
+        return None
+    except Exception:  # unreadable HEAD
+        return _Read.ASK_GIT
+    name = str(head.path)
+    try:
+        # `is_detached`: the branch holds an object id (git names the last ref of a chain)
+        plain = name.startswith("refs/heads/") and head.is_detached
+    except Exception:  # an unborn branch, an invalid name (another ref backend): git decides
+        return _Read.ASK_GIT
+    return name.removeprefix("refs/heads/") if plain else _Read.ASK_GIT
+
+
+def _config_value(repo: Repo, read: Callable[[], object]) -> str | None:
+    """What `read` finds in the repository's own config, when GitPython reads it as git
+    does; None (ask git) when it is not there or might be read differently."""
+    for directory in {repo.git_dir, repo.common_dir}:
+        if Path(directory, "config.worktree").exists():
+            return None  # GitPython does not read per-worktree config
+    try:
+        value = read()
+    except Exception:  # not set, or a file its parser cannot decode
+        return None
+    if not isinstance(value, str) or '"' in value or "\\" in value:
+        return None  # GitPython keeps some quotes and escapes that git decodes
+    return value
