@@ -1,0 +1,348 @@
+"""What the git box reads without a process (GitPython), against the real git binary.
+
+Every answer is compared with git's own; a `git` on PATH that records each run shows which
+reads start a process (none should, for the usual shapes of a repository) and that a no-op
+sync cycle still costs exactly two (status and fetch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memsync.transports import git as box
+from memsync.transports.git import Git
+from tests.conftest import Team
+from tests.helpers import commit, git
+
+
+def _spy(tmp_path: Path, *, real: bool = True) -> tuple[Path, Path]:
+    """A directory holding a `git` that logs its arguments (then runs the real git)."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    folder = tmp_path / "spy"
+    folder.mkdir(parents=True)
+    log = tmp_path / "git-runs.log"
+    then = f'exec {real_git} "$@"\n' if real else "exit 97\n"
+    record = f"{{ printf '%s\\037' \"$@\"; echo; }} >> {log}\n"  # one line, unit-separated
+    (folder / "git").write_text(f"#!/bin/sh\n{record}{then}")
+    (folder / "git").chmod(0o755)
+    return folder, log
+
+
+def _runs(log: Path) -> list[str]:
+    """The git subcommand of each logged run (the box's `-c key=value` pairs skipped)."""
+    found = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        args = line.split("\x1f")[:-1]
+        while args[:1] == ["-c"]:
+            args = args[2:]
+        found.append(args[0] if args else "")
+    return found
+
+
+def test_a_no_op_cycle_costs_two_git_processes(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"
+    assert team.bob.sync().status == "current"  # the config guard has read bob's config
+    for packed in (False, True):  # the tracking ref as fetch writes it, and packed
+        if packed:
+            git(team.bob.path, "pack-refs", "--all")
+            assert team.bob.sync().status == "current"
+        folder, log = _spy(tmp_path / f"packed-{packed}")
+        with monkeypatch.context() as env:
+            env.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+            assert team.bob.sync().status == "current"
+        assert _runs(log) == ["status", "fetch"]
+
+
+def _scene(tmp_path: Path) -> tuple[Path, Path]:
+    """A root with loose, packed and symbolic refs, config, two remotes, and a worktree."""
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(root, "config", "user.name", "Root Person")
+    git(root, "config", "user.email", "root@example.invalid")
+    git(root, "remote", "add", "origin", "https://example.invalid/first.git")
+    git(root, "config", "--add", "remote.origin.url", "https://example.invalid/last.git")
+    git(root, "remote", "add", "mirror", "/srv/mirror.git")
+    first = commit(root, {"a.md": "# A\n"})
+    git(root, "update-ref", "refs/remotes/origin/main", first)
+    git(root, "update-ref", "refs/memsync/kept", first)
+    git(root, "pack-refs", "--all")
+    second = commit(root, {"b.md": "# B\n"})
+    git(root, "update-ref", "refs/memsync/kept", second)  # loose, over the packed one
+    git(root, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    worktree = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "--detach", str(worktree), first)
+    return root, worktree
+
+
+_REFS = (
+    "HEAD",
+    "refs/heads/main",
+    "refs/remotes/origin/main",  # packed only
+    "refs/memsync/kept",  # loose over packed
+    "refs/remotes/origin/HEAD",  # symbolic
+)
+
+
+def _readers(root: Path, worktree: Path) -> dict[str, object]:
+    box_root, box_wt = Git(root), Git(worktree)
+    return {
+        "git_dir": str(box_root.git_dir()),
+        "common_dir": str(box_root.common_dir()),
+        "wt_git_dir": str(box_wt.git_dir()),
+        "wt_common_dir": str(box_wt.common_dir()),
+        "merge": box_root.merge_in_progress(),
+        "refs": {ref: box_root.ref_value(ref) for ref in _REFS},
+        "wt_refs": {ref: box_wt.ref_value(ref) for ref in _REFS},
+        "branch": box_root.current_branch(),
+        "wt_branch": box_wt.current_branch(),
+        "user": box_root.config_get("user.name"),
+        "identity": box_root.identity_config(),
+        "origin": box_root.remote_url("origin"),
+        "mirror": box_root.remote_url("mirror"),
+        "wt_origin": box_wt.remote_url("origin"),
+    }
+
+
+def _expected(root: Path, worktree: Path) -> dict[str, object]:
+    """The same facts in git's own words."""
+
+    def absolute(cwd: Path, *args: str) -> str:
+        return str(Path(git(cwd, "rev-parse", "--path-format=absolute", *args)).resolve())
+
+    return {
+        "git_dir": str(root / ".git"),
+        "common_dir": str(root / ".git"),
+        "wt_git_dir": absolute(worktree, "--git-dir"),
+        "wt_common_dir": absolute(worktree, "--git-common-dir"),
+        "merge": False,
+        "refs": {ref: git(root, "rev-parse", ref) for ref in _REFS},
+        "wt_refs": {ref: git(worktree, "rev-parse", ref) for ref in _REFS},
+        "branch": git(root, "symbolic-ref", "--short", "HEAD"),
+        "wt_branch": None,  # detached
+        "user": git(root, "config", "--get", "user.name"),
+        "identity": [
+            ("user.name", git(root, "config", "--get", "user.name")),
+            ("user.email", git(root, "config", "--get", "user.email")),
+        ],
+        "origin": git(root, "config", "--get", "remote.origin.url"),
+        "mirror": git(root, "config", "--get", "remote.mirror.url"),
+        "wt_origin": git(worktree, "config", "--get", "remote.origin.url"),
+    }
+
+
+def test_every_reader_answers_like_git_without_a_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, worktree = _scene(tmp_path)
+    expected = _expected(root, worktree)
+    assert expected["origin"] == "https://example.invalid/last.git"  # git's last value wins
+    folder, log = _spy(tmp_path)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    assert _readers(root, worktree) == expected
+    assert _runs(log) == []
+
+
+_CHILD = """
+import json, os, sys
+from pathlib import Path
+from memsync.transports import git as box
+from tests.integration.test_git_refs import _readers
+root, worktree = Path(sys.argv[1]), Path(sys.argv[2])
+answers = _readers(root, worktree)
+handle = box._HANDLES.open(root)
+attempts = {
+    "repo.git.version": lambda: handle.repo.git.version(),
+    "is_dirty": handle.repo.is_dirty,
+    "an object read": lambda: handle.repo.head.commit.tree,
+}
+refused = {}
+for name, attempt in attempts.items():
+    try:
+        attempt()
+        refused[name] = "ran"
+    except Exception as exc:
+        refused[name] = type(exc).__name__
+left = sorted(key for key in os.environ if key.startswith("GIT_PYTHON"))
+print(json.dumps({"answers": answers, "refused": refused, "env": left}))
+"""
+
+
+@pytest.mark.parametrize("git_on_path", [True, False], ids=["spy-git", "no-git"])
+def test_gitpython_never_starts_git_from_import_on(tmp_path: Path, git_on_path: bool) -> None:
+    """A fresh interpreter: importing GitPython, opening the handle, every reader, and three
+    calls that would run git in GitPython (each fails instead); with git missing, the
+    import neither fails nor warns and the readers still answer."""
+    root, worktree = _scene(tmp_path)
+    expected = json.loads(json.dumps(_expected(root, worktree)))
+    folder, log = _spy(tmp_path, real=git_on_path)
+    if not git_on_path:
+        (folder / "git").unlink()
+    env = {**os.environ, "PATH": str(folder), "PYTHONWARNINGS": "error"}
+    env.pop("GIT_PYTHON_REFRESH", None)
+    env.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(root), str(worktree)],
+        cwd=Path(__file__).parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    found = json.loads(done.stdout)
+    assert found["answers"] == expected
+    assert found["refused"] == dict.fromkeys(
+        ("repo.git.version", "is_dirty", "an object read"), "GitCommandNotFound"
+    )
+    assert found["env"] == []  # the import's settings were put back
+    assert _runs(log) == []
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"]])
+def test_cli_start_up_does_not_import_gitpython(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memsync", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "memsync.transports.git" in modules  # the box is there, GitPython is not
+    assert not {m for m in modules if m.split(".")[0] in ("git", "gitdb", "smmap")}
+
+
+def test_unusual_shapes_are_asked_of_git(tmp_path: Path) -> None:
+    """What GitPython would read differently is answered by git: the same values."""
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    box_root = Git(root)
+    assert box_root.current_branch() == "main"  # unborn
+    assert box_root.ref_value("HEAD") is None
+    first = commit(root, {"a.md": "# A\n"})
+    git(root, "symbolic-ref", "refs/heads/alias", "refs/heads/main")
+    git(root, "symbolic-ref", "HEAD", "refs/heads/alias")
+    assert box_root.current_branch() == git(root, "symbolic-ref", "--short", "HEAD") == "main"
+    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(root, "update-ref", "refs/bisect/bad", first)
+    assert box_root.ref_value("refs/bisect/bad") == first
+    worktree = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "--detach", str(worktree))
+    second = commit(worktree, {"b.md": "# B\n"})
+    git(worktree, "update-ref", "refs/bisect/bad", second)  # the worktree's own
+    assert Git(worktree).ref_value("refs/bisect/bad") == second
+    assert box_root.ref_value("refs/heads/nope") is None
+    # Values GitPython's parser keeps escaped, a per-worktree config, keys the box forces.
+    git(root, "config", "user.name", 'A "quoted" \\ name')
+    assert box_root.config_get("user.name") == 'A "quoted" \\ name'
+    git(root, "config", "core.hooksPath", "/somewhere/hooks")
+    assert box_root.config_get("core.hooksPath") == os.devnull
+    git(root, "config", "extensions.worktreeConfig", "true")
+    git(root, "config", "--worktree", "user.email", "worktree@example.invalid")
+    git(root, "config", "user.email", "shared@example.invalid")
+    assert box_root.config_get("user.email") == "worktree@example.invalid"
+    assert box_root.remote_url("nope") is None
+
+
+def test_config_is_the_repository_level_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    for path in (home / ".gitconfig", home / ".config" / "git" / "config"):
+        path.write_text(
+            "[user]\n\tname = Global Person\n\temail = global@example.invalid\n"
+            '[remote "origin"]\n\turl = https://global.invalid/x.git\n'
+        )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    box_root = Git(root)
+    assert box_root.config_get("user.name") is None
+    assert box_root.remote_url("origin") is None
+    assert box_root.identity_config() == [
+        ("user.name", "memsync"),
+        ("user.email", "memsync@localhost"),
+    ]
+    (root / ".git" / "identity").write_text("[user]\n\tname = Included Person\n")
+    git(root, "config", "include.path", "identity")
+    assert box_root.config_get("user.name") == "Included Person"
+
+
+def test_inherited_git_environment_does_not_redirect_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitPython obeys GIT_COMMON_DIR and GIT_OBJECT_DIRECTORY; git in the box never sees
+    them (nor GIT_DIR or GIT_WORK_TREE). A root first opened under them reads its own."""
+    roots = {}
+    for name in ("mine", "theirs"):
+        roots[name] = tmp_path / name
+        git(tmp_path, "init", "-q", "-b", name, str(roots[name]))
+        git(roots[name], "remote", "add", "origin", f"/srv/{name}.git")
+        commit(roots[name], {f"{name}.md": f"# {name}\n"})
+    mine, theirs = roots["mine"], roots["theirs"]
+    head = git(mine, "rev-parse", "HEAD")
+    other = str(theirs / ".git")
+    monkeypatch.setenv("GIT_DIR", other)
+    monkeypatch.setenv("GIT_WORK_TREE", str(theirs))
+    monkeypatch.setenv("GIT_COMMON_DIR", other)
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", f"{other}/objects")
+    box_mine = Git(mine)
+    assert box_mine.git_dir() == mine / ".git"
+    assert box_mine.common_dir() == (mine / ".git").resolve()
+    assert box_mine.ref_value("HEAD") == head
+    assert box_mine.ref_value("refs/heads/mine") == head
+    assert box_mine.current_branch() == "mine"
+    assert box_mine.remote_url("origin") == "/srv/mine.git"
+
+
+def test_one_handle_per_root_until_dot_git_changes(tmp_path: Path) -> None:
+    root, _ = _scene(tmp_path)
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", "-b", "main", str(other))
+    commit(other, {"o.md": "# O\n"})
+    worktree = tmp_path / "other-wt"
+    git(other, "worktree", "add", "-q", "--detach", str(worktree))
+    first = box._HANDLES.open(root)
+    assert not isinstance(first, box._Read)
+    assert Git(root).current_branch() == "main"
+    assert box._HANDLES.open(root) is first  # every Git of the root shares it
+    # The root becomes a linked worktree: `.git` turns into a `gitdir:` file.
+    shutil.rmtree(root / ".git")
+    (root / ".git").write_bytes((worktree / ".git").read_bytes())
+    admin = Path(git(worktree, "rev-parse", "--absolute-git-dir"))
+    box_root = Git(root)
+    assert box_root.git_dir() == admin
+    assert box_root.current_branch() is None  # the worktree's HEAD is detached
+    assert box_root.ref_value("HEAD") == git(worktree, "rev-parse", "HEAD")
+
+
+def test_a_dot_git_that_becomes_a_repository_is_seen(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / ".git").mkdir(parents=True)  # a clone or init still in progress
+    assert Git(root).git_dir() is None
+    git(root, "init", "-q", "-b", "main")
+    assert Git(root).git_dir() == root / ".git"
+    assert Git(root).current_branch() == "main"
+
+
+def test_kept_work_trees_are_bounded() -> None:
+    """Every cycle's candidate worktree has its own path: a daemon must not keep them all."""
+    kept: box._Recent[int, str] = box._Recent(3)
+    for key in range(5):
+        kept.put(key, str(key))
+        assert kept.get(0) == "0"  # used again: kept
+    assert [kept.get(key) for key in range(5)] == ["0", None, None, "3", "4"]
