@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench import sync, validate, views
+from bench import daemon, sync, validate, views
 
-SUITES = {"b1": validate.run, "sync": sync.run, "views": views.run}
+SUITES = {"b1": validate.run, "sync": sync.run, "views": views.run, "daemon": daemon.run}
 
 
 def main() -> int:

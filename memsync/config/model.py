@@ -17,6 +17,16 @@ from memsync.config.secrets import SecretRef
 
 
 @dataclass(frozen=True)
+class PublishSettings:
+    """A view this root provides: rebuilt, signed and published whenever its HEAD moves."""
+
+    view: str
+    hub: str
+    token: SecretRef
+    key: SecretRef  # {file: PATH} or {credential: NAME}: the Ed25519 private key file
+
+
+@dataclass(frozen=True)
 class RootSettings:
     """One configured memory root and how it syncs."""
 
@@ -39,6 +49,7 @@ class RootSettings:
     prune_enabled: bool = False
     insight_enabled: bool = False
     insight_threshold: int = 150
+    publish: tuple[PublishSettings, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,7 @@ def root_settings(name: str, root: Root) -> RootSettings:
         prune_enabled=root.prune.enabled,
         insight_enabled=root.insight.enabled,
         insight_threshold=root.insight.trigger_points,
+        publish=tuple(PublishSettings(p.view, p.hub, p.token, p.key) for p in root.publish),
     )
 
 

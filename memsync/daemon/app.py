@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
-from memsync.config.secrets import resolve
+from memsync.config.secrets import SecretRef, resolve
 from memsync.config.statedir import ensure_state_dir
 from memsync.daemon.control import ControlSocket, PullRequest, SyncRequest
 from memsync.daemon.events import Event, follow
@@ -87,7 +87,46 @@ class RootWorker:
         self.daemon.observed(self, result)
         if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
             await notify_hub(settings, result.head)
+        moved = result.status in (SyncStatus.SYNCED, SyncStatus.PUSHED) and not result.dry_run
+        if moved and settings.publish:
+            await publish_views(settings)
         return result
+
+
+async def publish_views(settings: RootSettings) -> None:
+    """Team server mode: the root's HEAD moved, so its views are rebuilt and published
+    (nothing new when the content is unchanged); a failure is logged, never fatal."""
+    from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
+    from memsync.views.publish import publish_view  # noqa: PLC0415
+
+    for entry in settings.publish:
+        try:
+            key = load_private_key(_key_path(entry.key))
+            done = await publish_view(
+                settings.path, entry.view, entry.hub, resolve(entry.token), [key]
+            )
+            log.info("root %s: view %s: %s", settings.name, entry.view, done.message)
+        except MemsyncError as exc:
+            log.warning(
+                "root %s: publishing view %s failed: %s", settings.name, entry.view, exc.message
+            )
+        except (OSError, ValueError) as exc:
+            log.warning(
+                "root %s: publishing view %s failed: %s",
+                settings.name,
+                entry.view,
+                redact(str(exc)),
+            )
+
+
+def _key_path(ref: SecretRef) -> Path:
+    if ref.kind == "file":
+        return Path(ref.ref).expanduser()
+    if ref.kind == "credential":
+        return Path(os.environ.get("CREDENTIALS_DIRECTORY", "")) / ref.ref
+    raise ConfigError(
+        f"a publish key must be {{file: PATH}} or {{credential: NAME}}, not {ref.describe()}"
+    )
 
 
 async def notify_hub(settings: RootSettings, commit: str) -> None:
@@ -481,7 +520,7 @@ def _every(
     seconds = max(seconds, 1.0)
     scheduler.add_job(
         tick,
-        IntervalTrigger(seconds=seconds, jitter=max(1, int(seconds / 10))),
+        IntervalTrigger(seconds=seconds, jitter=seconds / 10),
         id=job_id,
         coalesce=True,
         max_instances=1,

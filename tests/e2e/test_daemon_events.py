@@ -173,3 +173,51 @@ def test_two_daemons_a_local_commit_reaches_the_other_machine_by_itself(
             latencies.append(time.monotonic() - sent)
         print(f"commit on alice -> published on bob: {[round(x * 1000) for x in latencies]} ms")
         assert max(latencies) < 10
+
+
+def test_a_team_server_publishes_its_views_when_head_moves(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon], hub: tuple[str, Path]
+) -> None:
+    url, data = hub
+    key = tmp_path / "view.key"
+    memsync("keys", "generate", "--out", str(key))
+    publisher, reader = token(data, "publish:auth"), token(data, "read:auth")
+    alice = team.alice.path
+    views = alice / "shared_views" / "auth"
+    views.mkdir(parents=True)
+    (views / "view.md").write_text("# Auth\n")
+    (views / "recipe.toml").write_text(
+        'version = 1\nview_id = "auth"\nkind = "file"\ntitle = "Auth"\napproved = true\n'
+        'intent = "auth"\nrender = "extractive"\ninclude_headings = ["auth"]\n'
+        "include_nodes = []\ninclude_files = []\nexclude_ids = []\n"
+    )
+    memory = "# User Context\n\n# Auth {#auth}\n\n- `login` short-lived tokens → []\n"
+    commit(
+        alice,
+        {
+            "MEMORY.md": memory,
+            "shared_views/auth/view.md": "# Auth\n",
+            "shared_views/auth/recipe.toml": (views / "recipe.toml").read_text(),
+        },
+    )
+    config = write_config(tmp_path, {"alice": {"path": alice, "watch": "true"}})
+    config.write_text(
+        config.read_text()
+        + f'    publish: [{{view: auth, hub: "{url}", token: {{value: "{publisher}"}}, '
+        f"key: {{file: {key}}}}}]\n"
+    )
+    start(config)
+
+    def revision() -> int:
+        request = urllib.request.Request(
+            f"{url}/v1/views/auth/manifest", headers={"Authorization": f"Bearer {reader}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                return int(json.load(answer)["signed"]["revision"])
+        except urllib.error.HTTPError:
+            return 0
+
+    wait_for(lambda: revision() == 1, 20, "the first revision (the catch-up push)")
+    commit(alice, {"MEMORY.md": memory.replace("short-lived", "5-minute")})
+    wait_for(lambda: revision() == 2, 20, "a new revision after the next local commit")

@@ -1,0 +1,370 @@
+"""B4, B7, B8 (design/BENCHMARKS.md): the daemon as real processes on loopback.
+
+B4: a plain `git commit` in alice's root -> published in bob's root, with two daemons and a
+hub (alice's daemon validates, pushes and notifies; bob's follows the hub's events), over
+50 commits; and the same with the event stream off and a 1 s poll, for comparison.
+B7: an idle daemon with 10 roots and 5 views for 60 s: CPU share, RSS, git processes.
+B8: `memsync run` start to `READY=1` with 10 roots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+COMMITS = 50
+POLLED = 15
+IDLE = 60.0
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=ENV, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def memsync(*args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "memsync", *args],
+        env={**ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+@contextmanager
+def hub(base: Path) -> Iterator[tuple[str, Path]]:
+    data = base / "hub"
+    memsync("hub", "init", str(data))
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memsync",
+            "hub",
+            "serve",
+            "--data",
+            str(data),
+            "--listen",
+            url.removeprefix("http://"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def up() -> bool:
+        try:
+            urllib.request.urlopen(f"{url}/v1/health", timeout=1).read()
+        except OSError:
+            return False
+        return True
+
+    try:
+        wait(up, 20, "the hub")
+        yield url, data
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def token(data: Path, scope: str) -> str:
+    return memsync("hub", "token", "create", "--data", str(data), "--scope", scope)
+
+
+@contextmanager
+def daemon(
+    home: Path, config: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
+    """A `memsync run` process; yields it and the seconds it took to say READY=1."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.yaml"
+    path.write_text(config)
+    notify = home / "notify.sock"
+    notify.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify))
+    sock.settimeout(30)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsync", "--config", str(path), "run"],
+        env={**ENV, "NOTIFY_SOCKET": str(notify), **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=(home / "daemon.log").open("w"),
+    )
+    try:
+        while b"READY=1" not in sock.recv(4096):
+            pass
+        yield proc, time.monotonic() - started
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        sock.close()
+
+
+def root_yaml(name: str, path: Path, sync: list[str], watch: bool = True) -> str:
+    lines = [f"  {name}:", f"    path: {path}", f"    watch: {str(watch).lower()}", "    sync:"]
+    return "\n".join(lines + [f"      {s}" for s in sync]) + "\n"
+
+
+def header(base: Path, name: str) -> str:
+    return (
+        f"version: 1\nstate_dir: {base / name / 'state'}\n"
+        f"control: {{socket: {base / name / 'ctl.sock'}}}\nroots:\n"
+    )
+
+
+def propagation(base: Path, *, events: bool) -> list[float]:
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    roots = {n: base / n for n in ("alice", "bob")}
+    for path in roots.values():
+        memsync("init", str(path), "--upstream", str(upstream))
+    with hub(base) as (url, data):
+        follow, tell = token(data, "root:team"), token(data, "notify:team")
+        extra = (
+            [
+                f'events: "{url}/v1/events?root=team"',
+                f'events_token: {{value: "{follow}"}}',
+                f'notify: {{hub: "{url}", token: {{value: "{tell}"}}, root: team}}',
+            ]
+            if events
+            else []
+        )
+        interval = "interval: 10m" if events else "interval: 1s"
+        configs = {
+            n: header(base, f"d-{n}") + root_yaml(n, p, [interval, *extra])
+            for n, p in roots.items()
+        }
+        with daemon(base / "d-alice", configs["alice"]), daemon(base / "d-bob", configs["bob"]):
+            if events:
+                for n in roots:
+                    wait(
+                        lambda n=n: (
+                            "following hub events" in (base / f"d-{n}" / "daemon.log").read_text()
+                        ),
+                        20,
+                        "streams",
+                    )
+            times: list[float] = []
+            for i in range(COMMITS if events else POLLED):
+                (roots["alice"] / f"MEMORY_b{i}.md").write_text(f"# B {i}\n")
+                git(roots["alice"], "add", "-f", f"MEMORY_b{i}.md")
+                git(roots["alice"], "commit", "-q", "-m", f"bench {i}")
+                made, started = git(roots["alice"], "rev-parse", "HEAD"), time.monotonic()
+                wait(lambda m=made: git(roots["bob"], "rev-parse", "HEAD") == m, 30, "bob")
+                times.append(time.monotonic() - started)
+            return times
+
+
+def idle(base: Path) -> dict[str, float]:
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    log = base / "git-calls.log"
+    wrapper = base / "bin"
+    wrapper.mkdir()
+    real = shutil.which("git")
+    (wrapper / "git").write_text(f'#!/bin/sh\necho x >> {log}\nexec {real} "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    config = header(base, "d")
+    for i in range(10):
+        path = base / f"root{i}"
+        memsync("init", str(path), "--upstream", str(upstream))
+        config += root_yaml(f"root{i}", path, ["interval: 10m"])
+    # Five views of one package served by a plain static server.
+    provider = base / "root0"
+    (provider / "MEMORY.md").write_text(
+        "# Memory\n\n# Auth {#auth}\n\n- `login` short tokens → []\n"
+    )
+    views_dir = provider / "shared_views" / "auth"
+    views_dir.mkdir(parents=True)
+    (views_dir / "view.md").write_text("# Auth\n")
+    (views_dir / "recipe.toml").write_text(
+        'version = 1\nview_id = "auth"\nkind = "file"\ntitle = "Auth"\napproved = true\n'
+        'intent = "auth"\nrender = "extractive"\ninclude_headings = ["auth"]\n'
+        "include_nodes = []\ninclude_files = []\nexclude_ids = []\n"
+    )
+    git(provider, "add", "-f", "MEMORY.md", "shared_views")
+    git(provider, "commit", "-q", "-m", "view")
+    public = memsync("keys", "generate", "--out", str(base / "view.key")).split()[-1]
+    site = base / "site"
+    memsync(
+        "views", "build", str(provider), "auth", "--out", str(site), "--key", str(base / "view.key")
+    )
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(site),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    config += "views:\n"
+    for i in range(5):
+        config += (
+            f"  v{i}:\n    root: root{i + 1}\n    view_id: auth\n"
+            f"    source: {{kind: http, url: http://127.0.0.1:{port}/v1/views/auth}}\n"
+            f'    trust: {{keys: ["{public}"]}}\n    refresh: 10m\n'
+        )
+    try:
+        with daemon(base / "d", config, env={"PATH": f"{wrapper}:{ENV['PATH']}"}) as (proc, ready):
+            time.sleep(5)  # let the start-up catch-up cycles and pulls finish
+            calls = log.read_text().count("\n") if log.exists() else 0
+            ticks = os.sysconf("SC_CLK_TCK")
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu_before = (int(fields[11]) + int(fields[12])) / ticks
+            time.sleep(IDLE)
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / ticks - cpu_before
+            rss = next(
+                int(line.split()[1])
+                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                if line.startswith("VmRSS:")
+            )
+            after = log.read_text().count("\n") if log.exists() else 0
+            return {
+                "cpu_share": cpu / IDLE,
+                "rss_mb": rss / 1024,
+                "git_calls": after - calls,
+                "ready_s": ready,
+            }
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def ready_with_ten_roots(base: Path) -> float:
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    config = header(base, "d")
+    for i in range(10):
+        path = base / f"root{i}"
+        memsync("init", str(path), "--upstream", str(upstream))
+        config += root_yaml(f"root{i}", path, ["interval: 10m"])
+    times = []
+    for _ in range(3):
+        with daemon(base / "d", config) as (_proc, ready):
+            times.append(ready)
+    return statistics.median(times)
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b4e-") as tmp:
+        events = propagation(Path(tmp), events=True)
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b4p-") as tmp:
+        polled = propagation(Path(tmp), events=False)
+    for label, values, target in (
+        ("B4 commit->published, hub events, p50", events, "<= 300 ms"),
+        ("B4 commit->published, hub events, p99", events, "<= 1000 ms"),
+    ):
+        q = 0.5 if "p50" in label else 0.99
+        value = quantile(values, q) * 1000
+        rows.append(
+            {
+                "name": label,
+                "memsync_ms": value,
+                "raw_ms": 1000.0,
+                "ratio": value / 1000.0,
+                "target": f"{target} (raw: a 1 s poll)",
+            }
+        )
+    p50 = quantile(polled, 0.5) * 1000
+    rows.append(
+        {
+            "name": "B4 commit->published, 1 s polling, p50",
+            "memsync_ms": p50,
+            "raw_ms": 1000.0,
+            "ratio": p50 / 1000.0,
+            "target": "<= interval + 250 ms",
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b7-") as tmp:
+        rest = idle(Path(tmp))
+    rows.append(
+        {
+            "name": f"B7 idle 60 s, 10 roots, 5 views: CPU % (git calls: {rest['git_calls']})",
+            "memsync_ms": rest["cpu_share"] * 100,
+            "raw_ms": 1.0,
+            "ratio": rest["cpu_share"] * 100,
+            "target": "<= 1 %, 0 git calls",
+        }
+    )
+    rows.append(
+        {
+            "name": "B7 idle RSS (MB)",
+            "memsync_ms": rest["rss_mb"],
+            "raw_ms": 80.0,
+            "ratio": rest["rss_mb"] / 80.0,
+            "target": "<= 80 MB",
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b8-") as tmp:
+        ready = ready_with_ten_roots(Path(tmp)) * 1000
+    rows.append(
+        {
+            "name": "B8 start to READY=1, 10 roots",
+            "memsync_ms": ready,
+            "raw_ms": 1500.0,
+            "ratio": ready / 1500.0,
+            "target": "<= 1500 ms",
+        }
+    )
+    print(
+        json.dumps(
+            {
+                "b4_events_ms": [round(x * 1000) for x in events],
+                "b4_polled_ms": [round(x * 1000) for x in polled],
+            }
+        ),
+        file=sys.stderr,
+    )
+    return rows
