@@ -38,8 +38,8 @@ from memsync.views.source import (
     package_cap,
     package_sink,
     timed_out,
-    too_large,
 )
+from memsync.views.zipscan import problem as archive_problem
 
 MANIFEST = "manifest.json"
 PACKAGE_DIR = "package/"
@@ -170,7 +170,12 @@ class GitSource:
         snapshot = self._snapshot or self._read_listing(git)
         total = sum(entry.size or 0 for entry in snapshot.package.values())
         if total > limits.max_total:  # refused before a byte of it is read
-            raise too_large(self.label, limits.max_total)
+            why = f"would hold {total} bytes, over the {limits.max_total}-byte cap"
+            raise SourceError(
+                ErrorKind.PROTOCOL,
+                "the Git share's package was refused",
+                [archive_problem(None, why)],
+            )
         with _boxed():
             blobs = git.read_blobs([e.oid for e in snapshot.package.values() if e.oid])
         files = {rel: blobs[entry.oid] for rel, entry in snapshot.package.items() if entry.oid}

@@ -156,7 +156,7 @@ def _translated(what: str) -> Iterator[None]:
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         st = path.lstat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a parent that is not a directory
         return None
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 

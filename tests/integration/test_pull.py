@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import shutil
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -292,3 +293,24 @@ async def test_a_re_signed_manifest_at_the_same_revision_is_kept_for_304s(
         later = now + timedelta(hours=2)
         [result] = await pull_views([view], tmp_path / "state", now=later)
         assert result.status == "current", result.message
+
+
+async def test_one_broken_view_never_hides_the_others(root: Path, tmp_path: Path) -> None:
+    """carol's import area cannot be made (`.runtime` is a file), so recovering her view's
+    store fails; bob's view is still pulled and both results are reported."""
+    carol = tmp_path / "carol"
+    init_root(carol)
+    runtime = carol / ".runtime"
+    if runtime.is_dir():
+        shutil.rmtree(runtime)
+    runtime.write_text("not a directory\n")
+    state = FlakyState()
+    state.manifest, state.package = release(1, "good")
+    async with serve(state) as server:
+        good = settings(root, server.url)
+        broken = replace(good, name="carol-auth", root="carol", root_path=carol)
+        first, second = await pull_views([broken, good], tmp_path / "state")
+    assert (first.view, first.status) == ("carol-auth", "unavailable")
+    assert "could not recover the import" in first.message, first.message
+    assert (second.view, second.status) == ("team-auth", "pulled"), second.message
+    assert imported(root) == expected("good")
