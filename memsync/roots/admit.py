@@ -40,6 +40,7 @@ class Admission:
     upstream: str | None = None
     key: str | None = None  # default: journal.operation_key(kind, start, upstream)
     once: bool = False  # True: a key already settled committed/no_change is not run again
+    in_place: bool = False  # the candidate is what the work tree already holds (autocommit)
 
 
 # Stage: given the open record and a worktree path it may use, the candidate commit (or
@@ -124,7 +125,7 @@ class Admitter:
             admission.kind, admission.branch, admission.start, admission.upstream, key=key
         )
         try:
-            return self._run(op, stage, validate, dry_run, before_publish)
+            return self._run(op, stage, validate, dry_run, before_publish, admission.in_place)
         except BaseException:
             latest = self.journal.load(op.id)
             if latest is not None and latest.phase == journal.RUNNING:
@@ -138,6 +139,7 @@ class Admitter:
         validate: Validate,
         dry_run: bool,
         before_publish: Callable[[], None] | None,
+        in_place: bool,
     ) -> Outcome:
         git = self.git
         staged = stage(op, self.layout.worktree(op.id))
@@ -161,7 +163,7 @@ class Admitter:
         if before_publish is not None:
             before_publish()
         try:
-            publish(git, Target(op.branch, op.start, candidate, op.id), self.policy)
+            publish(git, Target(op.branch, op.start, candidate, op.id, in_place), self.policy)
         except FenceBroken as fence:
             self._settle(op, journal.FAILED, fence.message)
             return Fenced(op.id, fence)

@@ -15,6 +15,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal, recovery
+from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
@@ -24,12 +25,13 @@ from memsync.roots.publish import blocking_changes
 from memsync.roots.push import Outgoing
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
-from memsync.transports.git import FetchOutcome, Git, cause
+from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
 from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
+from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator, default_graph_validator
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem
+from memsync.validators.problems import Problem, Report
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ class _Cycle:
         self.upstream_branch = ""
         self.tracking = ""
         self.start = ""
+        self.autocommitted: tuple[str, ...] = ()
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -113,7 +116,14 @@ class _Cycle:
             early = self._preflight()
             if early is not None:
                 return early
-            return self._round(self.start, retry_push=True)
+            result = self._round(self.start, retry_push=True)
+            if self.autocommitted:
+                result = replace(
+                    result,
+                    message=f"autocommitted {len(self.autocommitted)} file(s); {result.message}",
+                    files=tuple(sorted({*result.files, *self.autocommitted})),
+                )
+            return result
         except GitTimeout as exc:
             return self.result(SyncStatus.OFFLINE, exc.message)
         except GitError as exc:
@@ -158,6 +168,8 @@ class _Cycle:
                 head=state.head,
             )
         dirty = blocking_changes(state.entries, self.policy)
+        if dirty and self.settings.autocommit and not self.options.dry_run:
+            return self._autocommit(dirty)
         if dirty:
             return self.result(
                 SyncStatus.DIRTY,
@@ -167,6 +179,56 @@ class _Cycle:
                 head=state.head,
             )
         return None
+
+    def _autocommit(self, dirty: tuple[str, ...]) -> SyncResult | None:
+        """`sync.autocommit`: the edits become one validated commit through the admission
+        transaction (the work tree is not touched), then the cycle goes on from it.
+        None when it landed; else the verdict (edits kept: `dirty` with the problems)."""
+        git, start = self.git, self.start
+
+        def stage(op: journal.Operation, worktree: Path) -> str:
+            worktree.mkdir(parents=True, exist_ok=True, mode=0o700)
+            message = f"memsync: autocommit {len(dirty)} file(s)\n\n" + "\n".join(dirty)
+            return git.commit_paths(start, dirty, message, worktree / "index")
+
+        def validate(candidate: str, files: tuple[str, ...]) -> Report:
+            _count, changes = git.changes(candidate, start)
+            report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
+            if not report.ok:
+                return report
+            return validate_tree(
+                git.tree_view(candidate), self.policy, self.graph, content_paths=files
+            )
+
+        outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
+            Admission("autocommit", self.branch, start, in_place=True), stage, validate
+        )
+        if isinstance(outcome, Published):
+            log.info("root %s: autocommitted %d file(s)", self.settings.name, len(outcome.files))
+            self.start = outcome.candidate
+            self.autocommitted = outcome.files
+            return None
+        if isinstance(outcome, Invalid):
+            problems = outcome.report.problems
+            codes = ", ".join(sorted({p.code for p in problems}))
+            return self.result(
+                SyncStatus.DIRTY,
+                f"autocommit refused: the edits break the memory rules ({codes}); they are "
+                "kept as they are. Fix them, then sync again",
+                files=dirty,
+                problems=problems,
+                head=start,
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, Fenced):
+            return self.result(
+                outcome.fence.status,
+                f"autocommit: nothing committed: {outcome.fence.message}",
+                files=outcome.fence.files,
+                head=start,
+            )
+        message = outcome.failure.message if isinstance(outcome, Unstaged) else str(outcome)
+        return self.result(SyncStatus.ERROR, f"autocommit failed: {message}", head=start)
 
     def _fetch(self, local: str) -> tuple[str | None, SyncResult | None]:
         outcome, detail = self.git.fetch(self.settings.remote, self.upstream_branch, self.tracking)

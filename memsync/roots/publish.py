@@ -55,6 +55,7 @@ class Target:
     start: str
     candidate: str
     operation_id: str
+    in_place: bool = False  # the work tree already holds the candidate (an autocommit)
 
 
 def blocking_changes(entries: Iterable[StatusEntry], policy: SyncPolicy) -> tuple[str, ...]:
@@ -78,12 +79,14 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
     if unmerged or git.merge_in_progress():
         raise FenceBroken(SyncStatus.CONFLICT, "a merge is in progress in the root", unmerged)
     dirty = blocking_changes(state.entries, policy)
-    if dirty:
+    if dirty and not (target.in_place and matches(git, dirty, target.candidate)):
         raise FenceBroken(
             SyncStatus.DIRTY, "uncommitted edits to synchronized files appeared", dirty
         )
     if git.rev_parse(candidate_ref(target.operation_id)) != target.candidate:
         raise FenceBroken(SyncStatus.ERROR, "the validated candidate is missing or moved")
+    if target.in_place:
+        return  # the candidate's files are the ones on disk: nothing is created
     blocked = in_the_way(git.cwd, git.tree_diff(target.start, target.candidate))
     if blocked:
         problems = tuple(
@@ -167,9 +170,28 @@ def _holds_only(root: Path, directory: str, removed: set[str]) -> bool:
 def publish(git: Git, target: Target, policy: SyncPolicy) -> None:
     """Move the root from `target.start` to `target.candidate`, or raise FenceBroken."""
     check_fence(git, target, policy)
-    git.read_tree_update(target.start, target.candidate)
+    if target.in_place:
+        git.read_tree_index(target.candidate)  # the work tree already holds it
+    else:
+        git.read_tree_update(target.start, target.candidate)
     fault("after-worktree-update")
     move_branch(git, target)
+
+
+def matches(git: Git, paths: Sequence[str], candidate: str) -> bool:
+    """True when every path in the work tree is exactly the candidate's version of it
+    (or absent from both): nothing there would be lost by moving to the candidate."""
+    wanted = git.ls_tree(candidate)
+    present = [p for p in paths if (git.cwd / p).is_file() and not (git.cwd / p).is_symlink()]
+    hashes = git.hash_files(present)
+    for path in paths:
+        entry = wanted.get(path)
+        if entry is None:
+            if (git.cwd / path).exists() or (git.cwd / path).is_symlink():
+                return False
+        elif hashes.get(path) != entry.oid:
+            return False
+    return True
 
 
 def move_branch(git: Git, target: Target) -> None:

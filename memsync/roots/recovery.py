@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
-from memsync.roots.publish import Target, blocking_changes, move_branch
+from memsync.roots.publish import Target, blocking_changes, matches, move_branch
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 
@@ -80,7 +80,7 @@ def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tup
     if git.current_branch() != op.branch:
         return journal.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     dirty = blocking_changes(git.status(), policy)
-    if dirty and not _all_match(git, dirty, candidate):
+    if dirty and not matches(git, dirty, candidate):
         return journal.FAILED, (
             "an interrupted publication found local edits; they were kept and nothing was published"
         )
@@ -99,21 +99,6 @@ def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tup
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: recovery")
     move_branch(git, Target(op.branch, op.start, candidate, op.id))
     return journal.COMMITTED, "an interrupted publication was completed"
-
-
-def _all_match(git: Git, paths: tuple[str, ...], candidate: str) -> bool:
-    """True when every differing file is exactly the candidate's version (our own write)."""
-    wanted = git.ls_tree(candidate)
-    present = [p for p in paths if (git.cwd / p).is_file() and not (git.cwd / p).is_symlink()]
-    hashes = git.hash_files(present)
-    for path in paths:
-        entry = wanted.get(path)
-        if entry is None:
-            if (git.cwd / path).exists() or (git.cwd / path).is_symlink():
-                return False
-        elif hashes.get(path) != entry.oid:
-            return False
-    return True
 
 
 def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bool = True) -> None:

@@ -675,6 +675,28 @@ class Git:
             self.run("update-index", "-q", "--refresh", check=False)
             self.run("read-tree", "-m", "-u", old, new)
 
+    def commit_paths(self, start: str, paths: Sequence[str], message: str, index: Path) -> str:
+        """A commit on top of `start` holding the work tree's `paths` as they are now.
+
+        Built in a private index file (`index`), so the root's own index and work tree are
+        not touched; deleted paths are removed. Returns the new commit's id.
+        """
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+        self.run("read-tree", start, env=env)
+        self.run(
+            "add", "--all", "--force", "--", *paths, env=env
+        )  # --force: the allowlist .gitignore ignores everything first
+        tree = self.run("write-tree", env=env).stdout.decode("ascii").strip()
+        done = self.run(
+            "commit-tree", tree, "-p", start, "-m", message, config=self.identity_config()
+        )
+        return done.stdout.decode("ascii").strip()
+
+    def read_tree_index(self, commit: str) -> None:
+        """Set the index to `commit`'s tree, leaving the work tree as it is."""
+        self.run("read-tree", commit)
+        self.run("update-index", "-q", "--refresh", check=False)
+
     def reset_to(self, commit: str) -> None:
         """Force index and work tree to `commit` (recovery of our own interrupted write)."""
         self.run("read-tree", "--reset", "-u", commit)
