@@ -122,7 +122,7 @@ class Nginx:
 
 class Hub:
     def __init__(self, base: Path, static: Path) -> None:
-        from memsync.views.tokens import hub_init, open_store
+        from memsync.hub.tokens import hub_init, open_store
 
         self.data = base / "hub"
         hub_init(self.data)

@@ -1,5 +1,5 @@
 """Commands for the hub: create it, serve it, manage its tokens (thin shells over
-`memsync.views.hub` and `memsync.views.tokens`)."""
+`memsync.hub`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from memsync import timefmt
 from memsync.clikit import EXIT_OK, App, emit
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
-from memsync.views.hubserver import run_hub
-from memsync.views.tokens import hub_init, open_store
+from memsync.hub.serve import run_hub
+from memsync.hub.tokens import hub_init, open_store
 from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
 
 # -- hub --------------------------------------------------------------------------------------

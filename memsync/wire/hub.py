@@ -17,8 +17,8 @@ from memsync.wire.cli import ProblemModel
 from memsync.wire.manifest import Sha256Hex, ViewId
 
 if TYPE_CHECKING:
-    from memsync.views.hubstore import Revision
-    from memsync.views.tokens import TokenInfo
+    from memsync.hub.state import Revision
+    from memsync.hub.tokens import TokenInfo
 
 CommitId = Annotated[str, StringConstraints(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")]
 

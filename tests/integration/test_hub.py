@@ -24,11 +24,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from multidict import CIMultiDict
 
 from memsync.errors import UsageError
+from memsync.hub.app import hub_runner, make_app
+from memsync.hub.state import MAX_JUMP
+from memsync.hub.tokens import DB_NAME, TokenStore, hub_init
 from memsync.views.archive import write_zip
-from memsync.views.hub import hub_runner, make_app
-from memsync.views.hubstore import MAX_JUMP
 from memsync.views.manifest import build_signed, sign_manifest
-from memsync.views.tokens import DB_NAME, TokenStore, hub_init
 from memsync.wire.hub import ErrorBody, PublishResult, ViewList
 
 KEY = Ed25519PrivateKey.generate()
@@ -526,7 +526,7 @@ def test_run_hub_logs_its_url_and_stops_on_sigterm(tmp_path: Path) -> None:
     hub_init(data)
     script = (
         "import logging, sys; from pathlib import Path; "
-        "from memsync.views.hubserver import run_hub; "
+        "from memsync.hub.serve import run_hub; "
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr); "
         "run_hub(Path(sys.argv[1]), '127.0.0.1:0')"
     )

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from memsync.views.hub import MAX_NOTIFY, hub_runner, make_app
-from memsync.views.tokens import hub_init
+from memsync.hub.app import MAX_NOTIFY, hub_runner, make_app
+from memsync.hub.tokens import hub_init
 
 CAP = 256 * 1024  # the hub's max_upload in these tests
 PIECE = 16 * 1024  # the client sends the body in HTTP chunks of this size

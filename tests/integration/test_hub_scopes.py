@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memsync.views.tokens import hub_init
+from memsync.hub.tokens import hub_init
 from memsync.wire.hub import ErrorBody, TokenCreated, ViewList
 from tests.integration.test_hub import Hub, build, hub, subscribe
 

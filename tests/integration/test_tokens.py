@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.views.tokens import (
+from memsync.hub.tokens import (
     DB_NAME,
     AuthFailure,
     AuthReason,

@@ -1,6 +1,6 @@
 """Running the hub: bind, log where, serve until SIGTERM or SIGINT, stop gracefully.
 
-`memsync hub serve` calls `run_hub`; the application itself is `hub.make_app`.
+`memsync hub serve` calls `run_hub`; the application itself is `app.make_app`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from aiohttp import web
 
 from memsync.config.units import check_listen
 from memsync.errors import UsageError
-from memsync.views.hub import hub_runner, make_app
+from memsync.hub.app import hub_runner, make_app
 
 log = logging.getLogger("memsync.hub")
 

@@ -4,7 +4,7 @@ Endpoints, statuses and bodies are CONTRACT §5. Reads are answered from memory 
 manifests and ETags) or with sendfile (packages) after one cached token lookup; nothing is
 written on a read but `last_used_at`, at most once a minute per token and off the event
 loop. Uploads are capped before parsing, checked with the consumers' validators and stored
-immutably (`hubstore.py`); the rest of a body over a cap is never read: the 413 goes out
+immutably (`state.py`); the rest of a body over a cap is never read: the 413 goes out
 and the connection is closed. Tokens are accepted only in the `Authorization` header, and the
 access log redacts anything token-like in a URL.
 """
@@ -27,8 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
 from memsync.errors import UsageError
-from memsync.validators.problems import Problem
-from memsync.views.hubstore import (
+from memsync.hub.state import (
     HubState,
     PackageCheck,
     Revision,
@@ -39,8 +38,9 @@ from memsync.views.hubstore import (
     check_upload,
     valid_name,
 )
+from memsync.hub.tokens import TokenInfo, redact
+from memsync.validators.problems import Problem
 from memsync.views.manifest import MAX_MANIFEST_BYTES
-from memsync.views.tokens import TokenInfo, redact
 from memsync.wire import hub as wire
 from memsync.wire.cli import ProblemModel
 

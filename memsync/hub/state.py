@@ -1,5 +1,5 @@
 """The hub's state, free of HTTP: stored revisions, publication rules, event streams, and
-`HubState`, which ties them to the token store for the request handlers in `hub.py`.
+`HubState`, which ties them to the token store for the request handlers in `app.py`.
 
 Revisions are immutable: `<data_dir>/views/<id>/revisions/<n>/{manifest,package}`. A
 revision directory is written complete under a temporary name and renamed into place,
@@ -38,9 +38,9 @@ from pydantic import BaseModel
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.config.units import NAME_RE
 from memsync.errors import MemsyncError
+from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.validators.problems import Problem
 from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
-from memsync.views.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.wire.manifest import Manifest
 
 log = logging.getLogger("memsync.hub")
