@@ -62,7 +62,10 @@ def write_config(tmp_path: Path, roots: dict[str, dict[str, object]], extra: str
             f"    path: {options['path']}",
             f"    watch: {options.get('watch', 'false')}",
         ]
-        lines.append(f"    sync: {{interval: {options.get('interval', '60s')}, timeout: 20s}}")
+        lines.append(
+            f"    sync: {{interval: {options.get('interval', '60s')}, timeout: 20s"
+            + (", autocommit: true}" if options.get("autocommit") else "}")
+        )
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(lines) + "\n" + extra)
     return path

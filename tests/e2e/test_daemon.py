@@ -206,3 +206,19 @@ def test_a_root_that_disappears_is_unconfigured_and_the_rest_go_on(
     assert results["alice"].status == "unconfigured"
     assert results["bob"].status in ("synced", "current") and head(team.bob.path) == made
     assert daemon.proc.poll() is None
+
+
+def test_autocommit_turns_an_agents_edit_into_a_pushed_commit(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    config = write_config(
+        tmp_path, {"bob": {"path": team.bob.path, "watch": "true", "autocommit": True}}
+    )
+    start(config)
+    (team.bob.path / "MEMORY.md").write_text("# User Context\n\nwritten by an agent\n")
+    wait_for(
+        lambda: "written by an agent" in git(team.upstream, "show", "main:MEMORY.md"),
+        15,
+        "the edit to be committed, validated and pushed by the daemon",
+    )
+    assert git(team.bob.path, "status", "--porcelain") == ""
