@@ -3,30 +3,29 @@
 Endpoints, statuses and bodies are CONTRACT §5. Reads are answered from memory (current
 manifests and ETags) or with sendfile (packages) after one cached token lookup; nothing is
 written on a read but `last_used_at`, at most once a minute per token and off the event
-loop. Uploads are capped before parsing, checked with the consumers' validators and stored
-immutably (`state.py`); the rest of a body over a cap is never read: the 413 goes out
-and the connection is closed. Tokens are accepted only in the `Authorization` header, and the
-access log redacts anything token-like in a URL.
+loop. Uploads are read under a byte cap (`upload.py`; the rest of a body over the cap is
+never read: the 413 goes out and the connection is closed), checked with the consumers' own
+check and stored immutably (`state.py`). Tokens are accepted only in the `Authorization`
+header, and the access log redacts anything token-like in a URL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
-import hashlib
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
-from aiohttp import BodyPartReader, MultipartReader, StreamReader, hdrs, web
+from aiohttp import hdrs, web
 from aiohttp.abc import AbstractAccessLogger
-from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
 from memsync.errors import UsageError
+from memsync.hub.errors import ApiError
 from memsync.hub.state import (
     HubState,
     PackageCheck,
@@ -39,8 +38,8 @@ from memsync.hub.state import (
     valid_name,
 )
 from memsync.hub.tokens import TokenInfo, redact
+from memsync.hub.upload import receive_upload
 from memsync.validators.problems import Problem
-from memsync.views.manifest import MAX_MANIFEST_BYTES
 from memsync.wire import hub as wire
 from memsync.wire.cli import ProblemModel
 
@@ -48,7 +47,6 @@ log = logging.getLogger("memsync.hub")
 access_log = logging.getLogger("memsync.hub.access")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CHUNK = 64 * 1024
 MAX_NOTIFY = 4096
 IMMUTABLE = "public, max-age=31536000, immutable"
 _SHOWN = frozenset({"root", "view"})  # query keys whose (valid) values the access log shows
@@ -60,24 +58,6 @@ _AUTH_MESSAGES = {
     "revoked": "the bearer token has been revoked",
     "in-url": "send the token in the Authorization header, never in the URL",
 }
-
-
-class ApiError(Exception):
-    """An answer other than success, rendered as `{"error": {"code", "message"}}`."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        problems: Sequence[Problem] = (),
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.problems = tuple(problems)
-        self.headers = headers or {}
 
 
 def _json(model: BaseModel, status: int = 200) -> web.Response:
@@ -332,85 +312,6 @@ async def notify(request: web.Request) -> web.Response:
     return _json(wire.NotifyAccepted(root=root, commit=commit), 202)
 
 
-def _too_large(cap: int) -> ApiError:
-    return ApiError(413, "too-large", f"the upload is over the hub's {cap}-byte cap")
-
-
-class _CappedBody:
-    """The request body as the multipart reader reads it, refused once more than `cap`
-    bytes have arrived, wherever the reader is (a preamble, part headers, part data)."""
-
-    def __init__(self, content: StreamReader, cap: int) -> None:
-        self._content, self._cap = content, cap
-
-    def _check(self) -> None:
-        if self._content.total_bytes > self._cap:  # bytes received, read or not
-            raise _too_large(self._cap)
-
-    async def readline(self, *, max_line_length: int | None = None) -> bytes:
-        self._check()
-        line = await self._content.readline(max_line_length=max_line_length)
-        self._check()
-        return line
-
-    async def read(self, n: int = -1) -> bytes:
-        self._check()
-        data = await self._content.read(n)
-        self._check()
-        return data
-
-    def at_eof(self) -> bool:
-        return self._content.at_eof()
-
-    def unread_data(self, data: bytes) -> None:
-        self._content.unread_data(data)
-
-
-async def _receive(request: web.Request, cap: int, out: IO[bytes]) -> tuple[bytes, int, str]:
-    """Stream the multipart body under a byte cap: the manifest into memory, the package
-    into `out`. Returns (manifest bytes, package length, package sha256)."""
-    if request.content_length is not None and request.content_length > cap:
-        raise _too_large(cap)
-    if request.content_type != "multipart/form-data":
-        raise ApiError(415, "unsupported-media-type", "send multipart/form-data: manifest, package")
-    manifest: bytearray | None = None
-    package: Any = None
-    try:
-        body = cast("StreamReader", _CappedBody(request.content, cap))  # the methods it uses
-        reader = MultipartReader(request.headers, body)
-        while (part := await reader.next()) is not None:
-            name = part.name if isinstance(part, BodyPartReader) else None
-            if (
-                not isinstance(part, BodyPartReader)
-                or name not in ("manifest", "package")
-                or (manifest if name == "manifest" else package) is not None
-            ):
-                raise ApiError(
-                    400, "bad-request", "expected the fields manifest and package, once each"
-                )
-            buffer, digest, length = bytearray(), hashlib.sha256(), 0
-            while chunk := await part.read_chunk(CHUNK):
-                if name == "package":
-                    out.write(chunk)
-                    digest.update(chunk)
-                    length += len(chunk)
-                elif len(buffer) + len(chunk) > MAX_MANIFEST_BYTES:
-                    raise ApiError(
-                        413, "too-large", f"a manifest is at most {MAX_MANIFEST_BYTES} bytes"
-                    )
-                else:
-                    buffer += chunk
-            if name == "manifest":
-                manifest = buffer
-            else:
-                package = (length, digest.hexdigest())
-    except (ValueError, HttpProcessingError) as exc:  # broken multipart framing
-        raise ApiError(400, "bad-request", f"unreadable multipart body: {exc}") from exc
-    if manifest is None or package is None:
-        raise ApiError(400, "bad-request", "both fields manifest and package are required")
-    return bytes(manifest), package[0], package[1]
-
-
 async def publish(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     token = _authorize(request)
@@ -423,7 +324,7 @@ async def publish(request: web.Request) -> web.Response:
     fd, path = hub.revisions.new_upload()
     try:
         with os.fdopen(fd, "wb") as out:
-            manifest, length, sha256 = await _receive(request, hub.max_upload, out)
+            manifest, length, sha256 = await receive_upload(request, hub.max_upload, out)
         response = await _publish(hub, view_id, manifest, path, length, sha256)
     except ApiError as exc:
         hub.audit(token, request.remote, "view.publish", view_id, f"{exc.status} {exc.code}")
