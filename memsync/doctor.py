@@ -32,9 +32,10 @@ from memsync.config.model import RootSettings, Settings
 from memsync.config.schema import Config
 from memsync.config.secrets import SecretRef, resolve
 from memsync.config.statedir import check_state_dir
-from memsync.errors import ConfigError, MemsyncError
+from memsync.errors import ConfigError, GitError, MemsyncError
 from memsync.roots.repoconfig import repo_config_problems
-from memsync.transports.git import Git
+from memsync.transports.git import Git, cause
+from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
 
 Status = Literal["ok", "warn", "fail"]
@@ -147,7 +148,11 @@ def check_root(root: RootSettings) -> list[Check]:
     if git.git_dir() is None:
         return [Check(name, FAIL, f"{path} is not the top level of a Git work tree", fix_path)]
     try:
-        return [_root_state(root, git), *_repo_config(root)]
+        state = _root_state(root, git)
+        checks = [state, _allowlist(root), *_repo_config(root)]
+        if state.status == OK and root.sync_enabled:
+            checks.append(_upstream(root, git))
+        return checks
     except MemsyncError as exc:
         return [Check(name, FAIL, exc.message, exc.hint)]
     except OSError as exc:
@@ -176,6 +181,56 @@ def _root_state(root: RootSettings, git: Git) -> Check:
             f"run `git -C {path} remote add {root.remote} URL`, or fix {name}.sync.remote",
         )
     return Check(name, OK, f"{path}: on branch {branch}, remote {root.remote}")
+
+
+def _allowlist(root: RootSettings) -> Check:
+    """The root's `.gitignore` is memsync's allowlist (else memory files may go untracked)."""
+    name = f"roots.{root.name}.gitignore"
+    wanted = gitignore_text(SyncPolicy(max_file_size=root.max_file_size))
+    try:
+        text = (root.path / ".gitignore").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text == wanted:
+        return Check(name, OK, "the allowlist .gitignore is in place")
+    hint = "restore it from a root made by `memsync init` (the gate enforces the allowlist anyway)"
+    if text is None:
+        return Check(name, WARN, "the root has no readable .gitignore", hint)
+    return Check(name, WARN, ".gitignore differs from memsync's allowlist", hint)
+
+
+def _upstream(root: RootSettings, git: Git) -> Check:
+    """The upstream answers and lets this root in (credentials never shown)."""
+    name = f"roots.{root.name}.upstream"
+    branch = root.branch or git.current_branch() or "main"
+    seconds = min(15.0, root.timeout.total_seconds())
+    try:
+        done = git.run(
+            "ls-remote",
+            "--exit-code",
+            "--end-of-options",
+            root.remote,
+            f"refs/heads/{branch}",
+            timeout=seconds,
+            check=False,
+        )
+    except GitError as exc:  # a timeout
+        return Check(name, FAIL, exc.message, "check the network, or raise sync.timeout")
+    if done.returncode == 0:
+        return Check(name, OK, f"{root.remote} answers and has branch {branch}")
+    if done.returncode == 2:
+        return Check(
+            name,
+            WARN,
+            f"{root.remote} answers but has no branch {branch} yet",
+            "the first sync pushes it",
+        )
+    return Check(
+        name,
+        FAIL,
+        f"{root.remote} cannot be reached: {cause(done.stderr)}",
+        "check the URL, the network and the credentials",
+    )
 
 
 def _repo_config(root: RootSettings) -> list[Check]:

@@ -60,9 +60,13 @@ def test_doctor_passes_a_good_setup(team: Team, tmp_path: Path) -> None:
         "config",
         "state-dir",
         "roots.alice",
+        "roots.alice.gitignore",
         "roots.alice.repo-config",
+        "roots.alice.upstream",
         "roots.bob",
+        "roots.bob.gitignore",
         "roots.bob.repo-config",
+        "roots.bob.upstream",
         "roots.alice.publish[0].token",
         "roots.alice.publish[0].key",
         "views.team-auth.source.token",
@@ -78,6 +82,7 @@ def test_doctor_passes_a_good_setup(team: Team, tmp_path: Path) -> None:
     checks = {c.name: c for c in report.checks}
     assert checks["git"].message.startswith("git version ")
     assert checks["roots.alice"].message == f"{team.alice.path}: on branch main, remote origin"
+    assert checks["roots.alice.upstream"].message == "origin answers and has branch main"
     assert checks["roots.alice.publish[0].key"].message.startswith(
         f"secret file {tmp_path / 'view.key'}: signs as ed25519:"
     )
@@ -170,3 +175,16 @@ def test_doctor_is_not_loaded_for_help() -> None:
     assert done.returncode == 0
     assert "doctor" in done.stdout
     assert "memsync.doctor" not in done.stderr
+
+
+def test_doctor_fails_an_unreachable_upstream_and_warns_on_a_foreign_gitignore(
+    team: Team, tmp_path: Path
+) -> None:
+    cfg = write_config(tmp_path, team)
+    git(team.bob.path, "remote", "set-url", "origin", f"https://u:{SECRET}@127.0.0.1:9/t.git")
+    (team.bob.path / ".gitignore").write_text("*.tmp\n")
+    code, report = doctor(cfg)
+    assert code == 1
+    found = statuses(report)
+    assert found["roots.bob.upstream"] == "fail" and found["roots.alice.upstream"] == "ok"
+    assert found["roots.bob.gitignore"] == "warn"
