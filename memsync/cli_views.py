@@ -25,7 +25,7 @@ from memsync.views.httpsource import HttpSource
 from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
 from memsync.views.manifest import ManifestError, parse_manifest, verify_manifest
 from memsync.views.publish import PublishRefused, publish_view, secret_ref
-from memsync.views.pull import ViewResult, pull_views
+from memsync.views.pull import pull_views
 from memsync.views.source import ErrorKind, SourceError, ViewSource
 from memsync.views.zipscan import problem as archive_problem
 from memsync.wire import (
@@ -33,7 +33,6 @@ from memsync.wire import (
     ProblemModel,
     ViewBuildReport,
     ViewPublishReport,
-    ViewPullResult,
     ViewsPullReport,
     ViewVerifyReport,
 )
@@ -96,27 +95,31 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
             hint=f"configured views: {', '.join(known) or 'none'}",
         )
     chosen = [known[n] for n in names] if names else list(known.values())
-    results = asyncio.run(pull_views(chosen, settings.state_dir))
+    report = _pull_through_daemon(settings.control_socket, names)
+    if report is None:  # no daemon: pull in this process
+        results = asyncio.run(pull_views(chosen, settings.state_dir))
+        report = ViewsPullReport(results=[r.model() for r in results])
     if as_json:
-        emit(ViewsPullReport(results=[_pull_model(r) for r in results]))
+        emit(report)
     else:
-        for r in results:
+        for r in report.results:
             revision = "-" if r.revision is None else str(r.revision)
             click.echo(f"{r.view:<16} {r.status:<12} rev {revision:<6} {r.message}")
             for p in r.problems:
                 click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
-    return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+    ok = all(r.status in ("pulled", "current") for r in report.results)
+    return EXIT_OK if ok else EXIT_VERDICT
 
 
-def _pull_model(result: ViewResult) -> ViewPullResult:
-    return ViewPullResult(
-        view=result.view,
-        status=result.status,
-        revision=result.revision,
-        previous_revision=result.previous_revision,
-        message=result.message,
-        problems=[ProblemModel.of(p) for p in result.problems],
-    )
+def _pull_through_daemon(socket: Path, names: tuple[str, ...]) -> ViewsPullReport | None:
+    """The running daemon's pull verdicts, or None when no daemon answers."""
+    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+
+    try:
+        answer = call(socket, "POST", "/v1/views/pull", {"views": list(names)})
+    except DaemonUnavailable:
+        return None
+    return ViewsPullReport.model_validate(answer)
 
 
 @views.command("verify")

@@ -52,8 +52,8 @@ from memsync.status import status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.pull import ViewResult, pull_views
-from memsync.wire import ProblemModel, SyncReport, SyncResultModel
-from memsync.wire.cli import ScheduleEntry, ViewPullResult, ViewsPullReport
+from memsync.wire import SyncReport, SyncResultModel
+from memsync.wire.cli import ScheduleEntry, ViewsPullReport
 
 log = logging.getLogger("memsync.daemon")
 
@@ -497,7 +497,7 @@ class Daemon:
             for n in names
         ]
         results = await asyncio.gather(*futures)
-        return ViewsPullReport(results=[_pull_model(r) for r in results])
+        return ViewsPullReport(results=[r.model() for r in results])
 
     def _summary(self) -> str:
         bad = self.unready()
@@ -572,17 +572,6 @@ def _view_events_url(view: ViewSettings) -> str | None:
     base = parts.path.split(marker, 1)[0]
     view_id = parts.path.split(marker, 1)[1].split("/", 1)[0]
     return f"{parts.scheme}://{parts.netloc}{base}/v1/events?view={view_id}"
-
-
-def _pull_model(result: ViewResult) -> ViewPullResult:
-    return ViewPullResult(
-        view=result.view,
-        status=result.status,
-        revision=result.revision,
-        previous_revision=result.previous_revision,
-        message=result.message,
-        problems=[ProblemModel.of(p) for p in result.problems],
-    )
 
 
 def run_daemon(settings: Settings, load: Callable[[], Settings]) -> int:

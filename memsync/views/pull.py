@@ -36,6 +36,7 @@ from memsync.views.manifest import ManifestError, Verdict, parse_manifest, verif
 from memsync.views.source import ErrorKind, PackageFetch, SourceError, ViewSource
 from memsync.views.store import ImportStore
 from memsync.views.trust import PULLED, STALE, UNAVAILABLE, TrustState
+from memsync.wire.cli import ProblemModel, ViewPullResult
 from memsync.wire.manifest import Manifest
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,17 @@ class ViewResult:
     @property
     def ok(self) -> bool:
         return self.status in (PULLED, "current")
+
+    def model(self) -> ViewPullResult:
+        """The `views pull --json` entry (the CLI and the daemon's control socket)."""
+        return ViewPullResult(
+            view=self.view,
+            status=self.status,
+            revision=self.revision,
+            previous_revision=self.previous_revision,
+            message=self.message,
+            problems=[ProblemModel.of(p) for p in self.problems],
+        )
 
 
 class Refused(MemsyncError):

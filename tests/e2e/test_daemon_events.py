@@ -183,23 +183,7 @@ def test_a_team_server_publishes_its_views_when_head_moves(
     memsync("keys", "generate", "--out", str(key))
     publisher, reader = token(data, "publish:auth"), token(data, "read:auth")
     alice = team.alice.path
-    views = alice / "shared_views" / "auth"
-    views.mkdir(parents=True)
-    (views / "view.md").write_text("# Auth\n")
-    (views / "recipe.toml").write_text(
-        'version = 1\nview_id = "auth"\nkind = "file"\ntitle = "Auth"\napproved = true\n'
-        'intent = "auth"\nrender = "extractive"\ninclude_headings = ["auth"]\n'
-        "include_nodes = []\ninclude_files = []\nexclude_ids = []\n"
-    )
-    memory = "# User Context\n\n# Auth {#auth}\n\n- `login` short-lived tokens → []\n"
-    commit(
-        alice,
-        {
-            "MEMORY.md": memory,
-            "shared_views/auth/view.md": "# Auth\n",
-            "shared_views/auth/recipe.toml": (views / "recipe.toml").read_text(),
-        },
-    )
+    memory = provide_view(alice)
     config = write_config(tmp_path, {"alice": {"path": alice, "watch": "true"}})
     config.write_text(
         config.read_text()
@@ -221,3 +205,64 @@ def test_a_team_server_publishes_its_views_when_head_moves(
     wait_for(lambda: revision() == 1, 20, "the first revision (the catch-up push)")
     commit(alice, {"MEMORY.md": memory.replace("short-lived", "5-minute")})
     wait_for(lambda: revision() == 2, 20, "a new revision after the next local commit")
+
+
+def provide_view(alice: Path) -> str:
+    """Commit an `auth` view recipe and its memory into `alice`; the memory text."""
+    views = alice / "shared_views" / "auth"
+    views.mkdir(parents=True)
+    (views / "view.md").write_text("# Auth\n")
+    (views / "recipe.toml").write_text(
+        'version = 1\nview_id = "auth"\nkind = "file"\ntitle = "Auth"\napproved = true\n'
+        'intent = "auth"\nrender = "extractive"\ninclude_headings = ["auth"]\n'
+        "include_nodes = []\ninclude_files = []\nexclude_ids = []\n"
+    )
+    memory = "# User Context\n\n# Auth {#auth}\n\n- `login` short-lived tokens → []\n"
+    commit(
+        alice,
+        {
+            "MEMORY.md": memory,
+            "shared_views/auth/view.md": "# Auth\n",
+            "shared_views/auth/recipe.toml": (views / "recipe.toml").read_text(),
+        },
+    )
+    return memory
+
+
+def test_views_pull_goes_through_the_daemon(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon], hub: tuple[str, Path]
+) -> None:
+    url, data = hub
+    key = tmp_path / "view.key"
+    public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
+    provide_view(team.alice.path)
+    publisher = token(data, "publish:auth")
+    published = memsync(
+        "views",
+        "publish",
+        "auth",
+        "--root",
+        str(team.alice.path),
+        "--hub",
+        url,
+        "--token",
+        "env:PUB",
+        "--key",
+        str(key),
+        env={"PUB": publisher},
+    )
+    assert published.returncode == 0, published.stderr
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    config.write_text(
+        config.read_text()
+        + "views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+        + f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: HUB_READ}}}}\n"
+        + f'    trust: {{keys: ["{public}"]}}\n'
+    )
+    # Only the daemon knows the read token: an in-process pull could not authenticate.
+    start(config, env={"HUB_READ": token(data, "read:auth")})
+    done = memsync("--config", str(config), "views", "pull", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)["results"][0]
+    assert result["view"] == "team-auth" and result["status"] in ("pulled", "current")
+    assert result["revision"] == 1
