@@ -39,13 +39,26 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if not durable:
-        return
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    if durable:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` durable (after a rename, create or unlink in it)."""
+    _fsync(path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def fsync_file(path: Path) -> None:
+    """Make the bytes of file `path` durable without following a symlink."""
+    _fsync(path, os.O_RDONLY | os.O_NOFOLLOW)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
-        os.fsync(dir_fd)
+        os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        os.close(fd)
 
 
 def write_json(path: Path, value: Any, *, durable: bool = True) -> None:

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from memsync.atomicfile import FILE_MODE, private_dir
+from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
 from memsync.config.units import NAME_RE
 from memsync.errors import MemsyncError
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
@@ -96,14 +96,6 @@ def etag_of(sha256_hex: str) -> str:
 
 def valid_name(name: str) -> bool:
     return NAME_RE.fullmatch(name) is not None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class RevisionStore:
@@ -210,14 +202,14 @@ class RevisionStore:
                 os.fsync(handle.fileno())
             package_tmp.chmod(FILE_MODE)
             package_tmp.replace(staging / PACKAGE)
-            _fsync_dir(staging)
+            fsync_dir(staging)
             if final.exists():
                 raise RevisionExists(f"revision {number} of view {view_id} already exists")
             staging.rename(final)
         except BaseException:
             _remove(staging)
             raise
-        _fsync_dir(revisions_dir)
+        fsync_dir(revisions_dir)
         length = (final / PACKAGE).stat().st_size
         return _revision(manifest, manifest_bytes, final / PACKAGE, length)
 

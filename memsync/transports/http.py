@@ -37,6 +37,7 @@ import aiohttp
 from aiohttp import hdrs
 from yarl import URL
 
+from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
 
 __all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "redact_url"]
@@ -419,7 +420,7 @@ class _Sink:
         with self._local():
             self._tmp.replace(self.dest)
             self._tmp = None
-            _fsync_dir(self.dest.parent)
+            fsync_dir(self.dest.parent)
 
     def discard(self) -> None:
         if not self._handed_off:
@@ -432,14 +433,6 @@ def _flush_close(handle: IO[bytes]) -> None:
     with handle:
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _status_error(status: int, where: str, retry_after: str | None) -> HttpError:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from memsync.atomicfile import fsync_dir
 from memsync.errors import MemsyncError
 from memsync.transports.http import ErrorKind
 from memsync.transports.process import Deadline
@@ -162,11 +163,7 @@ class PackageSink:
             if self._tmp is not None:
                 self._tmp.replace(self.dest)
                 self._tmp = None
-            fd = os.open(self.dest.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_dir(self.dest.parent)
         return PackageFetch(self.length, self._digest.hexdigest())
 
     def discard(self) -> None:

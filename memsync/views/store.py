@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from memsync import timefmt
-from memsync.atomicfile import private_dir, read_json, write_bytes, write_json
+from memsync.atomicfile import (
+    fsync_dir,
+    fsync_file,
+    private_dir,
+    read_json,
+    write_bytes,
+    write_json,
+)
 from memsync.roots.faults import fault
 from memsync.views.trust import TrustState, ViewStateError, check_name, trust_path
 
@@ -109,20 +116,12 @@ def exchange(a: Path, b: Path, *, use_libc: bool = True) -> bool:
     raise OSError(err, os.strerror(err), str(a), None, str(b))
 
 
-def _fsync(path: Path, flags: int = os.O_RDONLY | os.O_DIRECTORY) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _fsync_tree(top: Path) -> None:
     """Make an extracted tree durable before it goes live (no empty files after a power cut)."""
     for dirpath, _dirs, files in os.walk(top):
         for name in files:
-            _fsync(Path(dirpath, name), os.O_RDONLY | os.O_NOFOLLOW)
-        _fsync(Path(dirpath))
+            fsync_file(Path(dirpath, name))
+        fsync_dir(Path(dirpath))
 
 
 def _remove(path: Path) -> bool:
@@ -307,8 +306,8 @@ class ImportStore:
             self.active_path.rename(old)
             fault("view-between-renames")
             candidate.rename(self.active_path)
-        _fsync(self.active_path.parent)
-        _fsync(self.candidates_dir)
+        fsync_dir(self.active_path.parent)
+        fsync_dir(self.candidates_dir)
         fault("view-after-swap")
         trust.save(self.trust_path)
         fault("view-after-trust-write")
@@ -342,7 +341,7 @@ class ImportStore:
         if not new_active and _identity(candidate) == identity and not self.exists():
             _remove(self.active_path)  # roll forward: first import, or between the renames
             candidate.rename(self.active_path)
-            _fsync(self.active_path.parent)
+            fsync_dir(self.active_path.parent)
             new_active = True
         removed = tuple(p.name for p in (candidate, old) if os.path.lexists(p))
         if new_active:
@@ -356,7 +355,7 @@ class ImportStore:
             if not self.exists() and _identity(old) is not None:
                 _remove(self.active_path)
                 old.rename(self.active_path)
-                _fsync(self.active_path.parent)
+                fsync_dir(self.active_path.parent)
                 removed = tuple(n for n in removed if n != old.name)
         self.record_path.unlink(missing_ok=True)
         return Recovered("finished" if new_active else "undone", revision, removed)
