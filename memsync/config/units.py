@@ -15,6 +15,8 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from memsync.names import NAME_MAX, is_name
+
 DURATION_FORM = "<int><ms|s|m|h|d>, e.g. 60s"
 SIZE_FORM = "<int><B|KiB|MiB|GiB>, e.g. 4MiB"
 
@@ -37,7 +39,6 @@ _SIZE_UNITS: tuple[tuple[str, int], ...] = (
 )
 _DURATION_FACTOR = dict(_DURATION_UNITS)
 _SIZE_FACTOR = dict(_SIZE_UNITS)
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 PUBLIC_KEY_PREFIX = "ed25519:"
 _MAX_DIGITS = 18  # keeps the arithmetic cheap; no sane setting needs more
@@ -102,11 +103,11 @@ def format_size(value: int) -> str:
 
 
 def check_name(value: str) -> str:
-    """A root, view or role name: `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`."""
-    if not NAME_RE.fullmatch(value):
+    """A root, view or role name (`memsync.names`)."""
+    if not is_name(value):
         raise ValueError(
             f"invalid name {value[:70]!r} (letters, digits, '_', '.', '-'; "
-            "starts with a letter or digit; at most 64 characters)"
+            f"starts with a letter or digit; at most {NAME_MAX} characters)"
         )
     return value
 

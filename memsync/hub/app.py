@@ -35,10 +35,10 @@ from memsync.hub.state import (
     Subscriber,
     UploadRefused,
     check_upload,
-    valid_name,
 )
 from memsync.hub.tokens import TokenInfo, redact
 from memsync.hub.upload import receive_upload
+from memsync.names import is_name
 from memsync.validators.problems import Problem
 from memsync.wire import hub as wire
 from memsync.wire.cli import ProblemModel
@@ -108,7 +108,7 @@ def _loggable(request: web.BaseRequest) -> str:
     if not request.query_string:
         return redact(request.path)
     shown = [
-        f"{redact(key)}={redact(value) if key in _SHOWN and valid_name(value) else 'REDACTED'}"
+        f"{redact(key)}={redact(value) if key in _SHOWN and is_name(value) else 'REDACTED'}"
         for key, value in request.query.items()
     ]
     return f"{redact(request.path)}?{'&'.join(shown)}"
@@ -246,7 +246,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     hub = request.app[HUB]
     token = _authorize(request)
     roots, views = request.query.getall("root", []), request.query.getall("view", [])
-    if not all(valid_name(name) for name in (*roots, *views)):
+    if not all(is_name(name) for name in (*roots, *views)):
         raise ApiError(400, "bad-request", "root and view filters must be valid names")
     for root in roots:  # roots hold nothing to hide: say so rather than stay silent forever
         if not token.may_watch(root):
@@ -291,7 +291,7 @@ async def notify(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     token = _authorize(request)
     root = request.match_info["name"]
-    if not valid_name(root):
+    if not is_name(root):
         raise _not_found("no such root")
     if not token.may_notify(root):
         raise ApiError(403, "forbidden", f"this token may not notify root {root}")
@@ -316,7 +316,7 @@ async def publish(request: web.Request) -> web.Response:
     hub = request.app[HUB]
     token = _authorize(request)
     view_id = request.match_info["id"]
-    if not valid_name(view_id):
+    if not is_name(view_id):
         raise _not_found()
     if not token.may_publish(view_id):
         _readable(request, token, view_id)  # 404 unless the token can see the view

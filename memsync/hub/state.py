@@ -36,9 +36,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
-from memsync.config.units import NAME_RE
 from memsync.errors import MemsyncError
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
+from memsync.names import is_name
 from memsync.validators.problems import Problem
 from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
 from memsync.wire.manifest import Manifest
@@ -94,10 +94,6 @@ def etag_of(sha256_hex: str) -> str:
     return f'"sha256:{sha256_hex}"'
 
 
-def valid_name(name: str) -> bool:
-    return NAME_RE.fullmatch(name) is not None
-
-
 class RevisionStore:
     """Stored revisions of every view; empty until `load` (which the server runs once it
     holds the data dir's lock, since it removes unfinished uploads)."""
@@ -116,7 +112,7 @@ class RevisionStore:
             _remove(leftover)
         current: dict[str, Revision] = {}
         for view_dir in sorted(self.views_dir.iterdir()):
-            if not view_dir.is_dir() or not valid_name(view_dir.name):
+            if not view_dir.is_dir() or not is_name(view_dir.name):
                 continue
             revisions_dir = view_dir / "revisions"
             if not revisions_dir.is_dir():

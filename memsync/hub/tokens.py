@@ -41,8 +41,8 @@ from typing import Literal
 
 from memsync import timefmt
 from memsync.atomicfile import FILE_MODE, private_dir
-from memsync.config.units import NAME_RE
 from memsync.errors import UsageError
+from memsync.names import NAME_MAX, is_name
 
 DB_NAME = "hub.db"
 TOKEN_RE = re.compile(r"msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -152,12 +152,12 @@ def check_scope(scope: str) -> str:
     if scope == "admin":
         return scope
     kind, sep, name = scope.partition(":")
-    if sep and kind in SCOPE_KINDS and (name == "*" or NAME_RE.fullmatch(name)):
+    if sep and kind in SCOPE_KINDS and (name == "*" or is_name(name)):
         return scope
     raise TokenError(
         f"invalid scope {scope[:80]!r}",
         hint="use read:<view>, publish:<view>, root:<root>, notify:<root> (or * for every "
-        "name) or admin (names: letters, digits, '_', '.', '-'; at most 64 characters)",
+        f"name) or admin (names: letters, digits, '_', '.', '-'; at most {NAME_MAX} characters)",
     )
 
 

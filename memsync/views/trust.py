@@ -14,7 +14,6 @@ check is older than `max_stale`; otherwise `pulled` (this refresh installed a re
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,16 +22,13 @@ from typing import Any
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.errors import MemsyncError
+from memsync.names import NAME_MAX, is_name
 
 PULLED = "pulled"
 CURRENT = "current"
 STALE = "stale"
 UNAVAILABLE = "unavailable"
 STATUSES = (PULLED, CURRENT, STALE, UNAVAILABLE)
-
-# RightMemory's id grammar (letters, digits, '.', '_', '-'), starting with a letter or digit
-# so a name is never `.`/`..` or hidden. Names become single path components on disk.
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 class ViewStateError(MemsyncError):
@@ -41,10 +37,10 @@ class ViewStateError(MemsyncError):
 
 def check_name(kind: str, name: str) -> str:
     """`name` if it is safe as one path component, else ViewStateError (`kind` names it)."""
-    if not NAME_RE.fullmatch(name):
+    if not is_name(name):
         raise ViewStateError(
             f"invalid {kind} {name[:70]!r}: use letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit (at most 128 characters)"
+            f"starting with a letter or digit (at most {NAME_MAX} characters)"
         )
     return name
 

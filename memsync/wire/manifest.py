@@ -15,14 +15,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from memsync.names import NAME_PATTERN
+
 MANIFEST_TYPE = "memsync.view-manifest"
 SPEC_VERSION = 1
 MAX_INT = 2**63 - 1  # integers stay within what every JSON consumer can hold exactly
 
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-# The config's name rule: [A-Za-z0-9_.-]{1,64}, starting with a letter or digit (so never
-# `.` or `..`, since a view id becomes a directory name).
-ViewId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+# The name rule (a view id becomes a directory name).
+ViewId = Annotated[str, StringConstraints(pattern=rf"^{NAME_PATTERN}$")]
 
 
 def _real_moment(value: str) -> str:

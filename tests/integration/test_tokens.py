@@ -23,6 +23,7 @@ from memsync.hub.tokens import (
     open_store,
     redact,
 )
+from memsync.names import NAME_MAX
 from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
 
 TOKEN_FORM = re.compile(r"msk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}")
@@ -109,7 +110,7 @@ def test_scope_grammar(store: TokenStore) -> None:
         "publish:*",
         "read:team-auth",
         "publish:a.b_c",
-        "read:" + "x" * 64,
+        "read:" + "x" * NAME_MAX,
         "root:team",
         "root:*",
         "notify:team",
@@ -117,7 +118,7 @@ def test_scope_grammar(store: TokenStore) -> None:
     ):
         assert check_scope(good) == good
     bad = ["", "read", "read:", "write:auth", "read:../x", "read:.hidden", "read:a b", "ADMIN",
-           "read:" + "x" * 65, "publish:a/b", "read:*x", "root", "root:", "roots:team",
+           "read:" + "x" * (NAME_MAX + 1), "publish:a/b", "read:*x", "root", "root:", "roots:team",
            "notify:a/b", "root:*x", "admin:team"]  # fmt: skip
     for scope in bad:
         with pytest.raises(TokenError):

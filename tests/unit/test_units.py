@@ -21,6 +21,7 @@ from memsync.config.units import (
     parse_duration,
     parse_size,
 )
+from memsync.names import NAME_MAX
 
 durations = st.integers(min_value=0, max_value=10**12).map(lambda ms: timedelta(milliseconds=ms))
 
@@ -124,12 +125,12 @@ def test_format_rejects_what_cannot_be_written() -> None:
     assert format_size(1024**2 + 1) == f"{1024**2 + 1}B"
 
 
-@pytest.mark.parametrize("name", ["personal", "a", "team-auth", "v1.2_x", "9" * 64])
+@pytest.mark.parametrize("name", ["personal", "a", "team-auth", "v1.2_x", "9" * NAME_MAX])
 def test_names_accepted(name: str) -> None:
     assert check_name(name) == name
 
 
-@pytest.mark.parametrize("name", ["", "-a", ".a", "a b", "a/b", "9" * 65, "é"])
+@pytest.mark.parametrize("name", ["", "-a", ".a", "a b", "a/b", "9" * (NAME_MAX + 1), "é"])
 def test_names_rejected(name: str) -> None:
     with pytest.raises(ValueError, match="invalid name"):
         check_name(name)
