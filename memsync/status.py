@@ -17,6 +17,7 @@ from memsync.roots.publish import blocking_changes
 from memsync.roots.state import RootState
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
+from memsync.views.layout import import_dir
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import (
     CycleStatus,
@@ -73,7 +74,7 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
 def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
     """A view's state from its trust record and import directory (no network)."""
     trust = TrustState.load(trust_path(state_dir, view.name))
-    active = view.root_path / ".runtime" / "shared_views" / "imports" / view.heading
+    active = import_dir(view.root_path, view.heading)
     status = trust.status(now=timefmt.now(), max_stale=view.max_stale, has_import=active.is_dir())
     return ViewStatus(
         view=view.name,

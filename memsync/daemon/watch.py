@@ -20,6 +20,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from memsync.views.layout import RUNTIME_DIR
+
 log = logging.getLogger(__name__)
 
 SYNCED_DIRS = ("insight_logs", "shared_views", "update_queue", "update_records")
@@ -42,7 +44,7 @@ def relevant(root: Path, path: str) -> bool:
             return False
         return inner in ("HEAD", "packed-refs") or inner.startswith("refs/heads/")
     first = rel.split("/", 1)[0]
-    return first != ".runtime" and not first.startswith(".#")
+    return first != RUNTIME_DIR and not first.startswith(".#")
 
 
 class _Handler(FileSystemEventHandler):

@@ -22,8 +22,9 @@ from memsync.validators.tree import (
     Entry,
     TreeView,
 )
+from memsync.views.layout import RUNTIME_DIR
 
-_SKIP_DIRS = {".git", ".runtime"}
+_SKIP_DIRS = {".git", RUNTIME_DIR}
 LEGACY = ("PURSUIT_RULES.md", "AGENT_CORRECTION_MEMORY_RULES.md")
 
 

@@ -32,6 +32,7 @@ from memsync.views.archive import ArchiveLimits
 from memsync.views.consumer import check_package
 from memsync.views.gitsource import GitSource
 from memsync.views.httpsource import HttpSource
+from memsync.views.layout import view_state_dir
 from memsync.views.manifest import ManifestError, Verdict, parse_manifest, verify_manifest
 from memsync.views.source import ErrorKind, PackageFetch, SourceError, ViewSource
 from memsync.views.store import ImportStore
@@ -78,15 +79,11 @@ class Refused(MemsyncError):
         self.problems = tuple(problems)
 
 
-def view_dir(state_dir: Path, view: str) -> Path:
-    return state_dir / "views" / view
-
-
 def open_source(view: ViewSettings, client: HttpClient, state_dir: Path) -> ViewSource:
     """The source a configured view is fetched from."""
     source = view.source
     if isinstance(source, GitSourceSettings):
-        cache = view_dir(state_dir, view.name) / "git-cache"
+        cache = view_state_dir(state_dir, view.name) / "git-cache"
         return GitSource(source.url, source.branch, source.path, cache)
     return HttpSource(client, source.url, source.token)
 
@@ -106,11 +103,13 @@ async def pull_views(
 async def _locked(
     view: ViewSettings, state_dir: Path, client: HttpClient, now: datetime | None
 ) -> ViewResult:
-    lock = RootLock(view_dir(state_dir, view.name) / "lock", wait=0, label=f"view {view.name}")
+    lock = RootLock(
+        view_state_dir(state_dir, view.name) / "lock", wait=0, label=f"view {view.name}"
+    )
     try:
         await asyncio.to_thread(lock.acquire)
     except (MemsyncError, OSError) as exc:
-        trust = TrustState.load(view_dir(state_dir, view.name) / "trust.json")
+        trust = TrustState.load(view_state_dir(state_dir, view.name) / "trust.json")
         message = exc.message if isinstance(exc, MemsyncError) else _local_failure(exc)
         return ViewResult(
             view.name, trust.last_status or UNAVAILABLE, trust.revision, trust.revision, message
@@ -142,7 +141,7 @@ class Puller:
         self.view = view
         self.source = source
         self.now = now or timefmt.now()
-        self.dir = view_dir(state_dir, view.name)
+        self.dir = view_state_dir(state_dir, view.name)
         self.store = ImportStore(view.root_path, view.heading, state_dir, view=view.name)
         self.trust = TrustState.load(self.store.trust_path)
         self.previous = self.trust.revision

@@ -1,6 +1,7 @@
 """The import store: one view's active import directory and its atomic replacement.
 
-Layout (`.runtime/.gitignore` is `*`, so nothing here is ever synchronized):
+Layout (named by `views/layout.py`; `.runtime/.gitignore` is `*`, so nothing here is ever
+synchronized):
 
     .runtime/shared_views/imports/<heading>/          the active import (RightMemory's place)
     .runtime/shared_views/candidates/<heading>+<hex>  fresh extraction targets; after an
@@ -51,6 +52,7 @@ from memsync.atomicfile import (
     write_json,
 )
 from memsync.roots.faults import fault
+from memsync.views.layout import candidates_dir, import_dir, runtime_dir
 from memsync.views.trust import TrustState, ViewStateError, check_name, trust_path
 
 FAULT_POINTS = (
@@ -179,9 +181,9 @@ class ImportStore:
         recover_now: bool = False,
     ) -> None:
         self.heading = check_name("heading", heading)
-        self.runtime_dir = root_path / ".runtime"
-        self.active_path = self.runtime_dir / "shared_views" / "imports" / heading
-        self.candidates_dir = self.runtime_dir / "shared_views" / "candidates"
+        self.runtime_dir = runtime_dir(root_path)
+        self.active_path = import_dir(root_path, heading)
+        self.candidates_dir = candidates_dir(root_path)
         self.trust_path = trust_path(state_dir, view if view is not None else heading)
         self.record_path = self.trust_path.with_name("promotion.json")
         self.use_exchange = _renameat2() is not None if use_exchange is None else use_exchange

@@ -23,6 +23,7 @@ from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.errors import MemsyncError
 from memsync.names import NAME_MAX, is_name
+from memsync.views.layout import view_state_dir
 
 PULLED = "pulled"
 CURRENT = "current"
@@ -46,7 +47,7 @@ def check_name(kind: str, name: str) -> str:
 
 
 def trust_path(state_dir: Path, view: str) -> Path:
-    return state_dir / "views" / check_name("view name", view) / "trust.json"
+    return view_state_dir(state_dir, check_name("view name", view)) / "trust.json"
 
 
 def _stamp(moment: datetime) -> str:
