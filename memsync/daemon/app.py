@@ -52,6 +52,7 @@ from memsync.status import status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.pull import ViewResult, pull_views
+from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import ScheduleEntry, ViewsPullReport
 
@@ -77,6 +78,7 @@ class RootWorker:
         )
         self.watcher: RootWatcher | None = None
         self.task: asyncio.Task[None] | None = None
+        self.event_at: float | None = None  # when a hub event last asked for a sync
 
     async def _run(self, options: SyncOptions) -> SyncResult:
         loop = asyncio.get_running_loop()
@@ -85,6 +87,14 @@ class RootWorker:
             self.daemon.pool, sync_root, settings, state_dir, options
         )
         self.daemon.observed(self, result)
+        metrics = self.daemon.metrics
+        if result.status == SyncStatus.SYNCED and self.event_at is not None:
+            metrics.propagation.observe(time.monotonic() - self.event_at)
+            self.event_at = None
+        behind = 0
+        if not result.ok and result.head and result.upstream and result.head != result.upstream:
+            behind = await loop.run_in_executor(self.daemon.pool, _behind, settings, result)
+        metrics.behind.labels(settings.name).set(behind)
         if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
             await notify_hub(settings, result.head)
         moved = result.status in (SyncStatus.SYNCED, SyncStatus.PUSHED) and not result.dry_run
@@ -163,11 +173,17 @@ class ViewWorker:
         self.task: asyncio.Task[None] | None = None
 
     async def _run(self, options: PullOptions) -> ViewResult:
-        (result,) = await pull_views([self.settings], self.daemon.settings.state_dir)
+        state_dir = self.daemon.settings.state_dir
+        (result,) = await pull_views([self.settings], state_dir)
+        metrics = self.daemon.metrics
         if result.revision is not None:
-            self.daemon.metrics.view_revision.labels(self.settings.name).set(result.revision)
-        if result.status not in VIEW_FAILING:
-            self.daemon.metrics.view_age.labels(self.settings.name).set(0)
+            metrics.view_revision.labels(self.settings.name).set(result.revision)
+        fetched = timefmt.parse(
+            TrustState.load(trust_path(state_dir, self.settings.name)).fetched_at
+        )
+        if fetched is not None:
+            stamp = fetched.timestamp()
+            metrics.view_age.labels(self.settings.name).set_function(lambda: time.time() - stamp)
         return result
 
 
@@ -396,6 +412,7 @@ class Daemon:
                         hub_root,
                         worker.settings.name,
                     )
+                    worker.event_at = time.monotonic()
                     worker.trigger.request(AUTOMATIC, explicit=True)
         elif event.kind == "revision":
             view_id = str(event.data.get("view_id", ""))
@@ -527,6 +544,15 @@ def _every(
         replace_existing=True,
         misfire_grace_time=int(seconds),
     )
+
+
+def _behind(settings: RootSettings, result: SyncResult) -> int:
+    """Upstream commits not published in the root (only asked when a cycle was not ok)."""
+    try:
+        git = Git(settings.path, timeout=10)
+        return len(git.rev_list(result.upstream or "", result.head))
+    except MemsyncError:
+        return 0
 
 
 def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:

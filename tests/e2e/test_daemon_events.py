@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -266,3 +269,126 @@ def test_views_pull_goes_through_the_daemon(
     result = json.loads(done.stdout)["results"][0]
     assert result["view"] == "team-auth" and result["status"] in ("pulled", "current")
     assert result["revision"] == 1
+
+
+def test_a_revision_event_pulls_the_view_at_once_and_metrics_follow(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon], hub: tuple[str, Path]
+) -> None:
+    url, data = hub
+    key = tmp_path / "view.key"
+    public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
+    memory = provide_view(team.alice.path)
+    publisher = token(data, "publish:auth")
+
+    def publish() -> None:
+        done = memsync(
+            "views",
+            "publish",
+            "auth",
+            "--root",
+            str(team.alice.path),
+            "--hub",
+            url,
+            "--token",
+            "env:PUB",
+            "--key",
+            str(key),
+            env={"PUB": publisher},
+        )
+        assert done.returncode == 0, done.stderr
+
+    publish()
+    port = free_port()
+    config = write_config(
+        tmp_path, {"bob": {"path": team.bob.path}}, extra=f"http: {{listen: 127.0.0.1:{port}}}\n"
+    )
+    reader = token(data, "read:auth")
+    config.write_text(
+        config.read_text()
+        + "views:\n  team-auth:\n    root: bob\n    view_id: auth\n    refresh: 10m\n"
+        + f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{value: {reader}}}}}\n"
+        + f'    trust: {{keys: ["{public}"]}}\n'
+    )
+    daemon = start(config)
+
+    def revision() -> int | None:
+        return daemon.status().views[0].revision
+
+    wait_for(lambda: revision() == 1, 20, "the start-up pull")
+    wait_for(lambda: "following hub events" in daemon.log.read_text(), 15, "the view's stream")
+    commit(team.alice.path, {"MEMORY.md": memory.replace("short-lived", "5-minute")})
+    publish()
+    wait_for(lambda: revision() == 2, 10, "the revision event to pull revision 2 (refresh is 10m)")
+
+    def metric(name: str) -> float | None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(name):
+                    return float(line.rsplit(" ", 1)[1])
+        return None
+
+    wait_for(lambda: metric('memsync_view_revision{view="team-auth"}') == 2, 10, "the gauge")
+    age = metric('memsync_view_age_seconds{view="team-auth"}')
+    assert age is not None and 0 <= age < 60
+
+
+class _HostileStream(http.server.BaseHTTPRequestHandler):
+    """First connection: garbage, then a drop. Next ones: one good event, then heartbeats."""
+
+    connections: ClassVar[list[dict[str, str]]] = []
+    go: ClassVar[threading.Event] = threading.Event()
+
+    def do_GET(self) -> None:
+        self.connections.append(dict(self.headers))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        if len(self.connections) == 1:
+            self.wfile.write(b"\xff\xfe\x00garbage\nevent: upstream\ndata: {not json\n\nid: 41\n\n")
+            self.wfile.flush()
+            return  # drop the stream
+        self.go.wait(30)
+        self.wfile.write(b'id: 42\nevent: upstream\ndata: {"root": "team", "commit": "x"}\n\n')
+        self.wfile.flush()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                self.wfile.write(b": heartbeat\n\n")
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_hub_that_sends_garbage_and_drops_the_stream_is_survived(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    _HostileStream.connections = []
+    _HostileStream.go = threading.Event()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HostileStream)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/events?root=team"
+        config.write_text(
+            config.read_text().replace(
+                "sync: {interval: 60s, timeout: 20s}",
+                f'sync:\n      interval: 60s\n      timeout: 20s\n      events: "{url}"',
+            )
+        )
+        daemon = start(config)
+        wait_for(lambda: len(_HostileStream.connections) >= 2, 20, "a reconnect after the drop")
+        assert _HostileStream.connections[1].get("Last-Event-ID") == "41"
+        made = commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+        assert team.alice.sync().status == "pushed"
+        _HostileStream.go.set()  # now the good event: bob syncs at once (the interval is 60 s)
+        wait_for(lambda: git(team.bob.path, "rev-parse", "HEAD") == made, 15, "bob to sync")
+        assert daemon.proc.poll() is None
+    finally:
+        server.shutdown()
+        server.server_close()
