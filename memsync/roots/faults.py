@@ -1,7 +1,8 @@
-"""Named fault points for the crash matrix.
+"""Named fault points for the crash matrices: the one registry, every point of every flow.
 
 When `MEMSYNC_FAULT` names a point, the process kills itself with SIGKILL on reaching it,
 exactly as a power cut or an OOM kill would stop it there. Unset, this costs one dict lookup.
+The e2e crash matrices run one case per point of their flow.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import signal
 
 ENV = "MEMSYNC_FAULT"
 
-POINTS = (
+SYNC_POINTS = (  # a root's cycle (roots/)
     "after-fetch",
     "after-staging",
     "after-merge",
@@ -23,6 +24,14 @@ POINTS = (
     "before-push",
     "after-push",
 )
+VIEW_POINTS = (  # a view import's promotion (views/store.py)
+    "view-after-extract",  # promote() entered: the candidate is extracted and validated
+    "view-after-record",  # the promotion record is written, nothing moved yet
+    "view-between-renames",  # two-step only: active moved to old, candidate not yet active
+    "view-after-swap",  # the new import is active, trust.json still names the old one
+    "view-after-trust-write",  # trust.json names the new revision; old tree and record remain
+)
+POINTS = SYNC_POINTS + VIEW_POINTS
 
 
 def fault(point: str) -> None:

@@ -55,14 +55,6 @@ from memsync.roots.faults import fault
 from memsync.views.layout import candidates_dir, import_dir, runtime_dir
 from memsync.views.trust import TrustState, ViewStateError, check_name, trust_path
 
-FAULT_POINTS = (
-    "view-after-extract",  # promote() entered: the candidate is extracted and validated
-    "view-after-record",  # the promotion record is written, nothing moved yet
-    "view-between-renames",  # two-step only: active moved to old, candidate not yet active
-    "view-after-swap",  # the new import is active, trust.json still names the old one
-    "view-after-trust-write",  # trust.json names the new revision; old tree and record remain
-)
-
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 SYS_RENAMEAT2 = {"x86_64": 316, "amd64": 316, "aarch64": 276, "arm64": 276}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.roots.faults import POINTS
+from memsync.roots.faults import SYNC_POINTS
 from memsync.wire import InitReport, StatusReport, SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.helpers import GIT_ENV, commit, git, is_ancestor, snapshot
@@ -178,7 +178,7 @@ def _scene(team: Team, diverged: bool) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("diverged", [False, True], ids=["fast-forward", "merge"])
-@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("point", SYNC_POINTS)
 def test_crash_matrix(team: Team, tmp_path: Path, point: str, diverged: bool) -> None:
     cfg = write_config(team, tmp_path, ("bob",))
     _scene(team, diverged)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.views.store import FAULT_POINTS
+from memsync.roots.faults import VIEW_POINTS
 from memsync.wire import (
     KeyReport,
     StatusReport,
@@ -315,7 +315,7 @@ def test_publish_pull_and_tamper(scene: Scene) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", FAULT_POINTS)
+@pytest.mark.parametrize("point", VIEW_POINTS)
 def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> None:
     scene.publish()
     assert scene.pull()[0] == 0

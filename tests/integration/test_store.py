@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync import timefmt
-from memsync.views.store import FAULT_POINTS, ImportStore, ImportStoreError, exchange
+from memsync.roots.faults import VIEW_POINTS
+from memsync.views.store import ImportStore, ImportStoreError, exchange
 from memsync.views.trust import (
     CURRENT,
     PULLED,
@@ -283,7 +284,7 @@ def crash(store: ImportStore, candidate: Path, revision: int, point: str) -> Non
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()
 
 
-@pytest.mark.parametrize("point", FAULT_POINTS)
+@pytest.mark.parametrize("point", VIEW_POINTS)
 @pytest.mark.parametrize("use_exchange", MODES)
 def test_a_killed_promotion_recovers_to_old_or_new(
     tmp_path: Path, point: str, use_exchange: bool
