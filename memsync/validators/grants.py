@@ -1,0 +1,57 @@
+"""Role write grants (CONTRACT §7): which paths a role's commit may change (pure).
+
+insight: only add `insight_logs/<name>.md`; pruner: change `MEMORY.md` and `MEMORY_*.md`
+except the two fixed Agent Correction collections; a repair role: the synchronized paths.
+Every cycle write then passes the full gate as well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memsync.validators.corrections import COLLECTION_PATHS
+from memsync.validators.paths import printable
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem
+
+_INSIGHT_LOG = re.compile(r"insight_logs/[A-Za-z0-9_.-]+\.md")
+_MEMORY = re.compile(r"MEMORY(?:_[^/]*)?\.md")
+
+INSIGHT, PRUNE, REPAIR = "insight", "prune", "repair"
+
+
+def allowed(kind: str, status: str, path: str, policy: SyncPolicy) -> bool:
+    """Whether a role of `kind` may make this (status, path) change."""
+    if kind == INSIGHT:
+        return status == "A" and _INSIGHT_LOG.fullmatch(path) is not None
+    if kind == PRUNE:
+        return _MEMORY.fullmatch(path) is not None and path not in COLLECTION_PATHS
+    if kind == REPAIR:
+        return policy.allows(path)
+    return False
+
+
+def check_grants(
+    kind: str, changes: Sequence[tuple[str, str]], policy: SyncPolicy | None = None
+) -> list[Problem]:
+    """`grant-violation` for every change outside the role's grants; `empty-commit` when
+    there is no change at all and the kind may not make empty commits (only prune may:
+    `prune: checkpoint`)."""
+    policy = policy or SyncPolicy()
+    problems: list[Problem] = []
+    for status, path in changes:
+        if not allowed(kind, status, path, policy):
+            shown = printable(path)
+            what = {"A": "add", "D": "delete", "M": "change", "T": "retype"}.get(status, "change")
+            problems.append(
+                Problem(
+                    "grant-violation",
+                    shown,
+                    None,
+                    f"the {kind} role may not {what} '{shown}'",
+                )
+            )
+    if not changes and kind != PRUNE:
+        problems.append(Problem("empty-commit", None, None, f"the {kind} role made no change"))
+    return problems
