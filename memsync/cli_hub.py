@@ -13,7 +13,7 @@ from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.hub.serve import run_hub
 from memsync.hub.tokens import hub_init, open_store
-from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
+from memsync.wire.hub import TokenCreated, TokenList
 
 # -- hub --------------------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ def hub_token_create(
     finally:
         store.close()
     if as_json:
-        entry = TokenEntry.of(info, timefmt.now())
+        entry = info.model(timefmt.now())
         emit(
             TokenCreated(
                 id=token_id,
@@ -146,7 +146,7 @@ def hub_token_list(app: App, data: Path | None, as_json: bool) -> int:
     store = open_store(_hub_dir(app, data))
     try:
         now = timefmt.now()
-        entries = [TokenEntry.of(t, now) for t in store.list()]
+        entries = [t.model(now) for t in store.list()]
     finally:
         store.close()
     if as_json:

@@ -209,7 +209,7 @@ async def health(request: web.Request) -> web.Response:
 async def list_views(request: web.Request) -> web.Response:
     token = _authorize(request)
     current = request.app[HUB].revisions.all_current()
-    entries = [wire.ViewEntry.of(rev) for rev in current if token.may_read(rev.view_id)]
+    entries = [rev.model() for rev in current if token.may_read(rev.view_id)]
     return _json(wire.ViewList(views=entries))
 
 

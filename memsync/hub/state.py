@@ -41,6 +41,7 @@ from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_st
 from memsync.names import is_name
 from memsync.validators.problems import Problem
 from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
+from memsync.wire.hub import ViewEntry
 from memsync.wire.manifest import Manifest
 
 log = logging.getLogger("memsync.hub")
@@ -88,6 +89,18 @@ class Revision:
     package_etag: str  # quoted, `"sha256:<hex of the package bytes>"`
     published_at: str
     expires: str
+
+    def model(self) -> ViewEntry:
+        """The revision as the hub's view list shows it."""
+        return ViewEntry(
+            view_id=self.view_id,
+            revision=self.revision,
+            published_at=self.published_at,
+            expires=self.expires,
+            sha256=self.package_sha256,
+            length=self.package_length,
+            manifest_etag=self.manifest_etag,
+        )
 
 
 def etag_of(sha256_hex: str) -> str:

@@ -43,6 +43,7 @@ from memsync import timefmt
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.errors import UsageError
 from memsync.names import NAME_MAX, is_name
+from memsync.wire.hub import TokenEntry
 
 DB_NAME = "hub.db"
 TOKEN_RE = re.compile(r"msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -127,6 +128,23 @@ class TokenInfo:
         if self.expires_at is not None and self.expires_at <= now:
             return "expired"
         return "active"
+
+    def model(self, now: datetime) -> TokenEntry:
+        """The token as `hub token list --json` prints it (never its secret)."""
+
+        def stamp(moment: datetime | None) -> str | None:
+            return None if moment is None else timefmt.rfc3339(moment)
+
+        return TokenEntry(
+            id=self.id,
+            scopes=list(self.scopes),
+            label=self.label,
+            state=self.state(now),
+            created_at=timefmt.rfc3339(self.created_at),
+            expires_at=stamp(self.expires_at),
+            revoked_at=stamp(self.revoked_at),
+            last_used_at=stamp(self.last_used_at),
+        )
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,12 @@ ones, so the two sides cannot drift apart.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from memsync.timefmt import rfc3339
 from memsync.wire.cli import ProblemModel
 from memsync.wire.manifest import Sha256Hex, ViewId
-
-if TYPE_CHECKING:
-    from memsync.hub.state import Revision
-    from memsync.hub.tokens import TokenInfo
 
 CommitId = Annotated[str, StringConstraints(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")]
 
@@ -51,18 +45,6 @@ class ViewEntry(_Wire):
     sha256: Sha256Hex  # the package's
     length: int  # the package's, in bytes
     manifest_etag: str
-
-    @classmethod
-    def of(cls, rev: Revision) -> ViewEntry:
-        return cls(
-            view_id=rev.view_id,
-            revision=rev.revision,
-            published_at=rev.published_at,
-            expires=rev.expires,
-            sha256=rev.package_sha256,
-            length=rev.package_length,
-            manifest_etag=rev.manifest_etag,
-        )
 
 
 class ViewList(_Wire):
@@ -113,22 +95,6 @@ class TokenEntry(_Wire):
     expires_at: str | None
     revoked_at: str | None
     last_used_at: str | None
-
-    @classmethod
-    def of(cls, info: TokenInfo, now: datetime) -> TokenEntry:
-        def stamp(moment: datetime | None) -> str | None:
-            return None if moment is None else rfc3339(moment)
-
-        return cls(
-            id=info.id,
-            scopes=list(info.scopes),
-            label=info.label,
-            state=info.state(now),
-            created_at=rfc3339(info.created_at),
-            expires_at=stamp(info.expires_at),
-            revoked_at=stamp(info.revoked_at),
-            last_used_at=stamp(info.last_used_at),
-        )
 
 
 class TokenList(_Wire):

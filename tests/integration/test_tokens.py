@@ -24,7 +24,7 @@ from memsync.hub.tokens import (
     redact,
 )
 from memsync.names import NAME_MAX
-from memsync.wire.hub import TokenCreated, TokenEntry, TokenList
+from memsync.wire.hub import TokenCreated, TokenList
 
 TOKEN_FORM = re.compile(r"msk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}")
 
@@ -275,7 +275,7 @@ def test_wire_listing_round_trips(store: TokenStore) -> None:
     token_id, raw = store.create(["read:auth"], label="ci", expires=timedelta(days=1))
     store.revoke(store.create(["admin"])[0])
     now = datetime.now(UTC)
-    listing = TokenList(tokens=[TokenEntry.of(info, now) for info in store.list()])
+    listing = TokenList(tokens=[info.model(now) for info in store.list()])
     text = listing.model_dump_json()
     assert raw.split("_", 2)[2] not in text
     again = TokenList.model_validate_json(text)
