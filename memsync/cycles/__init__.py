@@ -1,0 +1,1 @@
+"""Maintenance cycles: prune and insight turns through role models, landed by the gate."""
