@@ -43,9 +43,10 @@ class Admission:
     in_place: bool = False  # the candidate is what the work tree already holds (autocommit)
 
 
-# Stage: given the open record and a worktree path it may use, the candidate commit (or
-# why none could be made). Validate: the candidate and its changed paths, to a report.
-Stage = Callable[[journal.Operation, Path], "str | MergeFailed"]
+# Stage: given the open record and a worktree path it may use, the candidate commit, None
+# when there is nothing to land (a role that chose to change nothing), or why none could
+# be made. Validate: the candidate and its changed paths, to a report.
+Stage = Callable[[journal.Operation, Path], "str | MergeFailed | None"]
 Validate = Callable[[str, tuple[str, ...]], Report]
 
 
@@ -92,7 +93,14 @@ class AlreadyDone:
     operation_id: str
 
 
-Outcome = Published | DryRun | Unstaged | Invalid | Fenced | AlreadyDone
+@dataclass(frozen=True)
+class NoChange:
+    """The stage step had nothing to land; the operation settled `no_change`."""
+
+    operation_id: str
+
+
+Outcome = Published | DryRun | Unstaged | Invalid | Fenced | AlreadyDone | NoChange
 
 
 class Admitter:
@@ -143,6 +151,9 @@ class Admitter:
     ) -> Outcome:
         git = self.git
         staged = stage(op, self.layout.worktree(op.id))
+        if staged is None:
+            self._settle(op, journal.NO_CHANGE, "nothing to land", remember=not dry_run)
+            return NoChange(op.id)
         if isinstance(staged, MergeFailed):
             self._settle(op, journal.FAILED, staged.message, files=staged.files)
             return Unstaged(op.id, staged)

@@ -21,6 +21,7 @@ from memsync.roots.admit import (
     DryRun,
     Fenced,
     Invalid,
+    NoChange,
     Outcome,
     Unstaged,
 )
@@ -134,8 +135,8 @@ class Incoming:
                 problems=fence.problems,
                 operation_id=outcome.operation_id,
             )
-        if isinstance(outcome, AlreadyDone):  # sync admissions are never `once`
-            return self.result(SyncStatus.ERROR, "internal: a sync was answered as already done")
+        if isinstance(outcome, AlreadyDone | NoChange):  # sync stages always make a candidate
+            return self.result(SyncStatus.ERROR, f"internal: a sync was answered {outcome}")
         candidate = outcome.candidate
         if kept is not None:
             replayed = len(self.git.rev_list(candidate, upstream))
