@@ -16,8 +16,8 @@ from typing import Any
 
 from memsync.roots.disktree import disk_tree_view
 from memsync.validators.gate import validate_tree
-from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
+from memsync.validators.rightmemory import default_graph_validator
 
 GROUPS_PER_FILE = 10
 NODES_PER_GROUP = 9

@@ -51,8 +51,8 @@ from memsync.roots.result import SyncResult
 from memsync.status import status_report
 from memsync.transports.git import Git, redact
 from memsync.validators.gate import validate_tree
-from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
+from memsync.validators.rightmemory import default_graph_validator
 from memsync.wire import (
     InitReport,
     ProblemModel,

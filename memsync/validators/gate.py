@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
-from memsync.validators.graph import GraphValidator, default_graph_validator
+from memsync.validators.graph import GraphValidator
 from memsync.validators.paths import (
     FoldedTree,
     case_collisions,
@@ -24,6 +24,7 @@ from memsync.validators.paths import (
 )
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
+from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.tree import BlobSource, Change, Entry, TreeView
 
 

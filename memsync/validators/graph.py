@@ -3,9 +3,9 @@
 A graph validator sees the whole tree and reports RightMemory graph problems (CONTRACT
 §3, "RightMemory graph", reference rules 1-33). `MemoryGraphValidator` runs the full
 parser (`document.py` per file, `assembly.py` across files, `edges.py` for edges and
-Focus); `default_graph_validator()` is what the gate, the sync cycle and the CLI use.
-Auxiliary files (corrections, inbox, update queue) are not its business: a wrapper adds
-those rules.
+Focus). Auxiliary files (corrections, inbox, update queue) are not its business:
+`rightmemory.RootValidator` adds those rules, and `rightmemory.default_graph_validator()`
+is what the gate, the sync cycle and the CLI use.
 
 A graph validator always runs, even when the gate already found path or byte problems,
 so it tolerates files that are not valid UTF-8 (it skips them; the gate reports them).
@@ -62,8 +62,10 @@ class MemoryGraphValidator:
 
 
 def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:
-    """What the gate, the sync cycle and the CLI use: the local graph plus the auxiliary
-    file rules (`rightmemory.RootValidator`); the corrections capacity only when asked."""
-    from memsync.validators.rightmemory import RootValidator  # noqa: PLC0415 - it imports us
+    """Moved to `rightmemory.default_graph_validator`; this forwarder stays only until
+    roots/cycle.py and roots/create.py (being edited elsewhere) import it from there."""
+    from memsync.validators.rightmemory import (  # noqa: PLC0415 - it imports us
+        default_graph_validator as moved,
+    )
 
-    return RootValidator(enforce_capacity=enforce_capacity)
+    return moved(enforce_capacity=enforce_capacity)

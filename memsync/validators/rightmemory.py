@@ -9,7 +9,7 @@ the Agent Correction collections, the guidance inbox and the update queue and re
 from __future__ import annotations
 
 from memsync.validators.corrections import check_collections, check_corrections
-from memsync.validators.graph import MemoryGraphValidator
+from memsync.validators.graph import GraphValidator, MemoryGraphValidator
 from memsync.validators.inbox import check_inbox
 from memsync.validators.problems import Report
 from memsync.validators.queue import check_queue, check_records
@@ -33,3 +33,9 @@ class RootValidator:
             *check_records(tree),
         ]
         return Report(problems=(*report.problems, *extra), files=report.files, items=report.items)
+
+
+def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:
+    """What the gate, the sync cycle and the CLI use: the local graph plus the auxiliary
+    file rules; the corrections capacity only when asked."""
+    return RootValidator(enforce_capacity=enforce_capacity)

@@ -20,8 +20,8 @@ from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.transports.git import Git
 from memsync.validators.gate import validate_tree
-from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
+from memsync.validators.rightmemory import default_graph_validator
 from tests.conftest import PROCESS_EXAMPLES
 from tests.helpers import commit, git, is_ancestor, settings_for
 

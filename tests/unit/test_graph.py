@@ -11,13 +11,10 @@ import pytest
 from memsync.roots.create import MEMORY_TEMPLATE, PURSUITS_TEMPLATE
 from memsync.validators.document import Fence, FocusRef, Heading, Node, Prose, scan
 from memsync.validators.gate import validate_tree
-from memsync.validators.graph import (
-    MemoryGraphValidator,
-    build_graph,
-    default_graph_validator,
-)
+from memsync.validators.graph import MemoryGraphValidator, build_graph
 from memsync.validators.policy import DEFAULT_POLICY
 from memsync.validators.problems import Problem
+from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.tree import MODE_FILE, MODE_GITLINK, MODE_SYMLINK, Entry, TreeView
 
 BASE = {"MEMORY.md": "# Memory\n", "PURSUITS.md": "# Pursuits\n"}
