@@ -81,11 +81,13 @@ class HttpError(MemsyncError):
         detail: str,
         status: int | None = None,
         *,
+        method: str = "GET",
         transient: bool | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(f"GET {url}: {detail}")
+        super().__init__(f"{method} {url}: {detail}")
         self.kind = kind
+        self.method = method
         self.url = url
         self.status = status
         self.transient = kind in _TRANSIENT if transient is None else transient
@@ -160,17 +162,19 @@ class HttpClient:
             await self._session.close()
             self._session = None
 
-    def check_url(self, url: URL, previous: URL | None = None) -> None:
+    def check_url(self, url: URL, previous: URL | None = None, *, method: str = "GET") -> None:
         """Refuse, before any I/O, a URL (or a redirect target) we must not request."""
         where, refused = redact_url(url), ErrorKind.REFUSED
         if url.scheme not in ("http", "https") or not url.host:
-            raise HttpError(refused, where, "not an http(s) URL")
+            raise HttpError(refused, where, "not an http(s) URL", method=method)
         if url.user is not None or url.password is not None:
-            raise HttpError(refused, where, "credentials in a URL are refused")
+            raise HttpError(refused, where, "credentials in a URL are refused", method=method)
         if previous is not None and previous.scheme == "https" and url.scheme == "http":
-            raise HttpError(refused, where, "redirect from https to http refused")
+            raise HttpError(refused, where, "redirect from https to http refused", method=method)
         if url.scheme == "http" and not self.allow_http and not _is_loopback(url.host):
-            raise HttpError(refused, where, "plain http to a non-loopback host refused")
+            raise HttpError(
+                refused, where, "plain http to a non-loopback host refused", method=method
+            )
 
     async def get(
         self,
@@ -264,11 +268,14 @@ class HttpClient:
         """
         if self._session is None:
             raise InternalError("internal: HttpClient used outside `async with`")
+        post = "POST"
         try:
             target = URL(url)
         except ValueError as exc:
-            raise HttpError(ErrorKind.REFUSED, "<invalid url>", "not a valid URL") from exc
-        self.check_url(target)
+            raise HttpError(
+                ErrorKind.REFUSED, "<invalid url>", "not a valid URL", method=post
+            ) from exc
+        self.check_url(target, method=post)
         where = redact_url(target)
         form = aiohttp.FormData()
         for name, (data, content_type) in fields.items():
@@ -282,9 +289,9 @@ class HttpClient:
                     body = await resp.content.read(max_response)
                     return resp.status, body
         except TimeoutError as exc:
-            raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed") from exc
+            raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed", method=post) from exc
         except aiohttp.ClientError as exc:
-            raise _client_error(where, exc) from exc
+            raise _client_error(where, exc, method=post) from exc
 
     async def _follow(
         self,
@@ -444,16 +451,18 @@ def _status_error(status: int, where: str, retry_after: str | None) -> HttpError
     return HttpError(kind, where, f"HTTP {status}", status)
 
 
-def _client_error(where: str, exc: aiohttp.ClientError) -> HttpError:
+def _client_error(where: str, exc: aiohttp.ClientError, *, method: str = "GET") -> HttpError:
     """aiohttp's error as ours; never its text, which may carry the full URL."""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError):
-        return HttpError(ErrorKind.TIMEOUT, where, f"timed out ({name})")
-    if isinstance(exc, aiohttp.ClientSSLError | aiohttp.ServerFingerprintMismatch):
-        return HttpError(ErrorKind.REFUSED, where, f"TLS failed ({name})")
-    if isinstance(exc, aiohttp.ClientPayloadError):  # the connection broke mid-body
-        return HttpError(ErrorKind.TRUNCATED, where, f"body cut short ({name})")
-    if isinstance(exc, aiohttp.ClientConnectionError):
+        kind, detail = ErrorKind.TIMEOUT, f"timed out ({name})"
+    elif isinstance(exc, aiohttp.ClientSSLError | aiohttp.ServerFingerprintMismatch):
+        kind, detail = ErrorKind.REFUSED, f"TLS failed ({name})"
+    elif isinstance(exc, aiohttp.ClientPayloadError):  # the connection broke mid-body
+        kind, detail = ErrorKind.TRUNCATED, f"body cut short ({name})"
+    elif isinstance(exc, aiohttp.ClientConnectionError):
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else name
-        return HttpError(ErrorKind.CONNECTION, where, f"connection failed ({reason})")
-    return HttpError(ErrorKind.PROTOCOL, where, f"malformed response ({name})")
+        kind, detail = ErrorKind.CONNECTION, f"connection failed ({reason})"
+    else:
+        kind, detail = ErrorKind.PROTOCOL, f"malformed response ({name})"
+    return HttpError(kind, where, detail, method=method)

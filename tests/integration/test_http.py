@@ -158,6 +158,23 @@ async def test_connection_refused_is_transient(client: HttpClient) -> None:
     assert (caught.value.kind, caught.value.transient) == (ErrorKind.CONNECTION, True)
 
 
+async def test_errors_name_the_method(client: HttpClient) -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1/views/auth/revisions"
+    with pytest.raises(HttpError) as posted:
+        await client.post_form(url, fields={}, token=TOKEN, deadline=soon())
+    assert posted.value.kind is ErrorKind.CONNECTION
+    assert str(posted.value).startswith(f"POST {url}: ")
+    with pytest.raises(HttpError) as refused:
+        await client.post_form("ftp://127.0.0.1/x", fields={}, token=TOKEN, deadline=soon())
+    assert str(refused.value).startswith("POST ftp://127.0.0.1/x: ")
+    with pytest.raises(HttpError) as got:
+        await client.get(url, dest=None, token=TOKEN, etag=None, max_bytes=CAP, deadline=soon())
+    assert str(got.value).startswith(f"GET {url}: ")
+
+
 async def test_retry_recovers_from_transient_faults(
     hub: FlakyServer, client: HttpClient, tmp_path: Path
 ) -> None:
