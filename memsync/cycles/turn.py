@@ -1,0 +1,287 @@
+"""One maintenance turn (prune or insight) for one root, landed by the admission transaction.
+
+    due? -> claim -> journal record (deterministic key) -> candidate worktree at HEAD
+    -> the role runs there -> its commits collapse into one commit with a
+    `Memsync-Operation:` trailer -> grants -> the full gate -> prepared -> fenced publish
+
+A key that settled before is never run again (the model is not asked twice after a crash);
+a role that changes nothing settles `no_change` and consumes the claimed pressure; a
+failure keeps the pressure. The push follows through the ordinary sync cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from memsync.config.model import RootSettings
+from memsync.cycles.pressure import Pressure, count_new, prune_due
+from memsync.errors import LockBusy, MemsyncError
+from memsync.roots import journal
+from memsync.roots.admit import (
+    Admission,
+    Admitter,
+    AlreadyDone,
+    DryRun,
+    Fenced,
+    Invalid,
+    NoChange,
+    Published,
+    Unstaged,
+)
+from memsync.roots.candidate import MergeFailed
+from memsync.roots.layout import RootLayout
+from memsync.roots.lock import RootLock
+from memsync.roots.publish import blocking_changes
+from memsync.transports.git import Git, GitBlobs
+from memsync.transports.process import Deadline
+from memsync.validators.gate import validate_changes, validate_tree
+from memsync.validators.grants import check_grants
+from memsync.validators.graph import default_graph_validator
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem, Report
+
+log = logging.getLogger(__name__)
+
+LANDED, NOOP, NOT_DUE, REFUSED, FAILED = "landed", "noop", "not-due", "refused", "failed"
+OK_STATUSES = frozenset({LANDED, NOOP, NOT_DUE})
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """`memsync cycle prune|insight --json` (CONTRACT §2)."""
+
+    root: str
+    cycle: str
+    status: str
+    message: str
+    operation_id: str | None = None
+    commit: str | None = None
+    files: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OK_STATUSES
+
+
+class RoleFailed(MemsyncError):
+    """The role's executor failed or timed out; nothing lands and pressure is kept."""
+
+    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What a role is told: which cycle, for which root, and the context to work from."""
+
+    cycle: str
+    root: str
+    operation_id: str
+    worktree: Path
+    context: dict[str, str] = field(default_factory=dict)
+
+
+class Role(Protocol):
+    """Runs one turn in `turn.worktree` and leaves its work as commits on its HEAD (or
+    none: a no-op). Raises RoleFailed when it could not finish."""
+
+    def __call__(self, turn: TurnInput, deadline: Deadline) -> None: ...
+
+
+@dataclass(frozen=True)
+class CycleSettings:
+    kind: str  # insight | prune
+    enabled: bool
+    threshold: int  # insight: trigger points; prune: generation commits
+    points_per_commit: int = 1
+    timeout: float = 900.0
+
+
+def run_cycle(
+    root: RootSettings,
+    cycle: CycleSettings,
+    role: Role,
+    state_dir: Path,
+    *,
+    force: bool = False,
+    wait: float | None = 60.0,
+) -> CycleResult:
+    """One turn now (or `not-due`), under the root lock; never raises for the role's failures."""
+    started = time.monotonic()
+    layout = RootLayout.for_root(state_dir, root.name)
+    try:
+        with RootLock(layout.lock_file, wait=wait, label=f"root {root.name}"):
+            result = _Turn(root, cycle, role, layout).run(force)
+    except LockBusy as exc:
+        result = CycleResult(root.name, cycle.kind, FAILED, exc.message)
+    duration = int((time.monotonic() - started) * 1000)
+    return CycleResult(**{**result.__dict__, "duration_ms": duration})
+
+
+class _Turn:
+    def __init__(
+        self, root: RootSettings, cycle: CycleSettings, role: Role, layout: RootLayout
+    ) -> None:
+        self.root, self.cycle, self.role, self.layout = root, cycle, role, layout
+        self.git = Git(root.path, timeout=cycle.timeout)
+        self.policy = SyncPolicy(max_file_size=root.max_file_size)
+        self.records = journal.Journal(layout.journal_dir)
+        self.pressure_path = layout.base / "insight.json"
+
+    def result(self, status: str, message: str, **fields: object) -> CycleResult:
+        return CycleResult(self.root.name, self.cycle.kind, status, message, **fields)  # type: ignore[arg-type]
+
+    def run(self, force: bool) -> CycleResult:
+        git = self.git
+        if not self.root.path.is_dir() or git.git_dir() is None:
+            return self.result(FAILED, f"{self.root.path} is not the top level of a Git work tree")
+        state = git.work_state()
+        if state.head is None or state.branch is None:
+            return self.result(FAILED, "the root has no checked-out branch with commits")
+        if blocking_changes(state.entries, self.policy):
+            return self.result(
+                FAILED, "the root has uncommitted edits to synchronized files; sync them first"
+            )
+        head, branch = state.head, state.branch
+        if self.cycle.kind == "insight":
+            pressure = count_new(git, self.pressure_path, head, self.cycle.points_per_commit)
+            claimed, claim = pressure.claim(self.cycle.threshold, force=force)
+            if claim is None:
+                return self.result(
+                    NOT_DUE, f"insight pressure {pressure.points}/{self.cycle.threshold} points"
+                )
+            claimed.save(self.pressure_path)
+            basis, context = claim, {"points": str(claimed.active_points)}
+        else:
+            due = prune_due(git, head, self.cycle.threshold)
+            if not due.due and not force:
+                return self.result(NOT_DUE, f"prune not due: {due.reason}")
+            basis = due.boundary or "root"
+            context = {"generation": due.reason, "boundary": due.boundary or ""}
+        # Insight: the claim names the turn, whatever HEAD became (a landing moved it);
+        # prune: the generation's boundary and the head it counted to.
+        if self.cycle.kind == "insight":
+            key = journal.operation_key("insight", basis, None)
+        else:
+            key = journal.operation_key("prune", head, None, basis)
+        try:
+            outcome = Admitter(git, self.records, self.layout, self.policy).admit(
+                Admission(self.cycle.kind, branch, head, key=key, once=True),
+                lambda op, worktree: self._stage(op, worktree, head, context),
+                lambda candidate, files: self._validate(head, candidate, files),
+            )
+        except RoleFailed as exc:  # the record settled `failed`; the claim is kept
+            self._completed("failed")
+            codes = ", ".join(sorted({p.code for p in exc.problems}))
+            return self.result(
+                REFUSED if exc.problems else FAILED,
+                f"{self.cycle.kind}: {exc.message}" + (f" ({codes})" if codes else ""),
+                problems=exc.problems,
+            )
+        return self._finish(outcome)
+
+    def _stage(
+        self, op: journal.Operation, worktree: Path, head: str, context: dict[str, str]
+    ) -> str | MergeFailed | None:
+        git = self.git
+        worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        git.worktree_add(worktree, head)
+        box = git.at(worktree)
+        turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context)
+        self.role(turn, Deadline.after(self.cycle.timeout))
+        leftovers = box.work_state().entries
+        if leftovers:
+            raise RoleFailed(
+                f"the role left {len(leftovers)} uncommitted change(s)",
+                tuple(
+                    Problem("uncommitted-changes", e.path, None, f"'{e.path}' was left uncommitted")
+                    for e in leftovers
+                ),
+            )
+        top = box.rev_parse("HEAD")
+        commits = box.rev_list(top or head, head)
+        if not commits:
+            return None
+        tree = box.tree_of("HEAD")
+        if tree == git.tree_of(head) and self.cycle.kind != "prune":
+            return None  # commits that change nothing: a no-op
+        message = box.out("log", "-1", "--format=%B", "HEAD").strip()
+        message = f"{message}\n\nMemsync-Operation: {op.id}\n"
+        return (
+            box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
+            .stdout.decode("ascii")
+            .strip()
+        )
+
+    def _validate(self, head: str, candidate: str, files: tuple[str, ...]) -> Report:
+        git = self.git
+        problems = check_grants(self.cycle.kind, git.tree_diff(head, candidate), self.policy)
+        if problems:
+            return Report(problems=tuple(problems))
+        _count, changes = git.changes(candidate, head)
+        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
+        if not report.ok:
+            return report
+        return validate_tree(
+            git.tree_view(candidate), self.policy, default_graph_validator(), content_paths=files
+        )
+
+    def _finish(self, outcome: object) -> CycleResult:
+        kind = self.cycle.kind
+        if isinstance(outcome, Published):
+            self._completed("artifact")
+            return self.result(
+                LANDED,
+                f"{kind}: landed {outcome.candidate[:12]} ({len(outcome.files)} file(s))",
+                operation_id=outcome.operation_id,
+                commit=outcome.candidate,
+                files=outcome.files,
+            )
+        if isinstance(outcome, NoChange):
+            self._completed("noop")
+            return self.result(
+                NOOP, f"{kind}: the role changed nothing", operation_id=outcome.operation_id
+            )
+        if isinstance(outcome, AlreadyDone):
+            settled = self.records.load(outcome.operation_id)
+            landed = settled is not None and settled.phase == journal.COMMITTED
+            self._completed("artifact" if landed else "noop")
+            return self.result(
+                NOOP,
+                f"{kind}: this turn settled before ({outcome.operation_id}); not run again",
+                operation_id=outcome.operation_id,
+            )
+        if isinstance(outcome, Invalid):
+            self._completed("failed")
+            problems = outcome.report.problems
+            codes = ", ".join(sorted({p.code for p in problems}))
+            return self.result(
+                REFUSED,
+                f"{kind}: the role's commit was refused ({codes}); the root is unchanged",
+                operation_id=outcome.operation_id,
+                files=outcome.files,
+                problems=problems,
+            )
+        if isinstance(outcome, Fenced):
+            self._completed("failed")
+            return self.result(
+                FAILED,
+                f"{kind}: nothing landed: {outcome.fence.message}; the turn is retried later",
+                operation_id=outcome.operation_id,
+            )
+        self._completed("failed")
+        message = outcome.failure.message if isinstance(outcome, Unstaged) else str(outcome)
+        if isinstance(outcome, DryRun):
+            message = "dry run"
+        return self.result(FAILED, f"{kind}: {message}")
+
+    def _completed(self, result: str) -> None:
+        if self.cycle.kind == "insight":
+            Pressure.load(self.pressure_path).completed(result).save(self.pressure_path)
