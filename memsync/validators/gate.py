@@ -12,16 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
+from memsync.validators.collisions import FoldedTree, case_collisions, duplicate_entries
 from memsync.validators.graph import GraphValidator
-from memsync.validators.paths import (
-    FoldedTree,
-    case_collisions,
-    check_entry,
-    check_name,
-    check_text,
-    duplicate_entries,
-    within_cap,
-)
+from memsync.validators.paths import check_entry, check_name, check_text, within_cap
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import cast
 
 from memsync.errors import MemsyncError, require
-from memsync.validators.paths import case_collisions, check_name_fully, printable
+from memsync.validators.collisions import case_collisions
+from memsync.validators.paths import check_name_fully, printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.views.zipscan import (

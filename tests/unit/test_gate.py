@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.validators.collisions import case_collisions
 from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.paths import case_collisions
 from memsync.validators.policy import DEFAULT_POLICY, SyncPolicy
 from memsync.validators.problems import Report
 from memsync.validators.rightmemory import default_graph_validator

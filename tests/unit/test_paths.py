@@ -11,16 +11,18 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from memsync.validators.paths import (
-    GUARDED_NAMES,
+from memsync.validators.collisions import (
     FoldedTree,
     _may_collide,
     case_collisions,
+    duplicate_entries,
+)
+from memsync.validators.paths import (
+    GUARDED_NAMES,
     check_entry,
     check_name,
     check_name_fully,
     check_text,
-    duplicate_entries,
     guarded_names,
     is_dotgit,
     printable,
