@@ -16,7 +16,7 @@ from typing import ClassVar, NoReturn
 
 import click
 
-from memsync import __version__
+from memsync import __version__, clitext
 from memsync.clikit import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -209,14 +209,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     if as_json:
         emit(out)
     else:
-        where = f"{path} at {rev}" if rev else str(path)
-        if not problems:
-            click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
-        else:
-            click.echo(f"{where}: {len(problems)} problem(s)")
-            for p in problems:
-                loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
-                click.echo(f"  {p.code:<22} {loc}: {p.message}")
+        clitext.print_validation(f"{path} at {rev}" if rev else str(path), out)
     return EXIT_VERDICT if problems else EXIT_OK
 
 
@@ -255,7 +248,7 @@ def sync_now(
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:
         for r in results:
-            _print_result(r)
+            clitext.print_result(r)
     return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
 
 
@@ -291,19 +284,6 @@ def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
     return [known[n] for n in names] if names else list(known.values())
 
 
-def _print_result(r: SyncResult) -> None:
-    head = r.head[:12] if r.head else "-"
-    dry = " (dry run)" if r.dry_run else ""
-    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
-    for p in r.problems:
-        click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
-    if r.files and not r.problems and r.status not in ("current",):
-        shown = ", ".join(r.files[:8]) + (" …" if len(r.files) > 8 else "")
-        click.echo(f"{'':<16}   files: {shown}")
-    if r.rescue_ref:
-        click.echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
-
-
 # -- status ----------------------------------------------------------------------------------
 
 
@@ -317,7 +297,7 @@ def status(app: App, as_json: bool) -> int:
     if as_json:
         emit(report)
     else:
-        _print_status(report)
+        clitext.print_status(report)
     return EXIT_OK
 
 
@@ -329,59 +309,6 @@ def _status_from_daemon(settings: Settings) -> StatusReport | None:
     except DaemonUnavailable:
         return None
     return StatusReport.model_validate(answer)
-
-
-def _print_status(report: StatusReport) -> None:
-    daemon = report.daemon
-    if daemon.running:
-        click.echo(
-            f"daemon: running, pid {daemon.pid}, up {_duration(daemon.uptime_seconds or 0)}, "
-            f"version {daemon.version}"
-        )
-        for entry in daemon.schedule:
-            state = "running" if entry.running else f"next {entry.next_run_at or '-'}"
-            if entry.backoff_until:
-                state += (
-                    f"; backing off after {entry.failures} failure(s) until {entry.backoff_until}"
-                )
-            click.echo(f"  {entry.kind} {entry.name}: {state}")
-    else:
-        click.echo("daemon: not running (sync-now runs cycles in its own process)")
-    click.echo(
-        f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
-        f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
-    )
-    for r in report.roots:
-        click.echo(
-            f"{r.root:<16} {r.status or 'never':<12} {(r.head or '-')[:12]:<12} "
-            f"{_num(r.ahead):>5} {_num(r.behind):>6} {_yes(r.dirty):<5} "
-            f"{r.pending_operations:>7}  {r.last_success_at or '-'}"
-        )
-        if r.message:
-            click.echo(f"{'':<16} {r.message}")
-    if report.views:
-        click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
-        for v in report.views:
-            revision = "-" if v.revision is None else str(v.revision)
-            click.echo(
-                f"{v.view:<16} {v.status:<12} {revision:>8}  {v.fetched_at or '-':<20}  "
-                f"{v.expires_at or '-'}"
-            )
-            if v.message and v.status != "current":
-                click.echo(f"{'':<16} {v.message}")
-
-
-def _duration(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
-
-
-def _num(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
-def _yes(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "no")
 
 
 # -- config ----------------------------------------------------------------------------------
@@ -458,23 +385,10 @@ def doctor(app: App, as_json: bool) -> int:
         ]
         emit(DoctorReport(ok=found.ok, checks=checks))
     else:
-        for c in found.checks:
-            click.echo(f"{_MARKS[c.status]} {c.name}: {c.message}")
-            for line in c.details:
-                click.echo(f"     {line}")
-            if c.hint and c.status != "ok":
-                click.echo(f"     next: {c.hint}")
-        failed = sum(c.status == "fail" for c in found.checks)
-        warned = sum(c.status == "warn" for c in found.checks)
-        click.echo(
-            f"{failed} failed, {warned} warning(s), {len(found.checks) - failed - warned} ok"
-        )
+        clitext.print_diagnosis(found)
     if found.config_error:
         return EXIT_USAGE
     return EXIT_OK if found.ok else EXIT_VERDICT
-
-
-_MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
 # -- errors, rendered in one place ---------------------------------------------------------

@@ -1,0 +1,105 @@
+"""How the CLI's reports read on a terminal (the `--json` documents are `wire/`'s).
+
+Errors are not here: `cli.render_error` is the one place that words them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from memsync.doctor import Diagnosis
+    from memsync.roots.result import SyncResult
+    from memsync.wire import StatusReport, ValidateReport
+
+_MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+
+
+def print_validation(where: str, report: ValidateReport) -> None:
+    if report.valid:
+        click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
+        return
+    click.echo(f"{where}: {len(report.problems)} problem(s)")
+    for p in report.problems:
+        loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
+        click.echo(f"  {p.code:<22} {loc}: {p.message}")
+
+
+def print_result(r: SyncResult) -> None:
+    head = r.head[:12] if r.head else "-"
+    dry = " (dry run)" if r.dry_run else ""
+    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
+    for p in r.problems:
+        click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
+    if r.files and not r.problems and r.status not in ("current",):
+        shown = ", ".join(r.files[:8]) + (" …" if len(r.files) > 8 else "")
+        click.echo(f"{'':<16}   files: {shown}")
+    if r.rescue_ref:
+        click.echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
+
+
+def print_status(report: StatusReport) -> None:
+    daemon = report.daemon
+    if daemon.running:
+        click.echo(
+            f"daemon: running, pid {daemon.pid}, up {_duration(daemon.uptime_seconds or 0)}, "
+            f"version {daemon.version}"
+        )
+        for entry in daemon.schedule:
+            state = "running" if entry.running else f"next {entry.next_run_at or '-'}"
+            if entry.backoff_until:
+                state += (
+                    f"; backing off after {entry.failures} failure(s) until {entry.backoff_until}"
+                )
+            click.echo(f"  {entry.kind} {entry.name}: {state}")
+    else:
+        click.echo("daemon: not running (sync-now runs cycles in its own process)")
+    click.echo(
+        f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
+        f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
+    )
+    for r in report.roots:
+        click.echo(
+            f"{r.root:<16} {r.status or 'never':<12} {(r.head or '-')[:12]:<12} "
+            f"{_num(r.ahead):>5} {_num(r.behind):>6} {_yes(r.dirty):<5} "
+            f"{r.pending_operations:>7}  {r.last_success_at or '-'}"
+        )
+        if r.message:
+            click.echo(f"{'':<16} {r.message}")
+    if report.views:
+        click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
+        for v in report.views:
+            revision = "-" if v.revision is None else str(v.revision)
+            click.echo(
+                f"{v.view:<16} {v.status:<12} {revision:>8}  {v.fetched_at or '-':<20}  "
+                f"{v.expires_at or '-'}"
+            )
+            if v.message and v.status != "current":
+                click.echo(f"{'':<16} {v.message}")
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def print_diagnosis(found: Diagnosis) -> None:
+    for c in found.checks:
+        click.echo(f"{_MARKS[c.status]} {c.name}: {c.message}")
+        for line in c.details:
+            click.echo(f"     {line}")
+        if c.hint and c.status != "ok":
+            click.echo(f"     next: {c.hint}")
+    failed = sum(c.status == "fail" for c in found.checks)
+    warned = sum(c.status == "warn" for c in found.checks)
+    click.echo(f"{failed} failed, {warned} warning(s), {len(found.checks) - failed - warned} ok")
