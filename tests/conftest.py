@@ -1,8 +1,14 @@
-"""Shared fixtures: a team upstream (a real bare repository) and two memory roots."""
+"""Shared fixtures: a team upstream (a real bare repository) and two memory roots.
+
+Scenes that take many processes to make are built once per session (per xdist worker) and
+copied into each test's own directory with `copy_built`, so no test sees another's leftovers.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,16 +58,48 @@ class Team:
     bob: Member
 
 
-@pytest.fixture
-def team(tmp_path: Path) -> Team:
-    upstream = tmp_path / "team.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
-    members = []
+def copy_built(built: Path, dest: Path, names: Iterable[str]) -> None:
+    """Copy the entries `names` of a scene built once per session into `dest`.
+
+    A built scene names its own location only in Git configs (an upstream's path); those are
+    rewritten to the copy. Each work tree's index is refreshed, since copied files have new
+    inodes and times and plumbing that does not refresh would see them as changed.
+    """
+    for name in names:
+        if (built / name).is_dir():
+            shutil.copytree(built / name, dest / name, symlinks=True)
+        else:
+            shutil.copy2(built / name, dest / name)
+    for name in names:
+        git_dir = dest / name / ".git"
+        config = (git_dir if git_dir.is_dir() else dest / name) / "config"
+        if config.is_file():
+            text = config.read_text()
+            config.write_text(text.replace(f"{built}{os.sep}", f"{dest}{os.sep}"))
+        if git_dir.is_dir():
+            git(dest / name, "update-index", "-q", "--refresh", check=False)
+
+
+@pytest.fixture(scope="session")
+def built_team(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The upstream `team.git` and the roots `alice` and `bob`, made once and only copied."""
+    base = tmp_path_factory.mktemp("team")
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
     for name in ("alice", "bob"):
-        path = tmp_path / name
+        path = base / name
         init_root(path, upstream=str(upstream))
         git(path, "config", "user.name", name.title())
         git(path, "config", "user.email", f"{name}@example.invalid")
+    return base
+
+
+@pytest.fixture
+def team(built_team: Path, tmp_path: Path) -> Team:
+    copy_built(built_team, tmp_path, ("team.git", "alice", "bob"))
+    members = []
+    for name in ("alice", "bob"):
+        path = tmp_path / name
         state = tmp_path / f"state-{name}"
         members.append(Member(name, path, settings_for(name, path), state))
-    return Team(upstream, members[0], members[1])
+    return Team(tmp_path / "team.git", members[0], members[1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from memsync.wire import (
     ViewVerifyReport,
 )
 from memsync.wire.hub import TokenCreated
+from tests.conftest import copy_built
 from tests.helpers import GIT_ENV, commit, git
 
 MEMORY = """\
@@ -121,7 +121,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 def copied(built: Built, tmp_path: Path) -> Built:
     """A private copy of the built scene: no test sees another's publishes or pulls."""
     dest = tmp_path / "scene"
-    shutil.copytree(built.path, dest, symlinks=True)
+    dest.mkdir()
+    copy_built(built.path, dest, ("alice", "hub", "view.key", "bob"))
     return replace(built, path=dest)
 
 
