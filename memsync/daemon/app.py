@@ -20,11 +20,10 @@ import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import aiohttp
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -32,18 +31,23 @@ from pydantic import BaseModel
 
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
-from memsync.config.secrets import SecretRef, resolve
 from memsync.config.statedir import ensure_state_dir
 from memsync.daemon.control import ControlSocket, PullRequest, SyncRequest
 from memsync.daemon.events import Event, follow
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
-from memsync.daemon.triggers import Backoff, Trigger
+from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
-from memsync.errors import ConfigError, MemsyncError, UsageError
-from memsync.redaction import redact
+from memsync.daemon.workers import (
+    AUTOMATIC,
+    PullOptions,
+    RootWorker,
+    ViewWorker,
+    resolve_token,
+)
+from memsync.errors import MemsyncError, UsageError
 from memsync.roots import recovery
-from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
@@ -51,140 +55,12 @@ from memsync.roots.result import SyncResult, SyncStatus
 from memsync.status import status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
-from memsync.views.pull import ViewResult, pull_views
-from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import ScheduleEntry, ViewsPullReport
 
 log = logging.getLogger("memsync.daemon")
 
-AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
-FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
-VIEW_FAILING = frozenset({"stale", "unavailable"})
 MAX_WORKERS = 4
-
-
-@dataclass(frozen=True)
-class PullOptions:
-    """A view pull has no options; one value so requests coalesce."""
-
-
-class RootWorker:
-    def __init__(self, daemon: Daemon, settings: RootSettings) -> None:
-        self.daemon = daemon
-        self.settings = settings
-        self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
-            f"root {settings.name}", self._run, lambda r: r.status in FAILING
-        )
-        self.watcher: RootWatcher | None = None
-        self.task: asyncio.Task[None] | None = None
-        self.event_at: float | None = None  # when a hub event last asked for a sync
-
-    async def _run(self, options: SyncOptions) -> SyncResult:
-        loop = asyncio.get_running_loop()
-        settings, state_dir = self.settings, self.daemon.settings.state_dir
-        result = await loop.run_in_executor(
-            self.daemon.pool, sync_root, settings, state_dir, options
-        )
-        self.daemon.observed(self, result)
-        metrics = self.daemon.metrics
-        if result.status == SyncStatus.SYNCED and self.event_at is not None:
-            metrics.propagation.observe(time.monotonic() - self.event_at)
-            self.event_at = None
-        behind = 0
-        if not result.ok and result.head and result.upstream and result.head != result.upstream:
-            behind = await loop.run_in_executor(self.daemon.pool, _behind, settings, result)
-        metrics.behind.labels(settings.name).set(behind)
-        if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
-            await notify_hub(settings, result.head)
-        moved = result.status in (SyncStatus.SYNCED, SyncStatus.PUSHED) and not result.dry_run
-        if moved and settings.publish:
-            await publish_views(settings)
-        return result
-
-
-async def publish_views(settings: RootSettings) -> None:
-    """Team server mode: the root's HEAD moved, so its views are rebuilt and published
-    (nothing new when the content is unchanged); a failure is logged, never fatal."""
-    from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
-    from memsync.views.publish import publish_view  # noqa: PLC0415
-
-    for entry in settings.publish:
-        try:
-            key = load_private_key(_key_path(entry.key))
-            done = await publish_view(
-                settings.path, entry.view, entry.hub, resolve(entry.token), [key]
-            )
-            log.info("root %s: view %s: %s", settings.name, entry.view, done.message)
-        except MemsyncError as exc:
-            log.warning(
-                "root %s: publishing view %s failed: %s", settings.name, entry.view, exc.message
-            )
-        except (OSError, ValueError) as exc:
-            log.warning(
-                "root %s: publishing view %s failed: %s",
-                settings.name,
-                entry.view,
-                redact(str(exc)),
-            )
-
-
-def _key_path(ref: SecretRef) -> Path:
-    if ref.kind == "file":
-        return Path(ref.ref).expanduser()
-    if ref.kind == "credential":
-        return Path(os.environ.get("CREDENTIALS_DIRECTORY", "")) / ref.ref
-    raise ConfigError(
-        f"a publish key must be {{file: PATH}} or {{credential: NAME}}, not {ref.describe()}"
-    )
-
-
-async def notify_hub(settings: RootSettings, commit: str) -> None:
-    """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle."""
-    hub = (settings.notify_hub or "").rstrip("/")
-    url = f"{hub}/v1/roots/{settings.notify_root or settings.name}/notify"
-    token = _token(settings.notify_token)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-            session.post(
-                url, json={"commit": commit}, headers=headers, allow_redirects=False
-            ) as answer,
-        ):
-            if answer.status >= 300:
-                log.warning(
-                    "root %s: the hub refused the notification (%d)", settings.name, answer.status
-                )
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        log.warning("root %s: could not notify the hub: %s", settings.name, redact(str(exc)))
-
-
-class ViewWorker:
-    def __init__(self, daemon: Daemon, settings: ViewSettings) -> None:
-        self.daemon = daemon
-        self.settings = settings
-        self.trigger: Trigger[PullOptions, ViewResult] = Trigger(
-            f"view {settings.name}",
-            self._run,
-            lambda r: r.status in VIEW_FAILING,
-            backoff=Backoff(base=5.0, cap=600.0),
-        )
-        self.task: asyncio.Task[None] | None = None
-
-    async def _run(self, options: PullOptions) -> ViewResult:
-        state_dir = self.daemon.settings.state_dir
-        (result,) = await pull_views([self.settings], state_dir)
-        metrics = self.daemon.metrics
-        if result.revision is not None:
-            metrics.view_revision.labels(self.settings.name).set(result.revision)
-        fetched = timefmt.parse(
-            TrustState.load(trust_path(state_dir, self.settings.name)).fetched_at
-        )
-        if fetched is not None:
-            stamp = fetched.timestamp()
-            metrics.view_age.labels(self.settings.name).set_function(lambda: time.time() - stamp)
-        return result
 
 
 class Daemon:
@@ -373,11 +249,11 @@ class Daemon:
         wanted: dict[tuple[str, str | None], None] = {}
         for root in settings.roots:
             if root.events:
-                wanted[(root.events, _token(root.events_token))] = None
+                wanted[(root.events, resolve_token(root.events_token))] = None
         for view in settings.views:
             url = _view_events_url(view)
             if url is not None and isinstance(view.source, HttpSourceSettings):
-                wanted[(url, _token(view.source.token))] = None
+                wanted[(url, resolve_token(view.source.token))] = None
         for key in list(self._followers):
             if key not in wanted:
                 self._followers.pop(key).cancel()
@@ -546,15 +422,6 @@ def _every(
     )
 
 
-def _behind(settings: RootSettings, result: SyncResult) -> int:
-    """Upstream commits not published in the root (only asked when a cycle was not ok)."""
-    try:
-        git = Git(settings.path, timeout=10)
-        return len(git.rev_list(result.upstream or "", result.head))
-    except MemsyncError:
-        return 0
-
-
 def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:
     def request() -> None:
         trigger.request(AUTOMATIC)
@@ -575,16 +442,6 @@ def _recover(root: RootSettings, state_dir: Path) -> None:
                 recovery.recover(git, records, layout, SyncPolicy(max_file_size=root.max_file_size))
     except MemsyncError as exc:
         log.warning("root %s: recovery at start-up failed: %s", root.name, exc.message)
-
-
-def _token(ref: object) -> str | None:
-    if ref is None:
-        return None
-    try:
-        return resolve(ref)  # type: ignore[arg-type]
-    except ConfigError as exc:
-        log.warning("cannot read an events token: %s", exc.message)
-        return None
 
 
 def _view_events_url(view: ViewSettings) -> str | None:

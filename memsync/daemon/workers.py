@@ -1,0 +1,183 @@
+"""One root's and one view's job in the daemon: what a run does and what follows it.
+
+A `RootWorker` runs a sync cycle in the daemon's thread pool, then records metrics, tells
+the hub when it pushed (`notify_hub`) and republishes the root's views when its HEAD moved
+(`publish_views`, team server mode). A `ViewWorker` pulls one view. Each owns the `Trigger`
+that coalesces every request for it; `app.Daemon` creates, schedules and drops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from memsync import timefmt
+from memsync.config.model import RootSettings, ViewSettings
+from memsync.config.secrets import SecretRef, resolve
+from memsync.daemon.triggers import Backoff, Trigger
+from memsync.daemon.watch import RootWatcher
+from memsync.errors import ConfigError, MemsyncError
+from memsync.redaction import redact
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.result import SyncResult, SyncStatus
+from memsync.transports.git import Git
+from memsync.views.pull import ViewResult, pull_views
+from memsync.views.trust import TrustState, trust_path
+
+if TYPE_CHECKING:
+    from memsync.daemon.app import Daemon
+
+log = logging.getLogger("memsync.daemon")
+
+AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
+FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
+VIEW_FAILING = frozenset({"stale", "unavailable"})
+
+
+@dataclass(frozen=True)
+class PullOptions:
+    """A view pull has no options; one value so requests coalesce."""
+
+
+class RootWorker:
+    def __init__(self, daemon: Daemon, settings: RootSettings) -> None:
+        self.daemon = daemon
+        self.settings = settings
+        self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
+            f"root {settings.name}", self._run, lambda r: r.status in FAILING
+        )
+        self.watcher: RootWatcher | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.event_at: float | None = None  # when a hub event last asked for a sync
+
+    async def _run(self, options: SyncOptions) -> SyncResult:
+        loop = asyncio.get_running_loop()
+        settings, state_dir = self.settings, self.daemon.settings.state_dir
+        result = await loop.run_in_executor(
+            self.daemon.pool, sync_root, settings, state_dir, options
+        )
+        self.daemon.observed(self, result)
+        metrics = self.daemon.metrics
+        if result.status == SyncStatus.SYNCED and self.event_at is not None:
+            metrics.propagation.observe(time.monotonic() - self.event_at)
+            self.event_at = None
+        behind = 0
+        if not result.ok and result.head and result.upstream and result.head != result.upstream:
+            behind = await loop.run_in_executor(self.daemon.pool, _behind, settings, result)
+        metrics.behind.labels(settings.name).set(behind)
+        if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
+            await notify_hub(settings, result.head)
+        moved = result.status in (SyncStatus.SYNCED, SyncStatus.PUSHED) and not result.dry_run
+        if moved and settings.publish:
+            await publish_views(settings)
+        return result
+
+
+async def publish_views(settings: RootSettings) -> None:
+    """Team server mode: the root's HEAD moved, so its views are rebuilt and published
+    (nothing new when the content is unchanged); a failure is logged, never fatal."""
+    from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
+    from memsync.views.publish import publish_view  # noqa: PLC0415
+
+    for entry in settings.publish:
+        try:
+            key = load_private_key(_key_path(entry.key))
+            done = await publish_view(
+                settings.path, entry.view, entry.hub, resolve(entry.token), [key]
+            )
+            log.info("root %s: view %s: %s", settings.name, entry.view, done.message)
+        except MemsyncError as exc:
+            log.warning(
+                "root %s: publishing view %s failed: %s", settings.name, entry.view, exc.message
+            )
+        except (OSError, ValueError) as exc:
+            log.warning(
+                "root %s: publishing view %s failed: %s",
+                settings.name,
+                entry.view,
+                redact(str(exc)),
+            )
+
+
+def _key_path(ref: SecretRef) -> Path:
+    if ref.kind == "file":
+        return Path(ref.ref).expanduser()
+    if ref.kind == "credential":
+        return Path(os.environ.get("CREDENTIALS_DIRECTORY", "")) / ref.ref
+    raise ConfigError(
+        f"a publish key must be {{file: PATH}} or {{credential: NAME}}, not {ref.describe()}"
+    )
+
+
+async def notify_hub(settings: RootSettings, commit: str) -> None:
+    """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle."""
+    hub = (settings.notify_hub or "").rstrip("/")
+    url = f"{hub}/v1/roots/{settings.notify_root or settings.name}/notify"
+    token = resolve_token(settings.notify_token)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+            session.post(
+                url, json={"commit": commit}, headers=headers, allow_redirects=False
+            ) as answer,
+        ):
+            if answer.status >= 300:
+                log.warning(
+                    "root %s: the hub refused the notification (%d)", settings.name, answer.status
+                )
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        log.warning("root %s: could not notify the hub: %s", settings.name, redact(str(exc)))
+
+
+class ViewWorker:
+    def __init__(self, daemon: Daemon, settings: ViewSettings) -> None:
+        self.daemon = daemon
+        self.settings = settings
+        self.trigger: Trigger[PullOptions, ViewResult] = Trigger(
+            f"view {settings.name}",
+            self._run,
+            lambda r: r.status in VIEW_FAILING,
+            backoff=Backoff(base=5.0, cap=600.0),
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self, options: PullOptions) -> ViewResult:
+        state_dir = self.daemon.settings.state_dir
+        (result,) = await pull_views([self.settings], state_dir)
+        metrics = self.daemon.metrics
+        if result.revision is not None:
+            metrics.view_revision.labels(self.settings.name).set(result.revision)
+        fetched = timefmt.parse(
+            TrustState.load(trust_path(state_dir, self.settings.name)).fetched_at
+        )
+        if fetched is not None:
+            stamp = fetched.timestamp()
+            metrics.view_age.labels(self.settings.name).set_function(lambda: time.time() - stamp)
+        return result
+
+
+def _behind(settings: RootSettings, result: SyncResult) -> int:
+    """Upstream commits not published in the root (only asked when a cycle was not ok)."""
+    try:
+        git = Git(settings.path, timeout=10)
+        return len(git.rev_list(result.upstream or "", result.head))
+    except MemsyncError:
+        return 0
+
+
+def resolve_token(ref: object) -> str | None:
+    if ref is None:
+        return None
+    try:
+        return resolve(ref)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        log.warning("cannot read an events token: %s", exc.message)
+        return None
