@@ -40,9 +40,9 @@ from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.grants import check_grants
-from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
+from memsync.validators.rightmemory import default_graph_validator
 
 log = logging.getLogger(__name__)
 
