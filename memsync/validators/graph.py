@@ -16,16 +16,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from memsync.validators.assembly import build_graph
-from memsync.validators.graphmodel import BackingRef, FocusEntry, Item, MemoryGraph, Profile
+from memsync.validators.graphmodel import Profile
 from memsync.validators.problems import Report
 from memsync.validators.tree import TreeView
 
 __all__ = [
-    "BackingRef",
-    "FocusEntry",
     "GraphValidator",
-    "Item",
-    "MemoryGraph",
     "MemoryGraphValidator",
     "build_graph",
     "default_graph_validator",

@@ -14,8 +14,6 @@ import functools
 import re
 from dataclasses import dataclass
 
-ROOT_DOCUMENTS: tuple[str, ...] = ("MEMORY.md", "PURSUITS.md")
-
 ALLOWED_GLOBS: tuple[str, ...] = (
     ".gitignore",
     "MEMORY.md",

@@ -29,7 +29,6 @@ PULLED = "pulled"
 CURRENT = "current"
 STALE = "stale"
 UNAVAILABLE = "unavailable"
-STATUSES = (PULLED, CURRENT, STALE, UNAVAILABLE)
 
 
 class ViewStateError(MemsyncError):

@@ -63,10 +63,6 @@ class SignedManifest(_Wire):
     files: dict[str, Sha256Hex]
 
     @property
-    def published_at_time(self) -> datetime:
-        return parse_timestamp(self.published_at)
-
-    @property
     def expires_time(self) -> datetime:
         return parse_timestamp(self.expires)
 
