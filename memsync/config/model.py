@@ -14,6 +14,7 @@ from typing import Literal
 
 from memsync.config.schema import Config, GitSource, Root, View
 from memsync.config.secrets import SecretRef
+from memsync.transports.credentials import GitCredentials
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class RootSettings:
     insight_enabled: bool = False
     insight_threshold: int = 150
     publish: tuple[PublishSettings, ...] = ()
+    git_credentials: GitCredentials | None = None  # sync.https / sync.ssh, by reference
 
 
 @dataclass(frozen=True)

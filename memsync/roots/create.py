@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.errors import RootError, require
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, PushOutcome
+from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy, gitignore_text
@@ -55,13 +55,16 @@ def init_root(
     upstream: str | None = None,
     branch: str = "main",
     policy: SyncPolicy | None = None,
+    credentials: GitCredentials | None = None,
 ) -> InitResult:
+    """`credentials`: how to reach a private upstream (the configured root's `sync.https`
+    or `sync.ssh`, when the path is a configured root)."""
     policy = policy or SyncPolicy()
     path = path.expanduser().absolute()
     if path.exists() and not path.is_dir():
         raise RootError(f"{path} exists and is not a directory")
     path.mkdir(parents=True, exist_ok=True)
-    git = Git(path)
+    git = Git(path, credentials=credentials)
     if any(path.iterdir()):
         return _existing(git, path, upstream, policy)
 

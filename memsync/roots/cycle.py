@@ -85,7 +85,12 @@ class _Cycle:
         self.policy = SyncPolicy(max_file_size=settings.max_file_size)
         self.timeout = settings.timeout.total_seconds()
         # One deadline for the whole cycle (`sync.timeout`): each git process gets what is left.
-        self.git = Git(settings.path, timeout=self.timeout, deadline=Deadline.after(self.timeout))
+        self.git = Git(
+            settings.path,
+            timeout=self.timeout,
+            deadline=Deadline.after(self.timeout),
+            credentials=settings.git_credentials,  # read at each fetch and push
+        )
         self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
         self.trusted = self.state.trusted_upstream

@@ -7,6 +7,12 @@ attributes name: see `gitconfig.py`), object checking on fetch, and `-z` output 
 bytes (parsers in `gitparse`). Credentials in URLs are redacted from every message this
 module produces.
 
+A root's own credentials (`credentials.GitCredentials`: an HTTPS token, an SSH key and
+`known_hosts`) are read at each network call (`fetch`, `push`, `ls-remote`) and handed to
+git by memsync's own credential helper and a forced `core.sshCommand`: never on a command
+line, in a file or in an environment (see `credentials.py`); whatever git prints is
+scrubbed of the token too.
+
 What can be read from the repository's files without a process is read with GitPython:
 refs, symbolic refs and packed refs (`ref_value`, `current_branch`), where the repository
 is (`git_dir`, `common_dir`), its own config and remotes (`config_get`, `remote_url`;
@@ -23,21 +29,31 @@ outlives a call.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from memsync.errors import GitError, GitMissing, GitTimeout
+from memsync.config.secrets import resolve
+from memsync.errors import GitError, GitMissing, GitTimeout, SecretError
 from memsync.redaction import redact
 from memsync.transports import gitparse
+from memsync.transports.credentials import (
+    DEFAULT_USERNAME,
+    CredentialServer,
+    GitCredentials,
+    Origin,
+    key_path,
+    ssh_command,
+)
 from memsync.transports.gitconfig import (
     ConfigEntry,
     config_env,
@@ -56,6 +72,7 @@ __all__ = [
     "FetchOutcome",
     "Git",
     "GitBlobs",
+    "GitCredentials",
     "PushOutcome",
     "StatusEntry",
     "WorkState",
@@ -112,6 +129,10 @@ ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 _KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+# The commands that may talk to an upstream: only these get a root's credentials.
+_NETWORK = frozenset({"fetch", "push", "ls-remote"})
+_SCRUBBED = "********"
 
 
 # Lines git adds to every failed connection whatever the cause: they bury the cause.
@@ -199,17 +220,21 @@ class Git:
         timeout: float = DEFAULT_TIMEOUT,
         env: Mapping[str, str] | None = None,
         deadline: Deadline | None = None,
+        credentials: GitCredentials | None = None,
     ) -> None:
         """`timeout` bounds each call; `deadline`, when given, bounds all calls together
-        (a sync cycle's `sync.timeout`): each process gets what is left of it."""
+        (a sync cycle's `sync.timeout`): each process gets what is left of it.
+        `credentials`: how network calls authenticate (read at each call)."""
         self.cwd = cwd
         self.timeout = timeout
         self.deadline = deadline
+        self.credentials = credentials
         self._env = clean_env(env)
 
     def at(self, cwd: Path) -> Git:
-        """The same box, with the same deadline, for another directory (a candidate worktree)."""
-        other = Git(cwd, timeout=self.timeout, deadline=self.deadline)
+        """The same box, with the same deadline and credentials, for another directory
+        (a candidate worktree)."""
+        other = Git(cwd, timeout=self.timeout, deadline=self.deadline, credentials=self.credentials)
         other._env = dict(self._env)
         return other
 
@@ -225,11 +250,11 @@ class Git:
         env: Mapping[str, str] | None = None,
         guard: bool = True,
     ) -> GitResult:
-        """Run git in the box. `guard=False` only for reading the config the guard needs."""
-        argv = ["git", *_FORCED_ARGS]
-        for key, value in config:
-            argv += ["-c", f"{key}={value}"]
-        argv += args
+        """Run git in the box. `guard=False` only for reading the config the guard needs.
+
+        A network command (`fetch`, `push`, `ls-remote`) of a box with credentials gets
+        them for its remote (see `_authenticated`).
+        """
         limit = self.timeout if timeout is None else timeout
         shown = redact(" ".join(["git", *args]))
         by_deadline = self.deadline is not None and self.deadline.remaining() < limit
@@ -240,15 +265,21 @@ class Git:
         run_env = self._env
         if guard or env:
             run_env = {**self._env, **(_GUARD.env(self) if guard else {}), **(env or {})}
-        try:
-            done = run_process(argv, cwd=self.cwd, env=run_env, seconds=limit, input=input)
-        except FileNotFoundError as exc:
-            raise GitMissing(
-                "git is not installed or not on PATH", hint="install git 2.30 or newer"
-            ) from exc
+        with self._authenticated(args) as auth:
+            argv = ["git", *_FORCED_ARGS]
+            for key, value in (*auth.config, *config):
+                argv += ["-c", f"{key}={value}"]
+            argv += args
+            try:
+                done = run_process(argv, cwd=self.cwd, env=run_env, seconds=limit, input=input)
+            except FileNotFoundError as exc:
+                raise GitMissing(
+                    "git is not installed or not on PATH", hint="install git 2.30 or newer"
+                ) from exc
         if done.expired:
             raise self._timeout(shown, limit, by_deadline=by_deadline)
-        stderr = redact(done.stderr.decode("utf-8", errors="replace").strip())
+        stdout = auth.scrub_bytes(done.stdout)
+        stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
         if check and done.returncode != 0:
             raise GitError(
                 f"`{shown}` failed: {cause(stderr)}",
@@ -256,7 +287,7 @@ class Git:
                 returncode=done.returncode,
                 detail=stderr,
             )
-        return GitResult(done.returncode, done.stdout, stderr)
+        return GitResult(done.returncode, stdout, stderr)
 
     def _timeout(self, shown: str, limit: float, *, by_deadline: bool) -> GitTimeout:
         if by_deadline and self.deadline is not None:
@@ -266,6 +297,67 @@ class Git:
         return GitTimeout(
             message, argv=[shown], hint="raise the root's sync.timeout or check the network"
         )
+
+    # -- credentials ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _authenticated(self, args: Sequence[str]) -> Iterator[_Auth]:
+        """The config that hands a network command this box's credentials, for one call.
+
+        SSH: a strict `core.sshCommand` with the key and `known_hosts`. HTTPS: the token is
+        read now and served by a `CredentialServer` while git runs, only to the origins the
+        remote's own URLs (url, pushurl) name; git's helper list is reset first (forced
+        `credential.helper=`), so no helper the root's config names ever runs.
+        """
+        creds = self.credentials
+        if creds is None or not args or args[0] not in _NETWORK:
+            yield _Auth()
+            return
+        pairs: list[tuple[str, str]] = []
+        if creds.ssh:
+            pairs.append(("core.sshCommand", _ssh_command(creds)))
+        origins = self._http_origins(args) if creds.token is not None else frozenset()
+        if not origins:
+            yield _Auth(tuple(pairs))
+            return
+        clear = sorted(str(origin) for origin in origins if origin.plain_remote)
+        if clear:
+            raise GitError(
+                f"{creds.where}.https: refusing to send the token in clear text to {clear[0]}",
+                hint="use an https:// URL for the upstream (plain http:// only on loopback)",
+            )
+        token = _token(creds)
+        try:
+            server = CredentialServer(origins, creds.username or DEFAULT_USERNAME, token)
+            server.__enter__()
+        except OSError as exc:
+            raise GitError(
+                f"{creds.where}.https: cannot start memsync's credential helper socket: {exc}",
+                hint="check that $XDG_RUNTIME_DIR or the temporary directory is writable",
+            ) from exc
+        try:
+            yield _Auth((*pairs, ("credential.helper", server.helper)), token)
+        finally:
+            server.__exit__(None, None, None)
+
+    def _http_origins(self, args: Sequence[str]) -> frozenset[Origin]:
+        """The http(s) origins of the remote a network command names (its url and pushurl
+        values, as git reads the repository's config), or of the URL it names."""
+        remote = _remote_argument(args)
+        if remote is None:
+            return frozenset()
+        if "://" in remote:
+            urls = [remote]
+        else:
+            urls = [
+                entry.value or ""
+                for entry in _GUARD.entries(self)
+                if entry.scope != "command"
+                and split_key(entry.key)[:2] == ("remote", remote)
+                and split_key(entry.key)[2] in ("url", "pushurl")
+            ]
+        found = (Origin.of_url(url) for url in urls)
+        return frozenset(origin for origin in found if origin is not None)
 
     def out(self, *args: str) -> str:
         """Run and return stdout as text, stripped (for single-value answers)."""
@@ -700,6 +792,70 @@ class Git:
     def reset_to(self, commit: str) -> None:
         """Force index and work tree to `commit` (recovery of our own interrupted write)."""
         self.run("read-tree", "--reset", "-u", commit)
+
+
+@dataclass(frozen=True, repr=False)
+class _Auth:
+    """Config for one authenticated call, and the secret to scrub from what git prints."""
+
+    config: tuple[tuple[str, str], ...] = ()
+    secret: str | None = None
+
+    def scrub(self, text: str) -> str:
+        return text.replace(self.secret, _SCRUBBED) if self.secret else text
+
+    def scrub_bytes(self, data: bytes) -> bytes:
+        return data.replace(self.secret.encode(), _SCRUBBED.encode()) if self.secret else data
+
+
+def _remote_argument(args: Sequence[str]) -> str | None:
+    """The remote (name or URL) a fetch, push or ls-remote command line names."""
+    if "--end-of-options" in args:
+        at = list(args).index("--end-of-options") + 1
+        return args[at] if at < len(args) else None
+    return next((arg for arg in args[1:] if not arg.startswith("-")), None)
+
+
+def _token(creds: GitCredentials) -> str:
+    """The HTTPS token, read now; GitError naming the reference (never the secret)."""
+    where = f"{creds.where}.https"
+    if creds.token is None:
+        raise GitError(f"{where}: no token is configured")
+    try:
+        token = resolve(creds.token)
+    except SecretError as exc:
+        raise GitError(f"{where}.token: {exc.message}", hint=exc.hint) from exc
+    if any(ch in token for ch in "\r\n\x00"):
+        raise GitError(f"{where}.token: {creds.token.describe()} holds a line break or NUL")
+    return token
+
+
+def _ssh_command(creds: GitCredentials) -> str:
+    """The strict `core.sshCommand` for a root's SSH settings; GitError when a file is
+    missing (a clear message instead of ssh's own after a connection attempt)."""
+    where = f"{creds.where}.ssh"
+    key = None
+    if creds.ssh_key is not None:
+        try:
+            key = key_path(creds.ssh_key, os.environ)
+        except ValueError as exc:
+            raise GitError(f"{where}.key: {exc}") from exc
+        if not os.access(key, os.R_OK):
+            raise GitError(
+                f"{where}.key: {key} does not exist or cannot be read",
+                hint="create the key file (ssh-keygen -t ed25519 -f FILE) or fix the reference",
+            )
+    known = creds.known_hosts
+    if known is not None and not known.is_file():
+        raise GitError(
+            f"{where}.known_hosts: {known} does not exist",
+            hint="add the upstream's host key to it (ssh-keyscan HOST, checked against the "
+            "fingerprint the host's owner publishes)",
+        )
+    try:
+        return ssh_command(key, known)
+    except ValueError as exc:
+        raise GitError(f"{where}: {exc}") from exc
 
 
 _K = TypeVar("_K")
