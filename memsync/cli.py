@@ -99,6 +99,7 @@ class _LazyGroup(click.Group):
         "views": "memsync.cli_views",
         "hub": "memsync.cli_hub",
         "run": "memsync.cli_daemon",
+        "cycle": "memsync.cli_cycle",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

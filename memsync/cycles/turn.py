@@ -43,6 +43,7 @@ from memsync.validators.grants import check_grants
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
+from memsync.wire.cli import CycleReport, ProblemModel
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,20 @@ class CycleResult:
     @property
     def ok(self) -> bool:
         return self.status in OK_STATUSES
+
+    def model(self) -> CycleReport:
+        """The `cycle --json` document (the CLI and the daemon's control socket)."""
+        return CycleReport(
+            root=self.root,
+            cycle=self.cycle,
+            status=self.status,
+            operation_id=self.operation_id,
+            commit=self.commit,
+            files=list(self.files),
+            problems=[ProblemModel.of(p) for p in self.problems],
+            message=self.message,
+            duration_ms=self.duration_ms,
+        )
 
 
 class RoleFailed(MemsyncError):

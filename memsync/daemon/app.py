@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
-from memsync.daemon.control import ControlSocket, PullRequest, SyncRequest
+from memsync.daemon.control import ControlSocket, CycleRequest, PullRequest, SyncRequest
 from memsync.daemon.events import Event, follow
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
@@ -176,12 +176,20 @@ class Daemon:
             if worker is None:
                 worker = self.roots[name] = RootWorker(self, root)
                 worker.task = tasks.create_task(worker.trigger.serve(), name=f"root-{name}")
+                for kind, cycle in worker.cycles.items():
+                    tasks.create_task(cycle.serve(), name=f"{kind}-{name}")
                 worker.trigger.request(AUTOMATIC)  # catch up at start
             elif worker.settings != root:
                 if worker.watcher is not None and worker.settings.path != root.path:
                     worker.watcher.stop()
                     worker.watcher = None
                 worker.settings = root
+            for kind, cycle in worker.cycles.items():
+                every = root.insight_check_every if kind == "insight" else root.prune_check_every
+                if worker.enabled(kind):
+                    _every(scheduler, f"{kind}:{name}", every.total_seconds(), cycle, False)
+                elif scheduler.get_job(f"{kind}:{name}"):
+                    scheduler.remove_job(f"{kind}:{name}")
             if root.sync_enabled:
                 _every(scheduler, f"sync:{name}", root.interval.total_seconds(), worker.trigger)
             elif scheduler.get_job(f"sync:{name}"):
@@ -220,8 +228,14 @@ class Daemon:
 
     def _drop(self, worker: RootWorker | ViewWorker, job: str) -> None:
         worker.trigger.close()
-        if isinstance(worker, RootWorker) and worker.watcher is not None:
-            worker.watcher.stop()
+        if isinstance(worker, RootWorker):
+            if worker.watcher is not None:
+                worker.watcher.stop()
+            for kind, cycle in worker.cycles.items():
+                cycle.close()
+                cycle_job = f"{kind}:{worker.settings.name}"
+                if self._scheduler is not None and self._scheduler.get_job(cycle_job):
+                    self._scheduler.remove_job(cycle_job)
         if self._scheduler is not None and self._scheduler.get_job(job):
             self._scheduler.remove_job(job)
 
@@ -379,6 +393,13 @@ class Daemon:
         ]
         results = await asyncio.gather(*futures)
         return SyncReport(results=[SyncResultModel.of(r) for r in results])
+
+    async def cycle(self, kind: str, request: CycleRequest) -> BaseModel:
+        worker = self.roots.get(request.root)
+        if worker is None or kind not in worker.cycles:
+            raise UsageError(f"unknown root {request.root!r} or cycle {kind!r}")
+        result = await asyncio.shield(worker.cycles[kind].request(request.force, explicit=True))
+        return result.model()
 
     async def pull(self, request: PullRequest) -> BaseModel:
         names = request.views or list(self.views)

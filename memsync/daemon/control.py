@@ -2,7 +2,8 @@
 
 `GET /v1/status`, `POST /v1/sync` (answers after the cycles finish, with exactly the
 `sync-now --json` document), `POST /v1/views/pull`, `POST /v1/cycles/{prune|insight}`
-(404 until cycles exist). Junk requests get a JSON error and the daemon goes on; a client
+(`{"root", "force"}`: one maintenance turn, answered with the `cycle --json` document).
+Junk requests get a JSON error and the daemon goes on; a client
 that disconnects mid-request does not cancel the cycle it asked for (others may share it).
 A stale socket file from a killed daemon is taken over only when nothing answers on it.
 """
@@ -42,6 +43,12 @@ class PullRequest(BaseModel):
     views: list[str] = []
 
 
+class CycleRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    root: str
+    force: bool = False
+
+
 class Controller(Protocol):
     """What the control socket asks of the daemon (answers are JSON-ready models)."""
 
@@ -50,6 +57,8 @@ class Controller(Protocol):
     async def sync(self, request: SyncRequest) -> BaseModel: ...
 
     async def pull(self, request: PullRequest) -> BaseModel: ...
+
+    async def cycle(self, kind: str, request: CycleRequest) -> BaseModel: ...
 
 
 class SocketInUse(UsageError):
@@ -83,7 +92,16 @@ def control_app(controller: Controller) -> web.Application:
             return _error(400, "usage", exc.message)
 
     async def cycles(request: web.Request) -> web.Response:
-        return _error(404, "not-found", "maintenance cycles are not available in this version")
+        kind = request.match_info["cycle"]
+        if kind not in ("prune", "insight"):
+            return _error(404, "not-found", f"no cycle {kind!r}: prune or insight")
+        body = await _body(request, CycleRequest)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            return _json(await controller.cycle(kind, body))
+        except UsageError as exc:
+            return _error(400, "usage", exc.message)
 
     app = web.Application(client_max_size=64 * 1024, middlewares=[_errors])
     app.router.add_get("/v1/status", status)

@@ -9,6 +9,7 @@ that coalesces every request for it; `app.Daemon` creates, schedules and drops t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -21,6 +22,8 @@ import aiohttp
 from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
 from memsync.config.secrets import SecretRef, resolve
+from memsync.cycles.runner import cycle_now
+from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, CycleResult
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
@@ -39,6 +42,7 @@ log = logging.getLogger("memsync.daemon")
 AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
 FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
 VIEW_FAILING = frozenset({"stale", "unavailable"})
+CYCLES = ("insight", "prune")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,34 @@ class RootWorker:
         self.watcher: RootWatcher | None = None
         self.task: asyncio.Task[None] | None = None
         self.event_at: float | None = None  # when a hub event last asked for a sync
+        # One trigger per maintenance cycle; the request's value is `force`.
+        self.cycles: dict[str, Trigger[bool, CycleResult]] = {
+            kind: Trigger(
+                f"{kind} {settings.name}",
+                functools.partial(self._cycle, kind),
+                lambda r: r.status == FAILED,
+                backoff=Backoff(base=60.0, cap=3600.0),
+            )
+            for kind in CYCLES
+        }
+
+    def enabled(self, kind: str) -> bool:
+        return self.settings.insight_enabled if kind == "insight" else self.settings.prune_enabled
+
+    async def _cycle(self, kind: str, force: bool) -> CycleResult:
+        loop = asyncio.get_running_loop()
+        daemon = self.daemon
+        run = functools.partial(
+            cycle_now, daemon.settings, self.settings.name, kind, force=force, push=False
+        )
+        result = await loop.run_in_executor(daemon.pool, run)
+        daemon.metrics.cycle_total.labels(self.settings.name, kind, result.status).inc()
+        if result.status != NOT_DUE:
+            level = logging.INFO if result.ok else logging.WARNING
+            log.log(level, "root %s: %s", self.settings.name, result.message)
+        if result.status == LANDED:
+            self.trigger.request(AUTOMATIC, explicit=True)  # validate, push and notify it
+        return result
 
     async def _run(self, options: SyncOptions) -> SyncResult:
         loop = asyncio.get_running_loop()
@@ -77,6 +109,10 @@ class RootWorker:
         moved = result.status in (SyncStatus.SYNCED, SyncStatus.PUSHED) and not result.dry_run
         if moved and settings.publish:
             await publish_views(settings)
+        if moved:  # new commits may make a maintenance cycle due
+            for kind, cycle in self.cycles.items():
+                if self.enabled(kind):
+                    cycle.request(False)
         return result
 
 

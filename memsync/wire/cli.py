@@ -256,3 +256,17 @@ class ErrorReport(_Wire):
     """What a `--json` command prints on stdout when it fails with exit 2, 3 or 130."""
 
     error: ErrorDetail
+
+
+class CycleReport(_Wire):
+    """`memsync cycle prune|insight --json` (CONTRACT §2)."""
+
+    root: str
+    cycle: str
+    status: str  # landed | noop | not-due | refused | failed
+    operation_id: str | None
+    commit: str | None
+    files: list[str]
+    problems: list[ProblemModel]
+    message: str
+    duration_ms: int = 0

@@ -18,7 +18,7 @@ from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import commit, git, wait_for
+from tests.helpers import commit, git, is_ancestor, wait_for
 
 
 @pytest.fixture
@@ -222,3 +222,38 @@ def test_autocommit_turns_an_agents_edit_into_a_pushed_commit(
         "the edit to be committed, validated and pushed by the daemon",
     )
     assert git(team.bob.path, "status", "--porcelain") == ""
+
+
+def test_the_daemon_runs_an_insight_cycle_by_itself(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    """Commits arriving from the upstream raise insight pressure until the daemon runs the
+    role by itself; the log lands, validated, and is pushed. No manual command anywhere."""
+    script = Path(__file__).resolve().parents[2] / "examples" / "agents" / "write-insight.sh"
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
+    config.write_text(
+        config.read_text()
+        + "    insight: {enabled: true, trigger_points: 2, points_per_commit: 1}\n"
+        + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
+    )
+    start(config)
+    for n in range(3):  # the first publication sets the mark; the next two add a point each
+        made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
+        assert team.alice.sync().status == "pushed"
+        wait_for(lambda m=made: _holds(team.bob.path, m), 15, f"bob to get commit {n}")
+
+    def landed_upstream() -> bool:
+        names = git(team.upstream, "ls-tree", "-r", "--name-only", "main").split()
+        return any(n.startswith("insight_logs/") for n in names)
+
+    wait_for(landed_upstream, 30, "the insight log to land in bob's root and be pushed")
+    subject = git(team.upstream, "log", "-1", "--format=%s", "main", "--", "insight_logs")
+    assert subject.startswith("insight: ")
+    body = git(team.upstream, "log", "-1", "--format=%B", "main", "--", "insight_logs")
+    assert "Memsync-Operation: " in body and "-insight-" in body
+
+
+def _holds(root: Path, commit_sha: str) -> bool:
+    """The root's HEAD contains `commit_sha` (False while the object is not even there)."""
+    present = git(root, "cat-file", "-t", commit_sha, check=False) == "commit"
+    return present and is_ancestor(root, commit_sha, "HEAD")

@@ -1,0 +1,135 @@
+"""From configuration to a turn: which role runs a root's prune or insight cycle, and how.
+
+`cycle_now` is what `memsync cycle` (without a daemon) and the daemon's cycle workers call:
+it builds the cycle's settings and its role from the configuration, runs one turn under the
+root lock, and, when something landed and the root pushes, runs a sync cycle to push it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from memsync.config.model import CommandRoleSettings, RootSettings, Settings
+from memsync.cycles.prompts_local import prompt_for
+from memsync.cycles.turn import (
+    FAILED,
+    LANDED,
+    CycleResult,
+    CycleSettings,
+    Role,
+    RoleFailed,
+    TurnInput,
+    run_cycle,
+)
+from memsync.errors import UsageError
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.transports.process import Deadline, run_process
+
+# What an agent CLI may see of the daemon's environment: enough to run, no secrets.
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "TERM")
+MAX_LOG = 64 * 1024
+
+
+def cycle_settings(root: RootSettings, kind: str) -> CycleSettings:
+    if kind == "insight":
+        return CycleSettings(
+            "insight",
+            root.insight_enabled,
+            threshold=root.insight_threshold,
+            points_per_commit=root.insight_points_per_commit,
+        )
+    return CycleSettings("prune", root.prune_enabled, threshold=root.prune_generation_commits)
+
+
+def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, float]:
+    """The configured role for this cycle and its timeout in seconds."""
+    name = root.insight_role if kind == "insight" else root.prune_role
+    role = settings.roles.get(name)
+    if role is None:
+        raise UsageError(
+            f"roots.{root.name}.{kind}.role names {name!r}, which is not under `roles`",
+            hint="define the role under `roles:` (executor: command or openai)",
+        )
+    if isinstance(role, CommandRoleSettings):
+        return CommandRole(role), role.timeout.total_seconds()
+    raise UsageError(
+        f"role {name!r} uses the openai executor, which this build cannot run yet",
+        hint="use executor: command with an agent CLI",
+    )
+
+
+class CommandRole:
+    """An agent CLI run in the candidate worktree (CONTRACT §7 `command`): argv with
+    `{prompt_file}`, `{worktree}` and `{role}` substituted, the prompt on stdin and in a
+    file, `MEMSYNC_*` variables, its process group killed at the timeout."""
+
+    def __init__(self, role: CommandRoleSettings) -> None:
+        self.role = role
+
+    def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
+        prompt = prompt_for(turn)
+        with tempfile.TemporaryDirectory(prefix="memsync-prompt-") as scratch:
+            prompt_file = Path(scratch) / "prompt.md"
+            prompt_file.write_text(prompt, encoding="utf-8")
+            values = {
+                "{prompt_file}": str(prompt_file),
+                "{worktree}": str(turn.worktree),
+                "{role}": self.role.name,
+            }
+            argv = [values.get(arg, arg) for arg in self.role.command]
+            env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+            env.update(
+                {
+                    "MEMSYNC_ROLE": self.role.name,
+                    "MEMSYNC_WORKTREE": str(turn.worktree),
+                    "MEMSYNC_PROMPT_FILE": str(prompt_file),
+                    "MEMSYNC_OPERATION_ID": turn.operation_id,
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                }
+            )
+            try:
+                done = run_process(
+                    argv,
+                    cwd=turn.worktree,
+                    env=env,
+                    seconds=deadline.cap(None),
+                    input=prompt.encode("utf-8"),
+                )
+            except FileNotFoundError as exc:
+                raise RoleFailed(f"the role's command {argv[0]!r} was not found") from exc
+        if done.expired:
+            raise RoleFailed(
+                f"the role did not finish within {self.role.timeout.total_seconds():g}s and "
+                "was stopped with its children"
+            )
+        if done.returncode != 0:
+            tail = done.stderr[-MAX_LOG:].decode("utf-8", "replace").strip().splitlines()[-1:]
+            raise RoleFailed(f"the role exited with status {done.returncode}: {' '.join(tail)}")
+
+
+def cycle_now(
+    settings: Settings, root_name: str, kind: str, *, force: bool, push: bool = True
+) -> CycleResult:
+    """One turn for one root now; with `push`, a landed commit is pushed by a sync cycle
+    right after (the daemon asks its own sync trigger instead, which also notifies)."""
+    root = settings.root(root_name)
+    if root is None:
+        raise UsageError(f"unknown root {root_name!r}")
+    cycle = cycle_settings(root, kind)
+    if not cycle.enabled and not force:
+        return CycleResult(
+            root.name, kind, "not-due", f"{kind} is off (roots.{root.name}.{kind}.enabled)"
+        )
+    try:
+        role, timeout = role_for(settings, root, kind)
+    except UsageError as exc:
+        return CycleResult(root.name, kind, FAILED, exc.message)
+    cycle = CycleSettings(cycle.kind, True, cycle.threshold, cycle.points_per_commit, timeout)
+    result = run_cycle(root, cycle, role, settings.state_dir, force=force)
+    if push and result.status == LANDED and root.push and root.sync_enabled:
+        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0))
+        note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"
+        result = CycleResult(**{**result.__dict__, "message": f"{result.message}; {note}"})
+    return result
