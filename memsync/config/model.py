@@ -141,6 +141,22 @@ def root_settings(name: str, root: Root) -> RootSettings:
         insight_enabled=root.insight.enabled,
         insight_threshold=root.insight.trigger_points,
         publish=tuple(PublishSettings(p.view, p.hub, p.token, p.key) for p in root.publish),
+        git_credentials=_git_credentials(name, root),
+    )
+
+
+def _git_credentials(name: str, root: Root) -> GitCredentials | None:
+    """What the git box authenticates this root's upstream with (None: git's defaults)."""
+    https, ssh = root.sync.https, root.sync.ssh
+    if https is None and ssh is None:
+        return None
+    return GitCredentials(
+        where=f"roots.{name}.sync",
+        username=https.username if https else None,
+        token=https.token if https else None,
+        ssh=ssh is not None,
+        ssh_key=ssh.key if ssh else None,
+        known_hosts=ssh.known_hosts if ssh else None,
     )
 
 

@@ -46,6 +46,19 @@ roots:
       events_token: {env: HUB_TOKEN}   # optional bearer token for `events` (scope root:<name>)
       # Optional: after each push, tell a hub so its subscribers sync at once. Default: none.
       notify: {hub: "https://hub.example", token: {env: HUB_NOTIFY}, root: personal}
+      # Optional: credentials for an HTTPS upstream that needs a token (a private GitHub or
+      # GitLab repository, a deploy token). memsync's own credential helper hands them to
+      # git: never on a command line, in a file or in an environment, and only to the
+      # remote's own host (https://, or http:// on loopback). Default: none (git asks no
+      # helper; a token written in the remote URL is still used).
+      https:
+        username: x-access-token  # GitHub tokens; GitLab: oauth2 or the deploy token's user
+        token: {env: GH_TOKEN}    # or {credential: git-token} under systemd LoadCredential=
+      # Optional: SSH with strict host key checking (unknown or changed host keys refuse).
+      # Default: none (ssh -o BatchMode=yes with your ~/.ssh/config and ssh-agent).
+      ssh:
+        key: {file: ~/.ssh/memsync_deploy}  # or {credential: deploy-key}; omit: ssh-agent
+        known_hosts: ~/.ssh/known_hosts   # the upstream's host key must be in it
     prune:                        # periodic expiry of active memory by a role
       enabled: false              # default false
       role: pruner                # a name under `roles`; default pruner

@@ -45,6 +45,7 @@ from memsync.config.units import (
     parse_duration,
     parse_size,
 )
+from memsync.transports.credentials import DEFAULT_USERNAME, check_ssh_path
 
 Loc = tuple[str | int, ...]
 
@@ -150,6 +151,44 @@ class Notify(_Model):
     root: Name | None = None  # the root's name on the hub; default: this root's name
 
 
+def _username(value: str) -> str:
+    check_text(value)
+    if ":" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("a username cannot hold ':' or control characters")
+    return value
+
+
+def _ssh_key(ref: SecretRef) -> SecretRef:
+    if ref.kind == "file":
+        check_ssh_path(ref.ref)
+    elif ref.kind != "credential":
+        raise ValueError(
+            "an SSH key is a file ssh reads: use {file: PATH} or {credential: NAME} "
+            "(or leave it out and use ssh-agent)"
+        )
+    return ref
+
+
+def _ssh_path(path: Path) -> Path:
+    check_ssh_path(str(path))
+    return path
+
+
+class HttpsAuth(_Model):
+    """An HTTPS upstream's username and token, given to git by memsync's credential helper
+    (never on a command line, in a file or in an environment)."""
+
+    username: Annotated[str, AfterValidator(_username)] = DEFAULT_USERNAME
+    token: SecretRef
+
+
+class SshAuth(_Model):
+    """SSH to the upstream with strict host key checking; a key file, or ssh-agent."""
+
+    key: Annotated[SecretRef, AfterValidator(_ssh_key)] | None = None
+    known_hosts: Annotated[ConfigPath, AfterValidator(_ssh_path)] | None = None
+
+
 class Sync(_Model):
     enabled: StrictBool = True
     remote: Name = "origin"
@@ -160,6 +199,8 @@ class Sync(_Model):
     events: HttpUrl | None = None
     events_token: SecretRef | None = None
     notify: Notify | None = None
+    https: HttpsAuth | None = None
+    ssh: SshAuth | None = None
 
 
 class Prune(_Model):

@@ -850,3 +850,78 @@ def test_oserrors_inside_the_state_dir_become_config_errors(tmp_path: Path) -> N
     elsewhere = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))
     assert as_state_dir_error(elsewhere, state) is None
     assert as_state_dir_error(ValueError("x"), state) is None
+
+
+# --- upstream credentials (sync.https, sync.ssh) ----------------------------------------
+
+
+def test_upstream_credentials_become_the_boxes_references() -> None:
+    config = load(
+        """\
+        version: 1
+        roots:
+          laptop: {path: /a, sync: {https: {token: {env: GH_TOKEN}}}}
+          server:
+            path: /b
+            sync:
+              https: {username: deploy-user, token: {credential: git-token}}
+              ssh: {key: {credential: deploy-key}, known_hosts: keys/known_hosts}
+          agent: {path: /c, sync: {ssh: {}}}
+          plain: {path: /d}
+        """
+    )
+    settings = settings_from(config, None)
+    laptop, server, agent, plain = (
+        settings.root(n) for n in ("laptop", "server", "agent", "plain")
+    )
+    assert laptop is not None and server is not None and agent is not None and plain is not None
+    creds = laptop.git_credentials
+    assert creds is not None
+    assert (creds.where, creds.username, creds.token) == (
+        "roots.laptop.sync",
+        "x-access-token",
+        SecretRef("env", "GH_TOKEN"),
+    )
+    assert (creds.ssh, creds.ssh_key, creds.known_hosts) == (False, None, None)
+    creds = server.git_credentials
+    assert creds is not None
+    assert (creds.username, creds.token) == ("deploy-user", SecretRef("credential", "git-token"))
+    assert (creds.ssh, creds.ssh_key) == (True, SecretRef("credential", "deploy-key"))
+    assert creds.known_hosts == Path("/cfg/keys/known_hosts")
+    assert agent.git_credentials is not None and agent.git_credentials.ssh
+    assert agent.git_credentials.ssh_key is None and agent.git_credentials.token is None
+    assert plain.git_credentials is None
+
+
+@pytest.mark.parametrize(
+    ("sync", "location", "words"),
+    [
+        ("{https: {username: x}}", "roots.a.sync.https.token", "required key is missing"),
+        ("{https: {token: hunter2-token}}", "roots.a.sync.https.token", "plain string"),
+        ("{https: {username: 'a:b', token: {env: T}}}", "roots.a.sync.https.username", "':'"),
+        ("{ssh: {key: {env: SSH_KEY}}}", "roots.a.sync.ssh.key", "{file: PATH} or {credential"),
+        ("{ssh: {key: {value: hunter2-key}}}", "roots.a.sync.ssh.key", "an SSH key is a file"),
+        ("{ssh: {key: {file: '/keys/my key'}}}", "roots.a.sync.ssh.key", "only letters"),
+        ("{ssh: {key: {file: '/keys/%h'}}}", "roots.a.sync.ssh.key", "ssh expands %"),
+        ("{ssh: {known_hosts: '/k/$HOME'}}", "roots.a.sync.ssh.known_hosts", "only letters"),
+        ("{ssh: {agent: true}}", "roots.a.sync.ssh.agent", "key, known_hosts"),
+    ],
+)
+def test_bad_upstream_credentials(sync: str, location: str, words: str) -> None:
+    problem = only(problems(f"version: 1\nroots:\n  a: {{path: /a, sync: {sync}}}\n"))
+    assert problem.location == location
+    assert words in problem.message
+    assert "hunter2" not in problem.message
+
+
+def test_upstream_token_values_are_hidden_in_dumps() -> None:
+    config = load(
+        """\
+        version: 1
+        roots:
+          a: {path: /a, sync: {https: {token: {value: hunter2-token}}}}
+        """
+    )
+    assert "hunter2" not in repr(config.model_dump(mode="json"))
+    settings = settings_from(config, None)
+    assert "hunter2" not in repr(settings)
