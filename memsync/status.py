@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
+from memsync.cycles.pressure import Pressure
 from memsync.errors import GitError
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
@@ -33,6 +34,7 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     layout = RootLayout.for_root(state_dir, settings.name)
     state = RootState.load(layout.state_file)
     pending = len(Journal(layout.journal_dir).unsettled())
+    pressure = Pressure.load(layout.base / "insight.json")
     head = branch = None
     dirty: bool | None = None
     ahead = behind = None
@@ -64,9 +66,16 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
         behind=behind,
         pending_operations=pending,
         trusted_upstream=state.trusted_upstream,
-        prune=CycleStatus(enabled=settings.prune_enabled),
+        prune=CycleStatus(
+            enabled=settings.prune_enabled,
+            generation_commits=settings.prune_generation_commits,
+        ),
         insight=InsightStatus(
-            enabled=settings.insight_enabled, points=0, threshold=settings.insight_threshold
+            enabled=settings.insight_enabled,
+            points=pressure.points,
+            threshold=settings.insight_threshold,
+            last_result=pressure.last_result,
+            last_run_at=pressure.last_run_at,
         ),
     )
 

@@ -118,12 +118,15 @@ class DaemonStatus(_Wire):
 
 class CycleStatus(_Wire):
     enabled: bool
+    generation_commits: int | None = None
 
 
 class InsightStatus(_Wire):
     enabled: bool
     points: int
     threshold: int
+    last_result: str | None = None  # artifact | noop | failed
+    last_run_at: str | None = None
 
 
 class RootStatus(_Wire):

@@ -236,7 +236,7 @@ def test_the_daemon_runs_an_insight_cycle_by_itself(
         + "    insight: {enabled: true, trigger_points: 2, points_per_commit: 1}\n"
         + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
     )
-    start(config)
+    daemon = start(config)
     for n in range(3):  # the first publication sets the mark; the next two add a point each
         made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
         assert team.alice.sync().status == "pushed"
@@ -247,6 +247,8 @@ def test_the_daemon_runs_an_insight_cycle_by_itself(
         return any(n.startswith("insight_logs/") for n in names)
 
     wait_for(landed_upstream, 30, "the insight log to land in bob's root and be pushed")
+    insight = daemon.status().roots[0].insight
+    assert insight.last_result == "artifact" and insight.points == 0
     subject = git(team.upstream, "log", "-1", "--format=%s", "main", "--", "insight_logs")
     assert subject.startswith("insight: ")
     body = git(team.upstream, "log", "-1", "--format=%B", "main", "--", "insight_logs")
