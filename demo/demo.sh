@@ -164,7 +164,7 @@ state_dir: $DEMO/daemon-state
 control: {socket: $DEMO/daemon.sock}
 roots:
 YAML
-for who in carol dave; do
+for who in dave carol; do
   cat >> "$DEMO/daemon.yaml" <<YAML
   $who:
     path: $DEMO/$who
@@ -176,6 +176,13 @@ for who in carol dave; do
       notify: {hub: "$HUB", token: {value: "$NOTIFY"}, root: team2}
 YAML
 done
+cat >> "$DEMO/daemon.yaml" <<YAML
+    insight: {enabled: true, trigger_points: 1, points_per_commit: 1}   # carol (the last root above)
+YAML
+cat >> "$DEMO/daemon.yaml" <<YAML
+roles:
+  insight: {executor: command, command: [sh, $PWD/examples/agents/write-insight.sh], timeout: 60s}
+YAML
 MEMSYNC_CONFIG="$DEMO/daemon.yaml" memsync run 2> "$DEMO/daemon.log" &
 DAEMON_PID=$!
 trap 'kill $HUB_PID $DAEMON_PID 2>/dev/null || true' EXIT
@@ -203,6 +210,26 @@ print(f"dave published it {int((time.monotonic() - started) * 1000)} ms later "
       "(watch -> validate -> push -> hub event -> validate -> publish)")
 PY
 run tail -n 1 "$DEMO/dave/MEMORY.md"
+
+step "An insight cycle, run by the daemon itself: carol's next memory commit tips the pressure"
+printf '# Deploys\n\nTuesdays only.\n' > "$DEMO/carol/MEMORY_deploys.md"
+git -C "$DEMO/carol" add -f MEMORY_deploys.md
+git -C "$DEMO/carol" commit -qm "memory: deploy notes"
+python3 - "$DEMO" <<'PY'
+import subprocess, sys, time
+demo = sys.argv[1]
+deadline = time.monotonic() + 30
+while True:
+    names = subprocess.run(["git", "-C", f"{demo}/dave", "ls-files", "insight_logs"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    if names:
+        print(f"dave received {names[0]} (written by carol's insight role, validated, pushed)")
+        break
+    if time.monotonic() > deadline:
+        sys.exit("demo failed: no insight landed:\n" + open(f"{demo}/daemon.log").read())
+    time.sleep(0.05)
+PY
+run git -C "$DEMO/carol" log -1 --format='%s%n%n%b' -- insight_logs
 MEMSYNC_CONFIG="$DEMO/daemon.yaml" run memsync status
 kill -TERM $DAEMON_PID
 wait $DAEMON_PID && echo "the daemon stopped cleanly on SIGTERM"
