@@ -7,12 +7,12 @@ values once (at start-up and on reload), with every default already applied.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from memsync.config.schema import Config, GitSource, Root, View
+from memsync.config.schema import CommandRole, Config, GitSource, OpenAIRole, Root, View
 from memsync.config.secrets import SecretRef
 from memsync.transports.credentials import GitCredentials
 
@@ -51,6 +51,12 @@ class RootSettings:
     insight_enabled: bool = False
     insight_threshold: int = 150
     publish: tuple[PublishSettings, ...] = ()
+    prune_role: str = "pruner"
+    prune_generation_commits: int = 70
+    prune_check_every: timedelta = timedelta(hours=2)
+    insight_role: str = "insight"
+    insight_points_per_commit: int = 1
+    insight_check_every: timedelta = timedelta(minutes=50)
     git_credentials: GitCredentials | None = None  # sync.https / sync.ssh, by reference
 
 
@@ -95,6 +101,31 @@ class ViewSettings:
 
 
 @dataclass(frozen=True)
+class CommandRoleSettings:
+    """A role run as an agent CLI in the candidate worktree (CONTRACT §7)."""
+
+    name: str
+    command: tuple[str, ...]
+    timeout: timedelta
+    executor: Literal["command"] = "command"
+
+
+@dataclass(frozen=True)
+class OpenAIRoleSettings:
+    """A role asked through an OpenAI-compatible chat-completions endpoint (CONTRACT §7)."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key: SecretRef | None
+    timeout: timedelta
+    executor: Literal["openai"] = "openai"
+
+
+RoleSettings = CommandRoleSettings | OpenAIRoleSettings
+
+
+@dataclass(frozen=True)
 class HubSettings:
     data_dir: Path
     listen: str
@@ -111,6 +142,7 @@ class Settings:
     http_listen: str | None = None
     views: tuple[ViewSettings, ...] = ()
     hub: HubSettings | None = None
+    roles: Mapping[str, RoleSettings] = field(default_factory=dict)
 
     def root(self, name: str) -> RootSettings | None:
         """The root called `name`, or None."""
@@ -140,6 +172,12 @@ def root_settings(name: str, root: Root) -> RootSettings:
         prune_enabled=root.prune.enabled,
         insight_enabled=root.insight.enabled,
         insight_threshold=root.insight.trigger_points,
+        prune_role=root.prune.role,
+        prune_generation_commits=root.prune.generation_commits,
+        prune_check_every=root.prune.check_every,
+        insight_role=root.insight.role,
+        insight_points_per_commit=root.insight.points_per_commit,
+        insight_check_every=root.insight.check_every,
         publish=tuple(PublishSettings(p.view, p.hub, p.token, p.key) for p in root.publish),
         git_credentials=_git_credentials(name, root),
     )
@@ -199,4 +237,11 @@ def settings_from(config: Config, config_path: Path | None) -> Settings:
         http_listen=config.http.listen if config.http else None,
         views=tuple(view_settings(n, v, config.roots) for n, v in config.views.items()),
         hub=HubSettings(config.hub.data_dir, config.hub.listen) if config.hub else None,
+        roles={name: _role(name, role) for name, role in config.roles.items()},
     )
+
+
+def _role(name: str, role: CommandRole | OpenAIRole) -> RoleSettings:
+    if isinstance(role, CommandRole):
+        return CommandRoleSettings(name, tuple(role.command), role.timeout)
+    return OpenAIRoleSettings(name, role.base_url, role.model, role.api_key, role.timeout)
