@@ -15,8 +15,8 @@ from pathlib import Path
 from memsync.errors import RootError, require
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome
 from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.graph import default_graph_validator
 from memsync.validators.policy import SyncPolicy, gitignore_text
+from memsync.validators.rightmemory import default_graph_validator
 
 MEMORY_TEMPLATE = """\
 # User Context

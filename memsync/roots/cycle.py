@@ -29,9 +29,10 @@ from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
 from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.graph import GraphValidator, default_graph_validator
+from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
+from memsync.validators.rightmemory import default_graph_validator
 
 log = logging.getLogger(__name__)
 

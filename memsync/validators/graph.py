@@ -24,7 +24,6 @@ __all__ = [
     "GraphValidator",
     "MemoryGraphValidator",
     "build_graph",
-    "default_graph_validator",
 ]
 
 
@@ -55,13 +54,3 @@ class MemoryGraphValidator:
         )
         files = len(graph.files) + len(graph.evidence_files)
         return Report(problems=tuple(problems), files=files, items=len(graph.items))
-
-
-def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:
-    """Moved to `rightmemory.default_graph_validator`; this forwarder stays only until
-    roots/cycle.py and roots/create.py (being edited elsewhere) import it from there."""
-    from memsync.validators.rightmemory import (  # noqa: PLC0415 - it imports us
-        default_graph_validator as moved,
-    )
-
-    return moved(enforce_capacity=enforce_capacity)
