@@ -238,9 +238,11 @@ class CredentialServer:
             self._directory = None
 
     def _serve(self, listener: socket.socket, wake: int) -> None:
+        poller = select.poll()  # not select(): a daemon may hold more than 1024 descriptors
+        poller.register(listener, select.POLLIN)
+        poller.register(wake, select.POLLIN)
         while True:
-            ready, _, _ = select.select([listener.fileno(), wake], [], [])
-            if wake in ready:
+            if any(fd == wake for fd, _ in poller.poll()):
                 return
             try:
                 conn, _ = listener.accept()
