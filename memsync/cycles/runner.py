@@ -54,10 +54,9 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
         )
     if isinstance(role, CommandRoleSettings):
         return CommandRole(role), role.timeout.total_seconds()
-    raise UsageError(
-        f"role {name!r} uses the openai executor, which this build cannot run yet",
-        hint="use executor: command with an agent CLI",
-    )
+    from memsync.cycles.openai_role import OpenAIRole  # noqa: PLC0415 - only its users pay
+
+    return OpenAIRole(role), role.timeout.total_seconds()
 
 
 class CommandRole:
