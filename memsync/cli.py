@@ -6,6 +6,7 @@ All wording a person reads about an error is produced here, by `render_error`. E
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import sys
@@ -150,9 +151,21 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
 )
 @click.option("--branch", default="main", show_default=True, help="Branch name.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def init(path: Path, upstream: str | None, branch: str, as_json: bool) -> int:
-    """Create a valid RightMemory-format memory root at PATH."""
-    done = init_root(path, upstream=upstream, branch=branch)
+@click.pass_obj
+def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool) -> int:
+    """Create a valid RightMemory-format memory root at PATH.
+
+    When the configuration already names a root at PATH, its `sync.https` or `sync.ssh`
+    credentials reach a private upstream.
+    """
+    credentials = None
+    if upstream is not None and find_config_path(app.config_path) is not None:
+        with contextlib.suppress(ConfigError):
+            target = path.expanduser().absolute()
+            for root in app.settings().roots:
+                if root.path.expanduser().absolute() == target:
+                    credentials = root.git_credentials
+    done = init_root(path, upstream=upstream, branch=branch, credentials=credentials)
     report = InitReport(
         path=str(done.path),
         created=done.created,

@@ -144,7 +144,7 @@ def check_root(root: RootSettings) -> list[Check]:
     fix_path = f"fix {name}.path, or create the root with `memsync init {path}`"
     if not path.is_dir():
         return [Check(name, FAIL, f"{path} does not exist or is not a directory", fix_path)]
-    git = Git(path, timeout=root.timeout.total_seconds())
+    git = Git(path, timeout=root.timeout.total_seconds(), credentials=root.git_credentials)
     if git.git_dir() is None:
         return [Check(name, FAIL, f"{path} is not the top level of a Git work tree", fix_path)]
     try:
