@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -19,8 +17,8 @@ import pytest
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
+from tests.e2e.hubs import free_port, running_hub
 from tests.e2e.test_cli import memsync
-from tests.e2e.test_views import free_port
 from tests.helpers import commit, git, wait_for
 
 
@@ -34,36 +32,8 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
 def hub(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     data = tmp_path / "hub"
     assert memsync("hub", "init", str(data), "--json").returncode == 0
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memsync",
-            "hub",
-            "serve",
-            "--data",
-            str(data),
-            "--listen",
-            url.removeprefix("http://"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"{url}/v1/health", timeout=1):
-                return True
-        except OSError:
-            return False
-
-    wait_for(up, 15, "the hub to come up")
-    try:
+    with running_hub(data) as (url, _log):
         yield url, data
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def token(data: Path, scope: str) -> str:

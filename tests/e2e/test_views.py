@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +22,7 @@ from memsync.wire import (
 )
 from memsync.wire.hub import TokenCreated
 from tests.conftest import copy_built
+from tests.e2e.hubs import running_hub
 from tests.helpers import GIT_ENV, commit, git
 
 MEMORY = """\
@@ -67,12 +64,6 @@ def memsync(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         timeout=120,
         check=False,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -134,39 +125,9 @@ def provider(copied: Built) -> Path:
 @pytest.fixture
 def hub(copied: Built) -> Iterator[tuple[str, Path, str]]:
     data, admin = copied.path / "hub", copied.admin
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memsync",
-            "hub",
-            "serve",
-            "--data",
-            str(data),
-            "--listen",
-            url.removeprefix("http://"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/v1/health", timeout=1) as answer:
-                assert json.load(answer) == {"status": "ok"}
-            break
-        except OSError:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the hub did not come up"
-            time.sleep(0.05)
-    try:
+    with running_hub(data) as (url, log):
         yield url, data, admin
-    finally:
-        proc.terminate()
-        _out, err = proc.communicate(timeout=15)
-        assert admin not in err  # never a token in the hub's logs
+    assert not any(admin in line for line in log)  # never a token in the hub's logs
 
 
 def token(data: Path, scope: str) -> str:
