@@ -7,25 +7,18 @@ root lock, and, when something landed and the root pushes, runs a sync cycle to 
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 from memsync.config.model import CommandRoleSettings, RootSettings, Settings
-from memsync.cycles.prompts_local import prompt_for
+from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.turn import (
     FAILED,
     LANDED,
     CycleResult,
     CycleSettings,
     Role,
-    RoleFailed,
-    TurnInput,
     run_cycle,
 )
 from memsync.errors import UsageError
 from memsync.roots.cycle import SyncOptions, sync_root
-from memsync.transports.process import Deadline, run_process
 
 # What an agent CLI may see of the daemon's environment: enough to run, no secrets.
 _PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "TERM")
@@ -54,58 +47,7 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
         )
     if isinstance(role, CommandRoleSettings):
         return CommandRole(role), role.timeout.total_seconds()
-    from memsync.cycles.openai_role import OpenAIRole  # noqa: PLC0415 - only its users pay
-
     return OpenAIRole(role), role.timeout.total_seconds()
-
-
-class CommandRole:
-    """An agent CLI run in the candidate worktree (CONTRACT §7 `command`): argv with
-    `{prompt_file}`, `{worktree}` and `{role}` substituted, the prompt on stdin and in a
-    file, `MEMSYNC_*` variables, its process group killed at the timeout."""
-
-    def __init__(self, role: CommandRoleSettings) -> None:
-        self.role = role
-
-    def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
-        prompt = prompt_for(turn)
-        with tempfile.TemporaryDirectory(prefix="memsync-prompt-") as scratch:
-            prompt_file = Path(scratch) / "prompt.md"
-            prompt_file.write_text(prompt, encoding="utf-8")
-            values = {
-                "{prompt_file}": str(prompt_file),
-                "{worktree}": str(turn.worktree),
-                "{role}": self.role.name,
-            }
-            argv = [values.get(arg, arg) for arg in self.role.command]
-            env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
-            env.update(
-                {
-                    "MEMSYNC_ROLE": self.role.name,
-                    "MEMSYNC_WORKTREE": str(turn.worktree),
-                    "MEMSYNC_PROMPT_FILE": str(prompt_file),
-                    "MEMSYNC_OPERATION_ID": turn.operation_id,
-                    "GIT_CONFIG_NOSYSTEM": "1",
-                }
-            )
-            try:
-                done = run_process(
-                    argv,
-                    cwd=turn.worktree,
-                    env=env,
-                    seconds=deadline.cap(None),
-                    input=prompt.encode("utf-8"),
-                )
-            except FileNotFoundError as exc:
-                raise RoleFailed(f"the role's command {argv[0]!r} was not found") from exc
-        if done.expired:
-            raise RoleFailed(
-                f"the role did not finish within {self.role.timeout.total_seconds():g}s and "
-                "was stopped with its children"
-            )
-        if done.returncode != 0:
-            tail = done.stderr[-MAX_LOG:].decode("utf-8", "replace").strip().splitlines()[-1:]
-            raise RoleFailed(f"the role exited with status {done.returncode}: {' '.join(tail)}")
 
 
 def cycle_now(

@@ -179,7 +179,12 @@ class _Turn:
             if not due.due and not force:
                 return self.result(NOT_DUE, f"prune not due: {due.reason}")
             basis = due.boundary or "root"
-            context = {"generation": due.reason, "boundary": due.boundary or ""}
+            context = {
+                "generation": due.reason,
+                "boundary": due.boundary or "",
+                "count": str(due.count),
+                "generation_commits": str(due.generation_commits),
+            }
         # Insight: the claim names the turn, whatever HEAD became (a landing moved it);
         # prune: the generation's boundary and the head it counted to.
         if self.cycle.kind == "insight":

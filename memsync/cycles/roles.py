@@ -1,0 +1,165 @@
+"""Roles in a turn: an agent CLI (`command`) or an OpenAI-compatible endpoint (`openai`),
+on the executors of `executors.py` and the prompts of `prompts.py` (CONTRACT §7).
+
+With `openai` the model only proposes and code applies: an insight log written and
+committed as `insight: <title>`, or prune removals made with the graph editor (the items
+and every edge that points at them) committed as `prune: expired active memory` with the
+ledger as the body, or an empty `prune: checkpoint`. The turn then checks grants and the
+gate as for any role.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from memsync import timefmt
+from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
+from memsync.cycles.executors import ExecutorFailed, ask_openai_blocking, run_command
+from memsync.cycles.prompts import (
+    Executor,
+    InsightInputs,
+    InsightNoop,
+    InsightWrite,
+    Prompt,
+    PruneCheckpoint,
+    PruneInputs,
+    PruneRemove,
+    insight_prompt,
+    prune_prompt,
+)
+from memsync.cycles.turn import RoleFailed, TurnInput
+from memsync.transports.git import Git
+from memsync.transports.process import Deadline
+from memsync.validators.assembly import build_graph
+from memsync.validators.editor import remove_items
+
+log = logging.getLogger(__name__)
+
+Proposal = InsightWrite | InsightNoop | PruneRemove | PruneCheckpoint
+
+
+class CommandRole:
+    """An agent CLI in the candidate worktree; it commits its own work."""
+
+    def __init__(self, role: CommandRoleSettings, scratch: Path | None = None) -> None:
+        self.role = role
+        self.scratch = scratch
+
+    def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
+        try:
+            record = run_command(
+                self.role,
+                worktree=turn.worktree,
+                prompt=prompt_for(turn, "command"),
+                operation_id=turn.operation_id,
+                deadline=deadline,
+                scratch=self.scratch,
+            )
+        except ExecutorFailed as exc:
+            raise RoleFailed(exc.message) from exc
+        log.info("%s", record.summary())
+
+
+class OpenAIRole:
+    """A chat-completions endpoint: the model proposes, `apply` commits it."""
+
+    def __init__(self, role: OpenAIRoleSettings) -> None:
+        self.role = role
+
+    def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
+        known = _item_ids(turn.worktree) if turn.cycle == "prune" else None
+        try:
+            got = ask_openai_blocking(
+                self.role,
+                "insight" if turn.cycle == "insight" else "prune",
+                prompt_for(turn, "openai"),
+                operation_id=turn.operation_id,
+                deadline=deadline,
+                known_ids=known,
+            )
+        except ExecutorFailed as exc:
+            raise RoleFailed(exc.message) from exc
+        log.info("%s", got.record.summary())
+        apply(turn, got.proposal)
+
+
+def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
+    """The turn's prompt, from what the worktree (at the root's HEAD) holds."""
+    git = Git(turn.worktree)
+    root = turn.worktree
+    if turn.cycle == "insight":
+        logs = sorted((p.name for p in (root / "insight_logs").glob("*.md")), reverse=True)
+        subjects = git.out("log", "-20", "--format=%s").splitlines()
+        memory = _memory(root)
+        headings = [
+            line for text in memory.values() for line in text.splitlines() if line.startswith("#")
+        ]
+        return insight_prompt(
+            InsightInputs(turn.root, subjects, "", headings[:200], logs[:20]),
+            executor,
+        )
+    context: Mapping[str, str] = turn.context
+    boundary = context.get("boundary") or None
+    return prune_prompt(
+        PruneInputs(
+            root=turn.root,
+            generation=int(context.get("generation_number", "0") or 0),
+            generation_commits=int(context.get("generation_commits", "0") or 0),
+            commits_since_boundary=int(context.get("count", "0") or 0),
+            head=git.out("rev-parse", "HEAD"),
+            boundary=boundary,
+            latest_prune=boundary,
+            current_memory=_memory(root) if executor == "openai" else {},
+        ),
+        executor,
+    )
+
+
+def apply(turn: TurnInput, proposal: Proposal) -> None:
+    """Turn a proposal into a commit in the worktree (nothing for a no-op)."""
+    git = Git(turn.worktree)
+    if isinstance(proposal, InsightNoop):
+        return
+    if isinstance(proposal, InsightWrite):
+        name = InsightWrite.log_path(timefmt.now())
+        target = turn.worktree / name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(proposal.text, encoding="utf-8")
+        git.run("add", "-f", "--", name)
+        _commit(git, proposal.subject)
+        return
+    if isinstance(proposal, PruneCheckpoint):
+        _commit(git, proposal.message, allow_empty=True)
+        return
+    try:
+        changed = remove_items(git.tree_view("HEAD"), set(proposal.remove))
+    except KeyError as exc:
+        raise RoleFailed(f"the model named ids that are not items: {exc}") from exc
+    for path, data in changed.items():
+        target = turn.worktree / path
+        if data is None:
+            git.run("rm", "-q", "--cached", "--", path)
+            target.unlink(missing_ok=True)
+        else:
+            target.write_bytes(data)
+            git.run("add", "-f", "--", path)
+    _commit(git, proposal.message)
+
+
+def _memory(root: Path) -> dict[str, str]:
+    files = [root / "MEMORY.md", *sorted(root.glob("MEMORY_*.md"))]
+    return {p.name: p.read_text(encoding="utf-8", errors="replace") for p in files if p.is_file()}
+
+
+def _item_ids(root: Path) -> set[str]:
+    graph, _ = build_graph(Git(root).tree_view("HEAD"))
+    return set(graph.items)
+
+
+def _commit(git: Git, message: str, *, allow_empty: bool = False) -> None:
+    args = ["commit", "-q", "--no-verify", "-m", message]
+    if allow_empty:
+        args.insert(1, "--allow-empty")
+    git.run(*args, config=git.identity_config())
