@@ -145,7 +145,9 @@ class _Cycle:
             )
         if recovery.needed(self.journal, self.layout) and not self.options.dry_run:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
-        state = self.git.work_state(refresh=True)
+        # No optional locks: a background cycle must never make a person's `git commit` fail
+        # on index.lock (git status with refresh would take it to store stat data).
+        state = self.git.work_state()
         self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
             return self.result(SyncStatus.ERROR, "HEAD is detached; check out the root's branch")

@@ -149,3 +149,15 @@ def test_ref_value_reads_loose_and_packed_refs_like_rev_parse(team: Team) -> Non
     team.alice.sync()
     git(team.bob.path, "fetch", "-q", "origin")  # a loose ref now overrides the packed one
     assert box.ref_value(ref) == git(team.bob.path, "rev-parse", ref) != expected
+
+
+def test_a_no_op_cycle_never_writes_the_index(team: Team) -> None:
+    """A background cycle must not take index.lock: a person's `git commit` at that moment
+    would fail. Touched files make git want to refresh stat data; it must not write it."""
+    for path in (team.bob.path / "MEMORY.md", team.bob.path / "PURSUITS.md"):
+        path.touch()
+    index = team.bob.path / ".git" / "index"
+    before = index.stat()
+    assert team.bob.sync().status == "current"
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
