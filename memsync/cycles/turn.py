@@ -29,6 +29,7 @@ from memsync.roots.admit import (
     Fenced,
     Invalid,
     NoChange,
+    Outcome,
     Published,
     Unstaged,
 )
@@ -197,6 +198,8 @@ class _Turn:
                 lambda op, worktree: self._stage(op, worktree, head, context),
                 lambda candidate, files: self._validate(head, candidate, files),
             )
+            if isinstance(outcome, Fenced) and outcome.candidate is not None:
+                outcome = self._replay(outcome, head, branch, key)
         except RoleFailed as exc:  # the record settled `failed`; the claim is kept
             self._completed("failed")
             codes = ", ".join(sorted({p.code for p in exc.problems}))
@@ -238,6 +241,45 @@ class _Turn:
             box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
             .stdout.decode("ascii")
             .strip()
+        )
+
+    def _replay(self, fenced: Fenced, start: str, branch: str, key: str) -> Outcome:
+        """HEAD moved during the turn (a person committed): the turn's commit is replayed
+        onto the new HEAD when none of its paths changed there, and validated again;
+        otherwise the fenced outcome stands and the turn is retried later."""
+        git = self.git
+        candidate = fenced.candidate or ""
+        now = git.work_state()
+        if now.head is None or now.head == start or now.branch != branch:
+            return fenced
+        if not git.is_ancestor(start, now.head):
+            return fenced
+        mine = {path for _status, path in git.tree_diff(start, candidate)}
+        theirs = set(git.changed_paths(start, now.head))
+        if mine & theirs or blocking_changes(now.entries, self.policy):
+            return fenced
+        new_head = now.head
+
+        def stage(op: journal.Operation, worktree: Path) -> str | None:
+            worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            git.worktree_add(worktree, new_head)
+            box = git.at(worktree)
+            box.run(
+                "cherry-pick",
+                "--allow-empty",
+                "--keep-redundant-commits",
+                candidate,
+                config=git.identity_config(),
+            )
+            return box.rev_parse("HEAD")
+
+        log.info(
+            "root %s: HEAD moved during the %s turn; replaying it", self.root.name, self.cycle.kind
+        )
+        return Admitter(git, self.records, self.layout, self.policy).admit(
+            Admission(self.cycle.kind, branch, new_head, key=f"{key}-replay", once=True),
+            stage,
+            lambda replayed, files: self._validate(new_head, replayed, files),
         )
 
     def _validate(self, head: str, candidate: str, files: tuple[str, ...]) -> Report:

@@ -86,6 +86,7 @@ class Fenced:
 
     operation_id: str
     fence: FenceBroken
+    candidate: str | None = None  # the validated commit that could not land
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class Admitter:
             publish(git, Target(op.branch, op.start, candidate, op.id, in_place), self.policy)
         except FenceBroken as fence:
             self._settle(op, journal.FAILED, fence.message)
-            return Fenced(op.id, fence)
+            return Fenced(op.id, fence, candidate)
         # Publication dropped the candidate ref in the same transaction as the branch move.
         self._settle(op, journal.COMMITTED, "published", ref=False)
         fault("after-publish")

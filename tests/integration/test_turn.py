@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.transports.process import Deadline
@@ -132,3 +133,36 @@ def test_a_settled_turn_is_never_run_again_after_a_crash(team: Team) -> None:
     assert again.status == "noop" and "not run again" in again.message
     assert role.runs == 1
     assert json.loads(state.read_text())["active_operation"] is None
+
+
+class MovesHead(Script):
+    """The role works while the person commits in the root itself."""
+
+    def __init__(self, body: str, root: Path, files: dict[str, str]) -> None:
+        super().__init__(body)
+        self.root, self.files = root, files
+
+    def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
+        super().__call__(turn, deadline)
+        commit(self.root, self.files, "a person's own commit meanwhile")
+
+
+def test_a_turn_is_replayed_onto_a_moved_head_when_paths_do_not_meet(team: Team) -> None:
+    _pressure(team, 2)
+    role = MovesHead(WRITE_LOG, team.bob.path, {"MEMORY_mine.md": "# Mine\n"})
+    result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
+    assert result.status == "landed", result.message
+    assert git(team.bob.path, "log", "-1", "--format=%s") == "insight: deploy rules cluster"
+    assert git(team.bob.path, "log", "-2", "--format=%s").splitlines()[1] == (
+        "a person's own commit meanwhile"
+    )
+    assert (team.bob.path / "MEMORY_mine.md").is_file()
+    assert git(team.bob.path, "status", "--porcelain") == ""
+
+
+def test_a_turn_whose_paths_changed_meanwhile_is_not_replayed(team: Team) -> None:
+    _pressure(team, 2)
+    role = MovesHead(WRITE_LOG, team.bob.path, {"insight_logs/2026-11-30-120000.md": "# Mine\n"})
+    result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
+    assert result.status == "failed" and "retried later" in result.message
+    assert (team.bob.path / "insight_logs" / "2026-11-30-120000.md").read_text() == "# Mine\n"
