@@ -180,6 +180,35 @@ def test_a_team_server_publishes_its_views_when_head_moves(
     wait_for(lambda: revision() == 2, 20, "a new revision after the next local commit")
 
 
+def publish_auth(root: Path, url: str, key: Path, publisher: str) -> None:
+    """`views publish auth` from `root` to the hub, as a provider would."""
+    done = memsync(
+        "views",
+        "publish",
+        "auth",
+        "--root",
+        str(root),
+        "--hub",
+        url,
+        "--token",
+        "env:PUB",
+        "--key",
+        str(key),
+        env={"PUB": publisher},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def consume_auth(config: Path, url: str, public: str, token_ref: str, refresh: str = "5m") -> None:
+    """Add the `team-auth` view of the hub's `auth` to bob's config."""
+    config.write_text(
+        config.read_text()
+        + f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n    refresh: {refresh}\n"
+        + f"    source: {{kind: http, url: {url}/v1/views/auth, token: {token_ref}}}\n"
+        + f'    trust: {{keys: ["{public}"]}}\n'
+    )
+
+
 def provide_view(alice: Path) -> str:
     """Commit an `auth` view recipe and its memory into `alice`; the memory text."""
     views = alice / "shared_views" / "auth"
@@ -209,29 +238,9 @@ def test_views_pull_goes_through_the_daemon(
     key = tmp_path / "view.key"
     public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
     provide_view(team.alice.path)
-    publisher = token(data, "publish:auth")
-    published = memsync(
-        "views",
-        "publish",
-        "auth",
-        "--root",
-        str(team.alice.path),
-        "--hub",
-        url,
-        "--token",
-        "env:PUB",
-        "--key",
-        str(key),
-        env={"PUB": publisher},
-    )
-    assert published.returncode == 0, published.stderr
+    publish_auth(team.alice.path, url, key, token(data, "publish:auth"))
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    config.write_text(
-        config.read_text()
-        + "views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
-        + f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{env: HUB_READ}}}}\n"
-        + f'    trust: {{keys: ["{public}"]}}\n'
-    )
+    consume_auth(config, url, public, "{env: HUB_READ}")
     # Only the daemon knows the read token: an in-process pull could not authenticate.
     start(config, env={"HUB_READ": token(data, "read:auth")})
     done = memsync("--config", str(config), "views", "pull", "--json")
@@ -249,36 +258,12 @@ def test_a_revision_event_pulls_the_view_at_once_and_metrics_follow(
     public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
     memory = provide_view(team.alice.path)
     publisher = token(data, "publish:auth")
-
-    def publish() -> None:
-        done = memsync(
-            "views",
-            "publish",
-            "auth",
-            "--root",
-            str(team.alice.path),
-            "--hub",
-            url,
-            "--token",
-            "env:PUB",
-            "--key",
-            str(key),
-            env={"PUB": publisher},
-        )
-        assert done.returncode == 0, done.stderr
-
-    publish()
+    publish_auth(team.alice.path, url, key, publisher)
     port = free_port()
     config = write_config(
         tmp_path, {"bob": {"path": team.bob.path}}, extra=f"http: {{listen: 127.0.0.1:{port}}}\n"
     )
-    reader = token(data, "read:auth")
-    config.write_text(
-        config.read_text()
-        + "views:\n  team-auth:\n    root: bob\n    view_id: auth\n    refresh: 10m\n"
-        + f"    source: {{kind: http, url: {url}/v1/views/auth, token: {{value: {reader}}}}}\n"
-        + f'    trust: {{keys: ["{public}"]}}\n'
-    )
+    consume_auth(config, url, public, f"{{value: {token(data, 'read:auth')}}}", "10m")
     daemon = start(config)
 
     def revision() -> int | None:
@@ -287,7 +272,7 @@ def test_a_revision_event_pulls_the_view_at_once_and_metrics_follow(
     wait_for(lambda: revision() == 1, 20, "the start-up pull")
     wait_for(lambda: "following hub events" in daemon.log.read_text(), 15, "the view's stream")
     commit(team.alice.path, {"MEMORY.md": memory.replace("short-lived", "5-minute")})
-    publish()
+    publish_auth(team.alice.path, url, key, publisher)
     wait_for(lambda: revision() == 2, 10, "the revision event to pull revision 2 (refresh is 10m)")
 
     def metric(name: str) -> float | None:
