@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.transports import git as box
+from memsync.transports import gitread
 from memsync.transports.git import Git
 from tests.conftest import Team
 from tests.helpers import commit, git
@@ -157,11 +157,11 @@ def test_every_reader_answers_like_git_without_a_process(
 _CHILD = """
 import json, os, sys
 from pathlib import Path
-from memsync.transports import git as box
+from memsync.transports import gitread
 from tests.integration.test_git_refs import _readers
 root, worktree = Path(sys.argv[1]), Path(sys.argv[2])
 answers = _readers(root, worktree)
-handle = box._HANDLES.open(root)
+handle = gitread.HANDLES.open(root)
 attempts = {
     "repo.git.version": lambda: handle.repo.git.version(),
     "is_dirty": handle.repo.is_dirty,
@@ -316,10 +316,10 @@ def test_one_handle_per_root_until_dot_git_changes(tmp_path: Path) -> None:
     commit(other, {"o.md": "# O\n"})
     worktree = tmp_path / "other-wt"
     git(other, "worktree", "add", "-q", "--detach", str(worktree))
-    first = box._HANDLES.open(root)
-    assert not isinstance(first, box._Read)
+    first = gitread.HANDLES.open(root)
+    assert not isinstance(first, gitread.Read)
     assert Git(root).current_branch() == "main"
-    assert box._HANDLES.open(root) is first  # every Git of the root shares it
+    assert gitread.HANDLES.open(root) is first  # every Git of the root shares it
     # The root becomes a linked worktree: `.git` turns into a `gitdir:` file.
     shutil.rmtree(root / ".git")
     (root / ".git").write_bytes((worktree / ".git").read_bytes())
@@ -341,7 +341,7 @@ def test_a_dot_git_that_becomes_a_repository_is_seen(tmp_path: Path) -> None:
 
 def test_kept_work_trees_are_bounded() -> None:
     """Every cycle's candidate worktree has its own path: a daemon must not keep them all."""
-    kept: box._Recent[int, str] = box._Recent(3)
+    kept: gitread.Recent[int, str] = gitread.Recent(3)
     for key in range(5):
         kept.put(key, str(key))
         assert kept.get(0) == "0"  # used again: kept

@@ -1,0 +1,248 @@
+"""The git runner: one call of the real `git` binary in the box (see `git.py`).
+
+`GitCore` runs git on the process box with the clean environment, the forced config, the
+config guard's overrides and, for a network call, the root's credentials; it also finds
+the repository (`git_dir`, `common_dir`) from its files. `Git` builds on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Self
+
+from memsync.errors import GitError, GitMissing, GitTimeout
+from memsync.redaction import redact
+from memsync.transports.credentials import (
+    DEFAULT_USERNAME,
+    CredentialServer,
+    GitCredentials,
+    Origin,
+)
+from memsync.transports.gitconfig import split_key
+from memsync.transports.gitenv import (
+    DEFAULT_TIMEOUT,
+    FORCED_ARGS,
+    NETWORK,
+    Auth,
+    GitResult,
+    cause,
+    clean_env,
+    remote_argument,
+    strict_ssh_command,
+    token_of,
+)
+from memsync.transports.gitguard import GUARD
+from memsync.transports.gitread import HANDLES, Read
+from memsync.transports.process import Deadline, run_process
+
+
+class GitCore:
+    """git for one repository (or work tree) directory: running it, and where it is."""
+
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+        deadline: Deadline | None = None,
+        credentials: GitCredentials | None = None,
+    ) -> None:
+        """`timeout` bounds each call; `deadline`, when given, bounds all calls together
+        (a sync cycle's `sync.timeout`): each process gets what is left of it.
+        `credentials`: how network calls authenticate (read at each call)."""
+        self.cwd = cwd
+        self.timeout = timeout
+        self.deadline = deadline
+        self.credentials = credentials
+        self._env = clean_env(env)
+
+    def at(self, cwd: Path) -> Self:
+        """The same box, with the same deadline and credentials, for another directory
+        (a candidate worktree)."""
+        other = type(self)(
+            cwd, timeout=self.timeout, deadline=self.deadline, credentials=self.credentials
+        )
+        other._env = dict(self._env)
+        return other
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        config: Sequence[tuple[str, str]] = (),
+        env: Mapping[str, str] | None = None,
+        guard: bool = True,
+    ) -> GitResult:
+        """Run git in the box. `guard=False` only for reading the config the guard needs.
+
+        A network command (`fetch`, `push`, `ls-remote`) of a box with credentials gets
+        them for its remote (see `_authenticated`).
+        """
+        limit = self.timeout if timeout is None else timeout
+        shown = redact(" ".join(["git", *args]))
+        by_deadline = self.deadline is not None and self.deadline.remaining() < limit
+        if self.deadline is not None:
+            limit = self.deadline.cap(limit)
+        if limit <= 0:
+            raise self._timeout(shown, limit, by_deadline=True)
+        run_env = self._env
+        if guard or env:
+            run_env = {**self._env, **(GUARD.env(self) if guard else {}), **(env or {})}
+        with self._authenticated(args) as auth:
+            argv = ["git", *FORCED_ARGS]
+            for key, value in (*auth.config, *config):
+                argv += ["-c", f"{key}={value}"]
+            argv += args
+            try:
+                done = run_process(argv, cwd=self.cwd, env=run_env, seconds=limit, input=input)
+            except FileNotFoundError as exc:
+                raise GitMissing(
+                    "git is not installed or not on PATH", hint="install git 2.30 or newer"
+                ) from exc
+        if done.expired:
+            raise self._timeout(shown, limit, by_deadline=by_deadline)
+        stdout = auth.scrub_bytes(done.stdout)
+        stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
+        if check and done.returncode != 0:
+            raise GitError(
+                f"`{shown}` failed: {cause(stderr)}",
+                argv=[shown],
+                returncode=done.returncode,
+                detail=stderr,
+            )
+        return GitResult(done.returncode, stdout, stderr)
+
+    def _timeout(self, shown: str, limit: float, *, by_deadline: bool) -> GitTimeout:
+        if by_deadline and self.deadline is not None:
+            message = f"the cycle's time limit ({self.deadline.seconds:g}s) ran out at `{shown}`"
+        else:
+            message = f"`{shown}` did not finish within {limit:g}s and was stopped"
+        return GitTimeout(
+            message, argv=[shown], hint="raise the root's sync.timeout or check the network"
+        )
+
+    # -- credentials ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _authenticated(self, args: Sequence[str]) -> Iterator[Auth]:
+        """The config that hands a network command this box's credentials, for one call.
+
+        SSH: a strict `core.sshCommand` with the key and `known_hosts`. HTTPS: the token is
+        read now and served by a `CredentialServer` while git runs, only to the origins the
+        remote's own URLs (url, pushurl) name; git's helper list is reset first (forced
+        `credential.helper=`), so no helper the root's config names ever runs.
+        """
+        creds = self.credentials
+        if creds is None or not args or args[0] not in NETWORK:
+            yield Auth()
+            return
+        pairs: list[tuple[str, str]] = []
+        if creds.ssh:
+            pairs.append(("core.sshCommand", strict_ssh_command(creds)))
+        origins = self._http_origins(args) if creds.token is not None else frozenset()
+        if not origins:
+            yield Auth(tuple(pairs))
+            return
+        clear = sorted(str(origin) for origin in origins if origin.plain_remote)
+        if clear:
+            raise GitError(
+                f"{creds.where}.https: refusing to send the token in clear text to {clear[0]}",
+                hint="use an https:// URL for the upstream (plain http:// only on loopback)",
+            )
+        token = token_of(creds)
+        try:
+            server = CredentialServer(origins, creds.username or DEFAULT_USERNAME, token)
+            server.__enter__()
+        except OSError as exc:
+            raise GitError(
+                f"{creds.where}.https: cannot start memsync's credential helper socket: {exc}",
+                hint="check that $XDG_RUNTIME_DIR or the temporary directory is writable",
+            ) from exc
+        try:
+            yield Auth((*pairs, ("credential.helper", server.helper)), token)
+        finally:
+            server.__exit__(None, None, None)
+
+    def _http_origins(self, args: Sequence[str]) -> frozenset[Origin]:
+        """The http(s) origins of the remote a network command names (its url and pushurl
+        values, as git reads the repository's config), or of the URL it names."""
+        remote = remote_argument(args)
+        if remote is None:
+            return frozenset()
+        if "://" in remote:
+            urls = [remote]
+        else:
+            urls = [
+                entry.value or ""
+                for entry in GUARD.entries(self)
+                if entry.scope != "command"
+                and split_key(entry.key)[:2] == ("remote", remote)
+                and split_key(entry.key)[2] in ("url", "pushurl")
+            ]
+        found = (Origin.of_url(url) for url in urls)
+        return frozenset(origin for origin in found if origin is not None)
+
+    def out(self, *args: str) -> str:
+        """Run and return stdout as text, stripped (for single-value answers)."""
+        return self.run(*args).stdout.decode("utf-8", "surrogateescape").strip()
+
+    # -- repository facts ----------------------------------------------------------------------
+
+    def git_dir(self) -> Path | None:
+        """The repository directory of a work tree whose top level is `cwd`, else None.
+
+        Read from the file system (a `.git` directory, or a `gitdir:` file) by GitPython,
+        without running git, so that checking a root costs nothing; a root nested inside
+        another repository has no `.git` of its own and answers None, and so does a `.git`
+        that is not a repository.
+        """
+        handle = HANDLES.open(self.cwd)
+        if handle is Read.NO_REPOSITORY:
+            return None
+        if handle is Read.ASK_GIT:
+            return self._git_dir_by_git()
+        return handle.git_dir
+
+    def _git_dir_by_git(self) -> Path | None:
+        # Unguarded: the config guard itself asks for the repository's directories.
+        result = self.run(
+            "rev-parse", "--absolute-git-dir", "--show-toplevel", check=False, guard=False
+        )
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if result.returncode != 0 or len(lines) != 2 or Path(lines[1]) != self.cwd.resolve():
+            return None
+        return Path(lines[0])
+
+    def toplevel(self) -> Path | None:
+        """The work tree's top level, or None when `cwd` is not inside a non-bare work tree."""
+        result = self.run("rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
+        lines = result.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if result.returncode != 0 or len(lines) < 2 or lines[0].strip() != "false":
+            return None
+        return Path(lines[1].strip())
+
+    def common_dir(self) -> Path | None:
+        """The repository's common directory (shared by its worktrees), read from files."""
+        handle = HANDLES.open(self.cwd)
+        if handle is Read.NO_REPOSITORY:
+            return None
+        if handle is Read.ASK_GIT:
+            if self._git_dir_by_git() is None:
+                return None
+            result = self.run(
+                "rev-parse", "--path-format=absolute", "--git-common-dir", check=False, guard=False
+            )
+            text = result.stdout.decode("utf-8", "surrogateescape").strip()
+            return Path(text) if result.returncode == 0 and text else None
+        repo = handle.repo
+        if os.path.normpath(repo.common_dir) == os.path.normpath(repo.git_dir):
+            return handle.git_dir
+        return Path(repo.common_dir).resolve()

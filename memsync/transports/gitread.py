@@ -1,0 +1,199 @@
+"""GitPython: a repository's files (refs, HEAD, config, where it is), read without a process.
+
+The rule (see `git.py`): GitPython **never starts a process**. It is imported lazily with
+its executable pointed at a path that cannot exist; whatever it cannot answer for certain
+is answered `ASK_GIT`, and the box asks git. One cheap `Repo` handle is kept per work tree
+and dropped when `.git` changes identity; nothing else of GitPython's outlives a call.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from memsync.transports.gitenv import OID
+
+if TYPE_CHECKING:
+    from git.repo import Repo
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+# Work trees whose config reading and GitPython handle are kept: every root, and the
+# candidate worktrees of recent cycles (each has its own path, so the oldest are forgotten).
+KEPT = 128
+
+
+class Recent(Generic[_K, _V]):
+    """A small thread-safe map that forgets its least recently used keys past `size`."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[_K, _V] = OrderedDict()
+
+    def get(self, key: _K) -> _V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: _K, value: _V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+# Where GitPython looks for git: nothing can be there, so a GitPython call that would start
+# git (`repo.git.*`, `is_dirty()`, an object read) fails instead of running git outside the box.
+_NO_GIT = "/nonexistent/memsync-runs-git-only-through-its-box/git"
+# Variables GitPython obeys when it opens a repository and git in the box never sees.
+_OBEYED_ENV = ("GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+# Refs each worktree has its own of (GitPython reads every ref but HEAD from the common dir).
+PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")
+
+
+class Read(Enum):
+    NO_REPOSITORY = "no-repository"  # no `.git` of its own, or not a repository
+    ASK_GIT = "ask-git"  # GitPython cannot answer for certain: git in the box decides
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load_gitpython() -> None:
+    """Import GitPython once, unable to start git.
+
+    Its import runs `git version` unless told where git is; pointing it at `_NO_GIT` (with
+    `GIT_PYTHON_REFRESH=quiet`, so a missing git neither fails nor warns) starts nothing.
+    The two variables are set only while it imports.
+    """
+    with _IMPORT_LOCK:
+        wanted = {"GIT_PYTHON_REFRESH": "quiet", "GIT_PYTHON_GIT_EXECUTABLE": _NO_GIT}
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
+        try:
+            import git.cmd  # noqa: PLC0415 - 60 ms: only when a repository is first read
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        git.cmd.Git.GIT_PYTHON_GIT_EXECUTABLE = _NO_GIT  # quiet mode had reset it to `git`
+
+
+@dataclass(frozen=True)
+class _Handle:
+    identity: tuple[int, ...]  # of `.git`: its inode, and a `gitdir:` file's stat
+    git_dir: Path
+    repo: Repo
+
+
+class Handles:
+    """One GitPython `Repo` per work tree, kept while its `.git` stays the same file.
+
+    Opening a `Repo` reads `.git` and the config (~0.2 ms); it holds no process and no
+    open file afterwards, and every read through it goes back to the files. A `.git` that
+    is not (yet) a repository is not remembered: a clone in progress is seen once done.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._cache: Recent[Path, _Handle] = Recent(size)
+
+    def open(self, worktree: Path) -> _Handle | Read:
+        dot = worktree / ".git"
+        try:
+            st = dot.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                st = dot.stat()
+                if stat.S_ISDIR(st.st_mode):  # a symlinked `.git` directory is not the root's own
+                    return Read.NO_REPOSITORY
+        except OSError:
+            return Read.NO_REPOSITORY
+        if stat.S_ISDIR(st.st_mode):
+            identity: tuple[int, ...] = (st.st_dev, st.st_ino)
+        else:  # a `gitdir:` file (a linked worktree): what it says changes its stat
+            identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        if any(key in os.environ for key in _OBEYED_ENV):
+            return Read.ASK_GIT
+        cached = self._cache.get(worktree)
+        if cached is not None and cached.identity == identity:
+            return cached
+        _load_gitpython()
+        from git.exc import InvalidGitRepositoryError, NoSuchPathError  # noqa: PLC0415
+        from git.repo import Repo  # noqa: PLC0415
+
+        try:
+            repo = Repo(worktree, search_parent_directories=False, expand_vars=False)
+        except (InvalidGitRepositoryError, NoSuchPathError):
+            return Read.NO_REPOSITORY
+        except Exception:  # anything else GitPython trips on: git decides
+            return Read.ASK_GIT
+        if not stat.S_ISDIR(st.st_mode):
+            git_dir = Path(repo.git_dir)
+        elif dot.samefile(repo.git_dir):
+            git_dir = dot
+        else:  # `.git` is no repository, but the work tree itself looks like a bare one
+            return Read.NO_REPOSITORY
+        handle = _Handle(identity, git_dir, repo)
+        self._cache.put(worktree, handle)
+        return handle
+
+
+HANDLES = Handles(KEPT)
+
+
+def read_ref(repo: Repo, ref: str) -> str | None:
+    """The object id `ref` holds, loose or packed, through symbolic refs; None: ask git."""
+    from git.refs.symbolic import SymbolicReference  # noqa: PLC0415
+
+    try:
+        oid = SymbolicReference.dereference_recursive(repo, ref)
+    except Exception:  # missing, unreadable, too deep, an unknown packed-refs format
+        return None
+    return oid if OID.fullmatch(oid) else None
+
+
+def head_branch(repo: Repo) -> str | Read | None:
+    """The branch HEAD names when it holds a commit; None when HEAD is detached."""
+    try:
+        head = repo.head.reference
+    except TypeError:  # HEAD holds an object id
+        return None
+    except Exception:  # unreadable HEAD
+        return Read.ASK_GIT
+    name = str(head.path)
+    try:
+        # `is_detached`: the branch holds an object id (git names the last ref of a chain)
+        plain = name.startswith("refs/heads/") and head.is_detached
+    except Exception:  # an unborn branch, an invalid name (another ref backend): git decides
+        return Read.ASK_GIT
+    return name.removeprefix("refs/heads/") if plain else Read.ASK_GIT
+
+
+def config_value(repo: Repo, read: Callable[[], object]) -> str | None:
+    """What `read` finds in the repository's own config, when GitPython reads it as git
+    does; None (ask git) when it is not there or might be read differently."""
+    for directory in {repo.git_dir, repo.common_dir}:
+        if Path(directory, "config.worktree").exists():
+            return None  # GitPython does not read per-worktree config
+    try:
+        value = read()
+    except Exception:  # not set, or a file its parser cannot decode
+        return None
+    if not isinstance(value, str) or '"' in value or "\\" in value:
+        return None  # GitPython keeps some quotes and escapes that git decodes
+    return value
