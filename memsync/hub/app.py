@@ -26,16 +26,16 @@ from pydantic import BaseModel, ValidationError
 from memsync import timefmt
 from memsync.errors import UsageError
 from memsync.hub.errors import ApiError
-from memsync.hub.state import (
-    HubState,
-    PackageCheck,
+from memsync.hub.events import Subscriber
+from memsync.hub.peers import Peers
+from memsync.hub.revisions import (
     Revision,
     RevisionConflict,
     RevisionExists,
-    Subscriber,
     UploadRefused,
     check_upload,
 )
+from memsync.hub.state import HubState, PackageCheck
 from memsync.hub.tokens import TokenInfo, redact
 from memsync.hub.upload import receive_upload
 from memsync.names import is_name
@@ -151,7 +151,7 @@ def _authorize(request: web.Request) -> TokenInfo:
 def _readable(request: web.Request, token: TokenInfo, view_id: str) -> Revision:
     """The current revision of a view the token may read; 404 alike for absent and hidden."""
     hub = request.app[HUB]
-    current = hub.revisions.current(view_id) if token.may_read(view_id) else None
+    current = hub.fresh().current(view_id) if token.may_read(view_id) else None
     if current is None:
         raise _not_found()
     return current
@@ -208,7 +208,7 @@ async def health(request: web.Request) -> web.Response:
 
 async def list_views(request: web.Request) -> web.Response:
     token = _authorize(request)
-    current = request.app[HUB].revisions.all_current()
+    current = request.app[HUB].fresh().all_current()
     entries = [rev.model() for rev in current if token.may_read(rev.view_id)]
     return _json(wire.ViewList(views=entries))
 
@@ -307,7 +307,7 @@ async def notify(request: web.Request) -> web.Response:
         commit = wire.NotifyBody.model_validate_json(body).commit
     except ValidationError as exc:
         raise ApiError(400, "bad-request", 'expected {"commit": "<40 or 64 hex digits>"}') from exc
-    hub.events.publish("upstream", root, wire.UpstreamEvent(root=root, commit=commit))
+    hub.upstream(root, commit)
     hub.audit(token, request.remote, "root.notify", root, commit)
     return _json(wire.NotifyAccepted(root=root, commit=commit), 202)
 
@@ -347,36 +347,26 @@ async def _publish(
             revision=signed.revision,
             sha256=signed.package.sha256,
         )
-        retry = hub.revisions.judge(manifest) == "same"
+        retry = hub.fresh().judge(manifest) == "same"
         if not retry:
             problems = await asyncio.to_thread(hub.package_check, manifest, package, length, sha256)
             if problems:
                 raise UploadRefused(problems, "the package fails the consumers' checks")
-        async with hub.lock(view_id):
-            if hub.revisions.judge(manifest) == "same":
+        async with hub.publication(view_id) as revisions:
+            if revisions.judge(manifest) == "same":
                 # A retry; if the first attempt stored the revision but failed before making
                 # it current (an error after the rename, a cancelled handler), finish now.
-                existing = hub.revisions.revision(view_id, signed.revision)
-                if existing is not None and hub.revisions.promote(existing):
-                    hub.events.publish(
-                        "revision",
-                        view_id,
-                        wire.RevisionEvent(
-                            view_id=view_id, revision=signed.revision, sha256=signed.package.sha256
-                        ),
-                    )
+                existing = revisions.revision(view_id, signed.revision)
+                if existing is not None:
+                    hub.adopt(existing)
                 return _json(result)
-            stored = await asyncio.to_thread(hub.revisions.store, manifest, data, package)
-            hub.revisions.promote(stored)
+            stored = await asyncio.to_thread(revisions.store, manifest, data, package)
+            hub.adopt(stored)
     except UploadRefused as exc:
         raise ApiError(422, exc.code, exc.message, problems=exc.problems) from exc
     except (RevisionConflict, RevisionExists) as exc:
         raise ApiError(409, getattr(exc, "code", "conflict"), exc.message) from exc
     log.info("view %s: published revision %d", view_id, signed.revision)
-    event = wire.RevisionEvent(
-        view_id=view_id, revision=signed.revision, sha256=signed.package.sha256
-    )
-    hub.events.publish("revision", view_id, event)
     return _json(result.model_copy(update={"status": "created"}), 201)
 
 
@@ -389,10 +379,15 @@ def make_app(
     package_check: PackageCheck | None = None,
     max_upload: int = 12 * 1024 * 1024,
     heartbeat: float = 15.0,
+    peers: Peers | None = None,
 ) -> web.Application:
-    """The hub application over an initialised data dir (`TokenError` if it is not one)."""
+    """The hub application over an initialised data dir (`TokenError` if it is not one).
+
+    Alone, it takes the data dir's lock and cleans up after a crash when it starts; as one
+    of several workers (`peers`), the supervisor has done both (`workers.py`).
+    """
     app = web.Application(middlewares=[_errors], client_max_size=max_upload)
-    app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat)
+    app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat, peers)
     app.cleanup_ctx.append(_lifetime)
     app.on_shutdown.append(_close_streams)
     add = app.router
@@ -411,13 +406,21 @@ def make_app(
 async def _lifetime(app: web.Application) -> AsyncIterator[None]:
     """One server per data dir (an flock), and a clean close: writes drained, DB closed."""
     hub = app[HUB]
-    fd = os.open(hub.data_dir / "hub.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    if hub.peers is not None:
+        await asyncio.to_thread(hub.revisions.scan)
+        hub.peers.listen(asyncio.get_running_loop(), hub.heard)
+        try:
+            yield
+        finally:
+            hub.peers.close(asyncio.get_running_loop())
+            await hub.drain()
+            hub.tokens.close()
+        return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+        fd = lock_data_dir(hub.data_dir)
+    except UsageError:
         hub.tokens.close()
-        raise UsageError(f"another hub is already serving {hub.data_dir}") from None
+        raise
     try:
         await asyncio.to_thread(hub.revisions.load)
         await asyncio.to_thread(hub.tokens.prune_audit)
@@ -426,6 +429,17 @@ async def _lifetime(app: web.Application) -> AsyncIterator[None]:
         await hub.drain()
         hub.tokens.close()
         os.close(fd)
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Hold the data dir's lock (one hub per data dir); the descriptor keeps it."""
+    fd = os.open(data_dir / "hub.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(f"another hub is already serving {data_dir}") from None
+    return fd
 
 
 async def _close_streams(app: web.Application) -> None:

@@ -1,354 +1,34 @@
-"""The hub's state, free of HTTP: stored revisions, publication rules, event streams, and
-`HubState`, which ties them to the token store for the request handlers in `app.py`.
+"""The hub's state, free of HTTP: `HubState` ties the stored revisions (`revisions.py`),
+the token store (`tokens.py`) and the event streams (`events.py`) together for the request
+handlers in `app.py`.
 
-Revisions are immutable: `<data_dir>/views/<id>/revisions/<n>/{manifest,package}`. A
-revision directory is written complete under a temporary name and renamed into place,
-which is the commit point; an existing revision directory is never replaced. The current
-revision of a view is its highest complete revision, so there is no pointer file to tear.
-The current revisions (manifest bytes, ETags, package path and hash) are held in memory:
-the hot read path answers from there without touching the disk or the database.
-
-Publication rules (`RevisionStore.judge`): a revision must be above the current one; the
-same revision with the same package is an idempotent retry; the same revision with another
-package is `equivocation` and a lower one `rollback` (both answered 409).
-
-`EventBus` fans `revision` and `upstream` events out to Server-Sent Event subscribers,
-each filtered by its `root`/`view` selection and by its token's scopes (views and roots
-have separate ones: see `tokens.py`).
+Several worker processes may serve one data dir (`workers.py`): a publication holds the
+view's lock file (`locks/<id>`, flock) across processes, reads the disk again before judging,
+and tells the other workers (`peers.py`), which read the new revision from disk. Every
+revision that becomes current in a process, however it was found, is announced to that
+process's event streams exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import logging
+import fcntl
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel
-
-from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
-from memsync.errors import MemsyncError
+from memsync.atomicfile import FILE_MODE, private_dir
+from memsync.hub.events import EventBus
+from memsync.hub.peers import Peers
+from memsync.hub.revisions import Revision, RevisionStore
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
-from memsync.names import is_name
 from memsync.validators.problems import Problem
-from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
-from memsync.wire.hub import ViewEntry
+from memsync.wire.hub import RevisionEvent, UpstreamEvent
 from memsync.wire.manifest import Manifest
 
-log = logging.getLogger("memsync.hub")
-
-MANIFEST = "manifest"
-PACKAGE = "package"
-MAX_JUMP = 1000  # how far past the current revision one upload may go
-TMP_PREFIX = ".tmp-"
-_OLD_CACHE = 256  # immutable older revisions kept in memory
-QUEUE_SIZE = 256  # events buffered per subscriber before it is dropped
-
-
-class RevisionExists(MemsyncError):
-    """The revision directory is already there; it is never overwritten."""
-
-
-class UploadRefused(MemsyncError):
-    """An upload that no consumer would accept; `problems` say why (answered 422)."""
-
-    def __init__(self, problems: Sequence[Problem], message: str | None = None) -> None:
-        super().__init__(message or problems[0].message)
-        self.problems = tuple(problems)
-        self.code = problems[0].code
-
-
-class RevisionConflict(MemsyncError):
-    """A publication that would roll the view back or change a published revision."""
-
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True)
-class Revision:
-    """One stored revision, with what the read path needs ready to send."""
-
-    view_id: str
-    revision: int
-    manifest: bytes
-    manifest_etag: str  # quoted, `"sha256:<hex of the manifest bytes>"`
-    package_path: Path
-    package_sha256: str
-    package_length: int
-    package_etag: str  # quoted, `"sha256:<hex of the package bytes>"`
-    published_at: str
-    expires: str
-
-    def model(self) -> ViewEntry:
-        """The revision as the hub's view list shows it."""
-        return ViewEntry(
-            view_id=self.view_id,
-            revision=self.revision,
-            published_at=self.published_at,
-            expires=self.expires,
-            sha256=self.package_sha256,
-            length=self.package_length,
-            manifest_etag=self.manifest_etag,
-        )
-
-
-def etag_of(sha256_hex: str) -> str:
-    return f'"sha256:{sha256_hex}"'
-
-
-class RevisionStore:
-    """Stored revisions of every view; empty until `load` (which the server runs once it
-    holds the data dir's lock, since it removes unfinished uploads)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.views_dir = private_dir(data_dir / "views")
-        self.upload_dir = private_dir(data_dir / "tmp")
-        self._current: dict[str, Revision] = {}
-        self._old: dict[tuple[str, int], Revision] = {}
-
-    # -- reading ----------------------------------------------------------------------------
-
-    def load(self) -> None:
-        """Scan the disk: drop unfinished uploads and revisions, find each view's current."""
-        for leftover in self.upload_dir.iterdir():
-            _remove(leftover)
-        current: dict[str, Revision] = {}
-        for view_dir in sorted(self.views_dir.iterdir()):
-            if not view_dir.is_dir() or not is_name(view_dir.name):
-                continue
-            revisions_dir = view_dir / "revisions"
-            if not revisions_dir.is_dir():
-                continue
-            numbers: list[int] = []
-            for entry in revisions_dir.iterdir():
-                if entry.name.startswith(TMP_PREFIX):
-                    _remove(entry)
-                elif entry.name.isdigit() and entry.name == str(int(entry.name)):
-                    numbers.append(int(entry.name))
-            for number in sorted(numbers, reverse=True):
-                found = self._read(view_dir.name, number)
-                if found is not None:
-                    current[view_dir.name] = found
-                    break
-        self._current = current
-
-    def current(self, view_id: str) -> Revision | None:
-        return self._current.get(view_id)
-
-    def all_current(self) -> list[Revision]:
-        return [self._current[name] for name in sorted(self._current)]
-
-    def revision(self, view_id: str, number: int) -> Revision | None:
-        """Revision `number` of `view_id` (immutable, so cached once read)."""
-        current = self._current.get(view_id)
-        if current is not None and current.revision == number:
-            return current
-        key = (view_id, number)
-        hit = self._old.get(key)
-        if hit is None:
-            hit = self._read(view_id, number)
-            if hit is None:
-                return None
-            if len(self._old) >= _OLD_CACHE:
-                self._old.clear()
-            self._old[key] = hit
-        return hit
-
-    def _read(self, view_id: str, number: int) -> Revision | None:
-        directory = self.views_dir / view_id / "revisions" / str(number)
-        try:
-            data = (directory / MANIFEST).read_bytes()
-            length = (directory / PACKAGE).stat().st_size
-            manifest = parse_manifest(data)
-        except FileNotFoundError:
-            return None
-        except (OSError, ManifestError) as exc:
-            log.warning("skipping unreadable revision %s of view %s: %s", number, view_id, exc)
-            return None
-        signed = manifest.signed
-        if signed.view_id != view_id or signed.revision != number:
-            log.warning("skipping revision %s of view %s: its manifest disagrees", number, view_id)
-            return None
-        return _revision(manifest, data, directory / PACKAGE, length)
-
-    # -- writing ----------------------------------------------------------------------------
-
-    def new_upload(self) -> tuple[int, Path]:
-        """An open (fd, path) for an incoming package, removed by the caller when unused."""
-        fd, name = tempfile.mkstemp(prefix="upload-", dir=self.upload_dir)
-        return fd, Path(name)
-
-    def store(self, manifest: Manifest, manifest_bytes: bytes, package_tmp: Path) -> Revision:
-        """Move an uploaded, checked package and its manifest into a new revision directory.
-
-        Blocking (fsyncs): run it off the event loop. `package_tmp` is consumed.
-        """
-        view_id, number = manifest.signed.view_id, manifest.signed.revision
-        revisions_dir = private_dir(self.views_dir / view_id / "revisions")
-        final = revisions_dir / str(number)
-        if final.exists():
-            raise RevisionExists(f"revision {number} of view {view_id} already exists")
-        staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=revisions_dir))
-        try:
-            manifest_path = staging / MANIFEST
-            fd = os.open(manifest_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(manifest_bytes)
-                handle.flush()
-                os.fsync(handle.fileno())
-            with package_tmp.open("rb") as handle:
-                os.fsync(handle.fileno())
-            package_tmp.chmod(FILE_MODE)
-            package_tmp.replace(staging / PACKAGE)
-            fsync_dir(staging)
-            if final.exists():
-                raise RevisionExists(f"revision {number} of view {view_id} already exists")
-            staging.rename(final)
-        except BaseException:
-            _remove(staging)
-            raise
-        fsync_dir(revisions_dir)
-        length = (final / PACKAGE).stat().st_size
-        return _revision(manifest, manifest_bytes, final / PACKAGE, length)
-
-    def judge(self, manifest: Manifest) -> Literal["new", "same"]:
-        """ "same" for an idempotent retry, "new" when storable; `RevisionConflict` otherwise."""
-        signed = manifest.signed
-        stored = self.revision(signed.view_id, signed.revision)
-        if stored is not None:
-            if stored.package_sha256 == signed.package.sha256:
-                return "same"
-            text = f"revision {signed.revision} is already published with another package"
-            raise RevisionConflict(text, code="equivocation")
-        current = self._current.get(signed.view_id)
-        base = current.revision if current is not None else 0
-        if signed.revision > base + MAX_JUMP:
-            # One upload must not be able to burn the revision space (2**63) and block
-            # every later publication of the view.
-            text = (
-                f"revision {signed.revision} jumps more than {MAX_JUMP} past the current "
-                f"revision {base}"
-            )
-            raise UploadRefused([Problem("package-metadata", None, None, text)], text)
-        if current is not None and signed.revision < current.revision:
-            text = (
-                f"revision {signed.revision} is not above the current revision {current.revision}"
-            )
-            raise RevisionConflict(text, code="rollback")
-        return "new"
-
-    def promote(self, revision: Revision) -> bool:
-        """Make `revision` current if it is above the current one; True if it now is."""
-        current = self._current.get(revision.view_id)
-        if current is not None and current.revision >= revision.revision:
-            return False
-        self._current[revision.view_id] = revision
-        return True
-
-
-def check_upload(view_id: str, data: bytes, length: int, sha256: str, now: datetime) -> Manifest:
-    """The uploaded manifest, if it parses strictly, names `view_id`, matches the uploaded
-    package's length and hash, and has not expired; `UploadRefused` otherwise."""
-    try:
-        manifest = parse_manifest(data)
-    except ManifestError as exc:
-        raise UploadRefused([Problem(exc.code, None, None, exc.message)]) from exc
-    signed = manifest.signed
-    if signed.view_id != view_id:
-        text = f"the manifest is for view {signed.view_id}, not {view_id}"
-        raise UploadRefused([Problem("wrong-view", None, None, text)])
-    problems = check_package_bytes(manifest, length, sha256)
-    if signed.expires_time <= now:
-        problems.append(Problem("expired", None, None, f"the manifest expired at {signed.expires}"))
-    if problems:
-        raise UploadRefused(problems)
-    return manifest
-
-
-def _revision(manifest: Manifest, data: bytes, package: Path, length: int) -> Revision:
-    signed = manifest.signed
-    return Revision(
-        view_id=signed.view_id,
-        revision=signed.revision,
-        manifest=data,
-        manifest_etag=etag_of(hashlib.sha256(data).hexdigest()),
-        package_path=package,
-        package_sha256=signed.package.sha256,
-        package_length=length,
-        package_etag=etag_of(signed.package.sha256),
-        published_at=signed.published_at,
-        expires=signed.expires,
-    )
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
-# -- events ---------------------------------------------------------------------------------
-
-Event = tuple[str, bytes]  # (SSE event name, JSON data)
-
-
-@dataclass(eq=False)
-class Subscriber:
-    """One open event stream. A `None` in its queue means: end the stream."""
-
-    token: TokenInfo
-    roots: frozenset[str]
-    views: frozenset[str]
-    queue: asyncio.Queue[Event | None] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
-
-    def wants(self, kind: str, name: str) -> bool:
-        if (self.roots or self.views) and name not in (
-            self.views if kind == "revision" else self.roots
-        ):
-            return False
-        return self.token.may_read(name) if kind == "revision" else self.token.may_watch(name)
-
-    def close(self) -> None:
-        while not self.queue.empty():
-            self.queue.get_nowait()
-        self.queue.put_nowait(None)
-
-
-class EventBus:
-    """The open event streams of this process (used from the event loop only)."""
-
-    def __init__(self) -> None:
-        self.subscribers: set[Subscriber] = set()
-
-    def publish(self, kind: str, name: str, payload: BaseModel) -> None:
-        """Queue `payload` as event `kind` about view or root `name` for whoever may see it."""
-        data = payload.model_dump_json().encode()
-        for subscriber in list(self.subscribers):
-            if subscriber.wants(kind, name):
-                try:
-                    subscriber.queue.put_nowait((kind, data))
-                except asyncio.QueueFull:  # a reader this slow reconnects and catches up
-                    subscriber.close()
-
-    def close_all(self) -> None:
-        for subscriber in list(self.subscribers):
-            subscriber.close()
-
-
-# -- the whole state ------------------------------------------------------------------------
+LOCKS = "locks"  # <data_dir>/locks/<view id>: held (flock) while a revision is stored
 
 # (manifest, uploaded package, its length, its sha256) -> what a consumer would refuse
 PackageCheck = Callable[[Manifest, Path, int, str], Sequence[Problem]]
@@ -365,19 +45,27 @@ def default_package_check(
 
 
 class HubState:
-    """Tokens, revisions, event streams and background writes of one hub process.
+    """Tokens, revisions, event streams and background writes of one hub process (one
+    worker, when `peers` names its siblings).
 
     Used from the event loop; blocking writes (audit rows, `last_used_at`) go to threads
     through `later` and are awaited by `drain` at shutdown.
     """
 
     def __init__(
-        self, data_dir: Path, package_check: PackageCheck | None, max_upload: int, heartbeat: float
+        self,
+        data_dir: Path,
+        package_check: PackageCheck | None,
+        max_upload: int,
+        heartbeat: float,
+        peers: Peers | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.tokens = open_store(data_dir)
         self.revisions = RevisionStore(data_dir)
+        self.locks_dir = private_dir(data_dir / LOCKS)
         self.events = EventBus()
+        self.peers = peers
         self.package_check = package_check or default_package_check
         self.max_upload = max_upload
         self.heartbeat = heartbeat
@@ -394,8 +82,70 @@ class HubState:
     async def drain(self) -> None:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def lock(self, view_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(view_id, asyncio.Lock())
+    # -- revisions across workers ---------------------------------------------------------
+
+    def fresh(self) -> RevisionStore:
+        """The revisions, with any another worker stored since the last look read first
+        (a memory compare when none was: call it before every read of a revision)."""
+        if self.peers is not None and self.peers.moved():
+            self.peers.seen()
+            for revision in self.revisions.scan():
+                self._announce(revision)
+        return self.revisions
+
+    def heard(self, kind: str, name: str, data: bytes) -> None:
+        """An event another worker published: a revision is read from disk (the truth), an
+        upstream event passed on to this worker's streams."""
+        if kind == "revision":
+            self.fresh()
+        elif kind == "upstream":
+            self.events.deliver(kind, name, data)
+
+    @contextlib.asynccontextmanager
+    async def publication(self, view_id: str) -> AsyncIterator[RevisionStore]:
+        """Hold the view's publication lock in this process and across workers; yield the
+        revisions with the view read from disk again."""
+        async with self._locks.setdefault(view_id, asyncio.Lock()):
+            path = self.locks_dir / view_id
+            taking = asyncio.ensure_future(asyncio.to_thread(_lock_file, path))
+            try:
+                fd = await asyncio.shield(taking)
+            except asyncio.CancelledError:
+                taking.add_done_callback(_close_taken)
+                raise
+            try:
+                self.fresh()
+                newer = self.revisions.refresh(view_id)
+                if newer is not None:
+                    self._announce(newer)
+                yield self.revisions
+            finally:
+                os.close(fd)
+
+    def adopt(self, revision: Revision) -> bool:
+        """Make a revision this worker stored current (under `publication`), announce it
+        here and to the other workers; False if it was not above the current one."""
+        if not self.revisions.promote(revision):
+            return False
+        data = self._announce(revision)
+        if self.peers is not None:
+            self.peers.bump()
+            self.peers.tell("revision", revision.view_id, data)
+        return True
+
+    def _announce(self, revision: Revision) -> bytes:
+        event = RevisionEvent(
+            view_id=revision.view_id, revision=revision.revision, sha256=revision.package_sha256
+        )
+        return self.events.publish("revision", revision.view_id, event)
+
+    def upstream(self, root: str, commit: str) -> None:
+        """Tell every stream here and in the other workers that root `root` moved."""
+        data = self.events.publish("upstream", root, UpstreamEvent(root=root, commit=commit))
+        if self.peers is not None:
+            self.peers.tell("upstream", root, data)
+
+    # -- tokens and audit -----------------------------------------------------------------
 
     def authenticate(
         self, header: str | None, query: str, query_keys: Iterable[str]
@@ -435,3 +185,20 @@ class HubState:
                 action, outcome=outcome, target=target, token_id=token.id, remote=remote
             )
         )
+
+
+def _lock_file(path: Path) -> int:
+    """An open descriptor of `path` holding its exclusive flock (blocking: use a thread)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _close_taken(taking: asyncio.Future[int]) -> None:
+    """Release a lock taken for a publication that was cancelled while it waited."""
+    if not taking.cancelled() and taking.exception() is None:
+        os.close(taking.result())

@@ -25,7 +25,7 @@ from multidict import CIMultiDict
 
 from memsync.errors import UsageError
 from memsync.hub.app import hub_runner, make_app
-from memsync.hub.state import MAX_JUMP
+from memsync.hub.revisions import MAX_JUMP
 from memsync.hub.tokens import DB_NAME, TokenStore, hub_init
 from memsync.views.archive import write_zip
 from memsync.views.manifest import build_signed, sign_manifest
