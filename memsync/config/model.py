@@ -58,6 +58,10 @@ class RootSettings:
     insight_points_per_commit: int = 1
     insight_check_every: timedelta = timedelta(minutes=50)
     git_credentials: GitCredentials | None = None  # sync.https / sync.ssh, by reference
+    repair_role: str | None = None  # roots.*.repair.role; None: conflicts wait for a person
+    repair: RoleSettings | None = None  # that role, resolved from `roles`
+    repair_attempts: int = 3  # failed repairs of one conflict before the model is not asked again
+    repair_backoff: timedelta = timedelta(minutes=5)  # after the first failure; doubles each time
 
 
 @dataclass(frozen=True)
@@ -149,9 +153,12 @@ class Settings:
         return next((root for root in self.roots if root.name == name), None)
 
 
-def root_settings(name: str, root: Root) -> RootSettings:
-    """Convert one validated root."""
+def root_settings(
+    name: str, root: Root, roles: Mapping[str, RoleSettings] | None = None
+) -> RootSettings:
+    """Convert one validated root (`roles`: the converted roles, for its repair role)."""
     sync = root.sync
+    repair_role = root.repair.role if root.repair else None
     return RootSettings(
         name=name,
         path=root.path,
@@ -180,6 +187,8 @@ def root_settings(name: str, root: Root) -> RootSettings:
         insight_check_every=root.insight.check_every,
         publish=tuple(PublishSettings(p.view, p.hub, p.token, p.key) for p in root.publish),
         git_credentials=_git_credentials(name, root),
+        repair_role=repair_role,
+        repair=(roles or {}).get(repair_role) if repair_role else None,
     )
 
 
@@ -229,15 +238,16 @@ def _last_part(location: str) -> str:
 
 def settings_from(config: Config, config_path: Path | None) -> Settings:
     """Convert a validated Config; roots and views keep their order in the file."""
+    roles = {name: _role(name, role) for name, role in config.roles.items()}
     return Settings(
         state_dir=config.state_dir,
         control_socket=config.control_socket,
-        roots=tuple(root_settings(name, root) for name, root in config.roots.items()),
+        roots=tuple(root_settings(name, root, roles) for name, root in config.roots.items()),
         config_path=config_path,
         http_listen=config.http.listen if config.http else None,
         views=tuple(view_settings(n, v, config.roots) for n, v in config.views.items()),
         hub=HubSettings(config.hub.data_dir, config.hub.listen) if config.hub else None,
-        roles={name: _role(name, role) for name, role in config.roles.items()},
+        roles=roles,
     )
 
 

@@ -70,8 +70,12 @@ roots:
       trigger_points: 150         # points that make an insight cycle due; default 150
       points_per_commit: 1        # points each new commit adds; default 1
       check_every: 50m            # how often to check whether insight is due; default 50m
-    repair:                       # optional: a role that settles conflicting merges
-      role: pruner                # any name under `roles`; default: no repair role
+    # Optional: a role that settles a sync merge that conflicts (or merges into invalid
+    # memory) with one merge commit in a private candidate; the gate checks it before it
+    # lands. It must be an `executor: command` role. Default: none (the root stays
+    # `conflict` until a person merges).
+    repair:
+      role: reconciler            # a name under `roles`
     publish:                      # views of this root to publish to a hub; default none
       - view: auth                # the VIEW_ID under shared_views/ in this root
         hub: https://hub.example  # the hub's base URL
@@ -105,6 +109,10 @@ roles:
     # argv; {prompt_file}, {worktree} and {role} are substituted; the prompt is also on stdin
     command: ["claude", "-p", "--output-format", "json"]
     timeout: 15m                  # killed (process group) after this; default 15m
+  reconciler:                     # the repair role above: it resolves the conflict markers
+    executor: command             # and commits once, completing the merge
+    command: ["claude", "-p", "--allowedTools", "Read,Edit,Bash(git:*)"]
+    timeout: 10m
   insight:
     executor: openai              # call an OpenAI-compatible chat completions API
     base_url: http://127.0.0.1:8080/v1

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsync.config.model import RootSettings
+from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, require
 from memsync.roots import journal, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
@@ -100,6 +101,7 @@ class _Cycle:
         self.tracking = ""
         self.start = ""
         self.autocommitted: tuple[str, ...] = ()
+        self.repairer: Repairer | None = None  # made when a repair role is configured
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -301,6 +303,9 @@ class _Cycle:
         head = local
         if plan.incoming:
             admitted = self.incoming.admit(plan)
+            if self.repairer is not None and self.repairer.ran:
+                # The role had its own time; what follows (the push) gets a cycle's worth.
+                self.git.deadline = Deadline.after(self.timeout)
             if admitted.status != SyncStatus.SYNCED:
                 return admitted
             if not self.options.dry_run:
@@ -370,6 +375,10 @@ class _Cycle:
 
     @property
     def incoming(self) -> Incoming:
+        if self.settings.repair_role is not None and self.repairer is None:
+            self.repairer = Repairer(
+                self.settings, self.layout, self.policy, self.graph, self.branch
+            )
         return Incoming(
             self.git,
             self.journal,
@@ -380,6 +389,7 @@ class _Cycle:
             self.trusted,
             self.options.dry_run,
             self.result,
+            self.repairer,
         )
 
     @property

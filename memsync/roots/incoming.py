@@ -9,9 +9,10 @@ says what happened in the sync vocabulary: synced, conflict, rejected, dirty, er
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memsync.cycles.repair import Conflict, Repaired, Repairer
 from memsync.errors import require
 from memsync.roots import journal
 from memsync.roots.admit import (
@@ -36,6 +37,9 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
+# Conflicts in the update coordination state are never handed to a model (reference §2.4).
+UNREPAIRABLE = ("update_queue/", "update_records/")
+
 
 @dataclass
 class Incoming:
@@ -50,6 +54,7 @@ class Incoming:
     trusted: str | None
     dry_run: bool
     result: Callable[..., SyncResult]
+    repair: Repairer | None = None  # roots.*.repair.role: settles a conflicting merge
 
     def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
@@ -75,7 +80,59 @@ class Incoming:
             dry_run=self.dry_run,
             before_publish=keep_previous_head,
         )
-        return self._admitted(plan, outcome, kept)
+        verdict = self._admitted(plan, outcome, kept)
+        if self._repairable(plan, outcome, verdict):
+            return self._repaired(verdict, isinstance(outcome, Unstaged))
+        return verdict
+
+    def _repairable(self, plan: Plan, outcome: Outcome, verdict: SyncResult) -> bool:
+        """A merge (never a replay) that conflicted or is invalid, with a repair role set.
+        Repair is never triggered just because both sides changed: a clean, valid merge is
+        published as it is."""
+        return (
+            self.repair is not None
+            and verdict.status is SyncStatus.CONFLICT
+            and plan.action is Action.DIVERGED
+            and isinstance(outcome, Unstaged | Invalid)
+            and not any(path.startswith(UNREPAIRABLE) for path in verdict.files)
+        )
+
+    def _repaired(self, verdict: SyncResult, conflicted: bool) -> SyncResult:
+        """The repair role's answer to a conflict verdict (the root stays as it is unless
+        the role's merge was validated and published)."""
+        repairer = require(self.repair, "the repair role")
+        if self.dry_run:
+            note = "dry run: the repair role is not run"
+            return replace(verdict, message=f"{verdict.message}; {note}")
+        conflict = Conflict(
+            start=require(verdict.head, "the local head"),
+            upstream=require(verdict.upstream, "the upstream commit"),
+            conflicted=conflicted,
+            message=verdict.message,
+            files=verdict.files,
+            problems=verdict.problems,
+        )
+        answer = repairer.settle(conflict)
+        if isinstance(answer, Repaired):
+            how = "published again" if answer.again else "validated and published"
+            return self.result(
+                SyncStatus.SYNCED,
+                f"the merge conflicted and the repair role {answer.role} settled it: its merge "
+                f"{answer.candidate[:12]} was {how} (operation {answer.operation_id})",
+                head=answer.candidate,
+                upstream=conflict.upstream,
+                files=answer.files,
+                operation_id=answer.operation_id,
+            )
+        return self.result(
+            answer.status,
+            answer.message,
+            head=conflict.start,
+            upstream=conflict.upstream,
+            files=answer.files,
+            problems=answer.problems,
+            operation_id=answer.operation_id or verdict.operation_id,
+        )
 
     def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> SyncResult:
         """The sync verdict for an admission outcome."""
@@ -95,7 +152,7 @@ class Incoming:
             problems = outcome.report.problems
             if outcome.candidate != upstream and self._valid(upstream):
                 # Each side is valid but together they are not (say, one id added on both
-                # sides): a conflict for a person (or, later, a repair role) to settle.
+                # sides): a conflict for a person (or the repair role) to settle.
                 codes = ", ".join(sorted({p.code for p in problems}))
                 return self.result(
                     SyncStatus.CONFLICT,
