@@ -27,6 +27,7 @@ from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correcti
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
 from memsync.redaction import redact
+from memsync.roots.faults import fault
 from memsync.transports.process import Deadline
 
 log = logging.getLogger("memsync.cycles")
@@ -257,6 +258,7 @@ class _Chat:
                 if len(received) > cap:
                     raise _Failure(FailureKind.TOO_LARGE, f"{shown} answered over {cap} bytes")
             raw = bytes(received)
+            fault("cycle-during-executor")  # the model answered; nothing applied or recorded
             if resp.status != 200:
                 detail = self.scrub(_error_detail(raw))
                 raise _Failure(

@@ -28,6 +28,7 @@ from memsync.cycles.runrecord import (
     tail,
 )
 from memsync.errors import InternalError
+from memsync.roots.faults import fault
 from memsync.transports.git import Git
 from memsync.transports.process import Completed, Deadline, run_process
 from memsync.validators.paths import printable
@@ -135,6 +136,7 @@ def run_command(
             ) from exc
     finally:
         shutil.rmtree(private, ignore_errors=True)
+    fault("cycle-during-executor")  # the agent ran (and may have committed); nothing recorded
     record = _command_record(role, operation_id, started, seconds, done, output_cap)
     log.info("%s", record.summary())
     if record.outcome != "ok":

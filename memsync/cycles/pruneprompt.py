@@ -39,7 +39,11 @@ class PruneInputs:
     boundary_snapshot: Mapping[str, str] = field(default_factory=dict)
     current_memory: Mapping[str, str] = field(default_factory=dict)
     revival_grace: int = 2
-    protected: Sequence[str] = ()
+    protected: Sequence[str] = ()  # "`id` grace K/N" lines
+    snapshot_at: str | None = None  # the commit the snapshot is from (boundary or generation start)
+    ledger_summary: str = ""  # the previous ledger, parsed
+    unchanged: Sequence[str] = ()  # "`id` (file) title" of items unchanged since snapshot_at
+    changed_items: int = 0  # memory items new or changed since snapshot_at
 
 
 _PRUNE_ROLE = """\
@@ -63,9 +67,10 @@ pattern that is still active.
 Keep everything else. When unsure, keep it.
 
 Revival grace: an item the previous ledger removed that has come back since was wanted \
-again. Keep it for {grace} prunes and record it as `grace K/{grace}` (1 the first time, one \
-more at each later prune); after that, judge it like any other item. The ids under \
-`## Protected` are in grace now: memsync keeps them whatever you decide.
+again. It is kept for {grace} prunes as `grace K/{grace}` (1 the first time, one more at \
+each later prune); after that, judge it like any other item. memsync decides this, not \
+you: the ids under `## Protected` are in grace now and are kept whatever you decide (a \
+commit that removes one is refused), and memsync writes the ledger's grace counts itself.
 
 Never touch {collections}, PURSUITS.md or any file other than MEMORY.md and MEMORY_*.md, \
 and write nothing about pruning into the memory files: the ledger is the record.
@@ -138,22 +143,33 @@ def prune_prompt(inputs: PruneInputs, executor: Executor) -> Prompt:
         )
     )
     budget = Budget(CONTEXT_BUDGET)
-    since = inputs.boundary[:12] if inputs.boundary else "the first commit"
+    snapshot = inputs.snapshot_at or inputs.boundary
+    since = snapshot[:12] if snapshot else "the first commit"
     parts = [
         "# Context",
         "\n".join(
             (
                 f"- generation: {inputs.generation} "
-                f"({inputs.generation_commits} memory commits each)",
+                f"(threshold: {inputs.generation_commits} memory commits each)",
                 f"- memory commits since the boundary: {inputs.commits_since_boundary}",
                 f"- boundary commit: {inputs.boundary or 'none'} (the snapshot is from {since})",
                 f"- latest prune commit: {inputs.latest_prune or 'none (never pruned)'}",
                 f"- head: {inputs.head}",
+                f"- revival grace: {inputs.revival_grace} prunes",
+                f"- memory items new or changed since the snapshot: {inputs.changed_items}",
             )
         ),
         "## Protected (in revival grace: kept whatever you answer)\n\n"
         + listing(inputs.protected, budget),
-        "## Previous ledger\n\n"
+        "## Previous ledger, parsed\n\n"
+        + (
+            listing(inputs.ledger_summary.splitlines(), budget)
+            if inputs.ledger_summary
+            else "(none)"
+        ),
+        "## Items unchanged since the snapshot (candidates, not a verdict)\n\n"
+        + listing(inputs.unchanged, budget),
+        "## Previous ledger (the raw body of the latest prune commit)\n\n"
         + (
             budget.fenced(inputs.previous_ledger.strip(), executor)
             if inputs.previous_ledger.strip()

@@ -4,8 +4,10 @@ on the executors of `executors.py` and the prompts of `prompts.py` (CONTRACT §7
 With `openai` the model only proposes and code applies: an insight log written and
 committed as `insight: <title>`, or prune removals made with the graph editor (the items
 and every edge that points at them) committed as `prune: expired active memory` with the
-ledger as the body, or an empty `prune: checkpoint`. The turn then checks grants and the
-gate as for any role.
+ledger as the body, or an empty `prune: checkpoint`. Items in revival grace are dropped
+from a removal whatever the model said (the turn rewrites the ledger to record them). The
+turn then checks grants and the gate as for any role. Every executor call, whatever its
+outcome, writes one line to the root's run log (`runlog.py`).
 """
 
 from __future__ import annotations
@@ -16,19 +18,14 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
-from memsync.cycles.executors import ExecutorFailed, ask_openai_blocking, run_command
-from memsync.cycles.prompts import (
-    Executor,
-    InsightInputs,
-    InsightNoop,
-    InsightWrite,
-    Prompt,
-    PruneCheckpoint,
-    PruneInputs,
-    PruneRemove,
-    insight_prompt,
-    prune_prompt,
-)
+from memsync.cycles.answers import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
+from memsync.cycles.chat import ask_openai_blocking
+from memsync.cycles.command import run_command
+from memsync.cycles.insightprompt import InsightInputs, insight_prompt
+from memsync.cycles.promptkit import Executor, Prompt
+from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
+from memsync.cycles.runlog import RunLog
+from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.turn import RoleFailed, TurnInput
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
@@ -43,9 +40,15 @@ Proposal = InsightWrite | InsightNoop | PruneRemove | PruneCheckpoint
 class CommandRole:
     """An agent CLI in the candidate worktree; it commits its own work."""
 
-    def __init__(self, role: CommandRoleSettings, scratch: Path | None = None) -> None:
+    def __init__(
+        self,
+        role: CommandRoleSettings,
+        scratch: Path | None = None,
+        runlog: RunLog | None = None,
+    ) -> None:
         self.role = role
         self.scratch = scratch
+        self.runlog = runlog
 
     def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
         try:
@@ -58,15 +61,20 @@ class CommandRole:
                 scratch=self.scratch,
             )
         except ExecutorFailed as exc:
+            if self.runlog is not None:
+                self.runlog.write(exc.record)
             raise RoleFailed(exc.message) from exc
+        if self.runlog is not None:
+            self.runlog.write(record)
         log.info("%s", record.summary())
 
 
 class OpenAIRole:
     """A chat-completions endpoint: the model proposes, `apply` commits it."""
 
-    def __init__(self, role: OpenAIRoleSettings) -> None:
+    def __init__(self, role: OpenAIRoleSettings, runlog: RunLog | None = None) -> None:
         self.role = role
+        self.runlog = runlog
 
     def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
         known = _item_ids(turn.worktree) if turn.cycle == "prune" else None
@@ -80,7 +88,11 @@ class OpenAIRole:
                 known_ids=known,
             )
         except ExecutorFailed as exc:
+            if self.runlog is not None:
+                self.runlog.write(exc.record)
             raise RoleFailed(exc.message) from exc
+        if self.runlog is not None:
+            self.runlog.write(got.record)
         log.info("%s", got.record.summary())
         apply(turn, got.proposal)
 
@@ -102,16 +114,28 @@ def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
         )
     context: Mapping[str, str] = turn.context
     boundary = context.get("boundary") or None
+    facts = turn.prune
+    snapshot: dict[str, str] = {}
+    if facts is not None and facts.snapshot_at and executor == "openai":
+        snapshot = _memory_at(git, facts.snapshot_at)
     return prune_prompt(
         PruneInputs(
             root=turn.root,
-            generation=int(context.get("generation_number", "0") or 0),
+            generation=facts.generation if facts else int(context.get("generation_number") or 0),
             generation_commits=int(context.get("generation_commits", "0") or 0),
             commits_since_boundary=int(context.get("count", "0") or 0),
             head=git.out("rev-parse", "HEAD"),
             boundary=boundary,
             latest_prune=boundary,
+            previous_ledger=facts.previous_body if facts else "",
+            boundary_snapshot=snapshot,
             current_memory=_memory(root) if executor == "openai" else {},
+            revival_grace=facts.revival_grace if facts else 0,
+            protected=facts.protected() if facts else (),
+            snapshot_at=facts.snapshot_at if facts else None,
+            ledger_summary=facts.previous.summary() if facts and facts.boundary else "",
+            unchanged=facts.unchanged if facts else (),
+            changed_items=facts.changed if facts else 0,
         ),
         executor,
     )
@@ -130,6 +154,14 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
         git.run("add", "-f", "--", name)
         _commit(git, proposal.subject)
         return
+    graced = set(turn.prune.graced) if turn.prune is not None else set()
+    if isinstance(proposal, PruneRemove) and graced & set(proposal.remove):
+        kept = sorted(graced & set(proposal.remove))
+        log.info("revival grace keeps %s whatever the model proposed", ", ".join(kept))
+        remove = tuple(item for item in proposal.remove if item not in graced)
+        proposal = (
+            PruneRemove(remove, proposal.ledger) if remove else PruneCheckpoint(proposal.ledger)
+        )
     if isinstance(proposal, PruneCheckpoint):
         _commit(git, proposal.message, allow_empty=True)
         return
@@ -151,6 +183,19 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
 def _memory(root: Path) -> dict[str, str]:
     files = [root / "MEMORY.md", *sorted(root.glob("MEMORY_*.md"))]
     return {p.name: p.read_text(encoding="utf-8", errors="replace") for p in files if p.is_file()}
+
+
+def _memory_at(git: Git, rev: str) -> dict[str, str]:
+    """The active memory files as they were at `rev` (the boundary snapshot)."""
+    names = git.out("ls-tree", "--name-only", rev, "--", "MEMORY.md").split("\n")
+    names += [
+        n for n in git.out("ls-tree", "--name-only", rev).split("\n") if n.startswith("MEMORY_")
+    ]
+    found: dict[str, str] = {}
+    for name in sorted({n for n in names if n.endswith(".md")}):
+        data = git.run("cat-file", "blob", f"{rev}:{name}", check=False).stdout
+        found[name] = data.decode("utf-8", "replace")
+    return found
 
 
 def _item_ids(root: Path) -> set[str]:

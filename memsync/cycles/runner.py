@@ -7,8 +7,12 @@ root lock, and, when something landed and the root pushes, runs a sync cycle to 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memsync.config.model import CommandRoleSettings, RootSettings, Settings
+from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
 from memsync.cycles.roles import CommandRole, OpenAIRole
+from memsync.cycles.runlog import RunLog
 from memsync.cycles.turn import (
     FAILED,
     LANDED,
@@ -33,7 +37,19 @@ def cycle_settings(root: RootSettings, kind: str) -> CycleSettings:
             threshold=root.insight_threshold,
             points_per_commit=root.insight_points_per_commit,
         )
-    return CycleSettings("prune", root.prune_enabled, threshold=root.prune_generation_commits)
+    return CycleSettings(
+        "prune",
+        root.prune_enabled,
+        threshold=root.prune_generation_commits,
+        revival_grace=revival_grace(root),
+    )
+
+
+def revival_grace(root: RootSettings) -> int:
+    """`roots.*.prune.revival_grace` once the configuration carries it (RootSettings
+    `prune_revival_grace`); until then the reference's default of 2 generations."""
+    value = getattr(root, "prune_revival_grace", DEFAULT_REVIVAL_GRACE)
+    return value if isinstance(value, int) and value >= 0 else DEFAULT_REVIVAL_GRACE
 
 
 def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, float]:
@@ -45,9 +61,10 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
             f"roots.{root.name}.{kind}.role names {name!r}, which is not under `roles`",
             hint="define the role under `roles:` (executor: command or openai)",
         )
+    runlog = RunLog.for_root(settings.state_dir, root.name, kind)
     if isinstance(role, CommandRoleSettings):
-        return CommandRole(role), role.timeout.total_seconds()
-    return OpenAIRole(role), role.timeout.total_seconds()
+        return CommandRole(role, runlog=runlog), role.timeout.total_seconds()
+    return OpenAIRole(role, runlog), role.timeout.total_seconds()
 
 
 def cycle_now(
@@ -67,7 +84,7 @@ def cycle_now(
         role, timeout = role_for(settings, root, kind)
     except UsageError as exc:
         return CycleResult(root.name, kind, FAILED, exc.message)
-    cycle = CycleSettings(cycle.kind, True, cycle.threshold, cycle.points_per_commit, timeout)
+    cycle = replace(cycle, enabled=True, timeout=timeout)
     result = run_cycle(root, cycle, role, settings.state_dir, force=force)
     if push and result.status == LANDED and root.push and root.sync_enabled:
         pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0))

@@ -18,9 +18,17 @@ from pathlib import Path
 from typing import Protocol
 
 from memsync.config.model import RootSettings
+from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
 from memsync.cycles.pressure import Pressure, count_new, prune_due
+from memsync.cycles.prunefacts import (
+    PruneFacts,
+    grace_problems,
+    ledger_message,
+    prune_facts,
+    removed_items,
+)
 from memsync.errors import LockBusy, MemsyncError
-from memsync.roots import journal
+from memsync.roots import journal, recovery
 from memsync.roots.admit import (
     Admission,
     Admitter,
@@ -34,6 +42,7 @@ from memsync.roots.admit import (
     Unstaged,
 )
 from memsync.roots.candidate import MergeFailed
+from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
@@ -102,6 +111,7 @@ class TurnInput:
     operation_id: str
     worktree: Path
     context: dict[str, str] = field(default_factory=dict)
+    prune: PruneFacts | None = None  # a prune turn's history facts (boundary, ledger, grace)
 
 
 class Role(Protocol):
@@ -118,6 +128,7 @@ class CycleSettings:
     threshold: int  # insight: trigger points; prune: generation commits
     points_per_commit: int = 1
     timeout: float = 900.0
+    revival_grace: int = DEFAULT_REVIVAL_GRACE  # prune: generations a revived item is kept
 
 
 def run_cycle(
@@ -150,6 +161,7 @@ class _Turn:
         self.policy = SyncPolicy(max_file_size=root.max_file_size)
         self.records = journal.Journal(layout.journal_dir)
         self.pressure_path = layout.base / "insight.json"
+        self._facts: dict[str, PruneFacts] = {}
 
     def result(self, status: str, message: str, **fields: object) -> CycleResult:
         return CycleResult(self.root.name, self.cycle.kind, status, message, **fields)  # type: ignore[arg-type]
@@ -158,6 +170,10 @@ class _Turn:
         git = self.git
         if not self.root.path.is_dir() or git.git_dir() is None:
             return self.result(FAILED, f"{self.root.path} is not the top level of a Git work tree")
+        if recovery.needed(self.records, self.layout):
+            # A turn killed after `prepared` is finished here (and its key remembered), so
+            # the model is not asked again; one killed before is failed and its leftovers go.
+            recovery.recover(git, self.records, self.layout, self.policy)
         state = git.work_state()
         if state.head is None or state.branch is None:
             return self.result(FAILED, "the root has no checked-out branch with commits")
@@ -180,11 +196,14 @@ class _Turn:
             if not due.due and not force:
                 return self.result(NOT_DUE, f"prune not due: {due.reason}")
             basis = due.boundary or "root"
+            facts = self.facts(head)
             context = {
                 "generation": due.reason,
+                "generation_number": str(facts.generation),
                 "boundary": due.boundary or "",
                 "count": str(due.count),
                 "generation_commits": str(due.generation_commits),
+                "revival_grace": str(self.cycle.revival_grace),
             }
         # Insight: the claim names the turn, whatever HEAD became (a landing moved it);
         # prune: the generation's boundary and the head it counted to.
@@ -217,7 +236,8 @@ class _Turn:
         worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         git.worktree_add(worktree, head)
         box = git.at(worktree)
-        turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context)
+        facts = self.facts(head) if self.cycle.kind == "prune" else None
+        turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context, facts)
         self.role(turn, Deadline.after(self.cycle.timeout))
         leftovers = box.work_state().entries
         if leftovers:
@@ -236,12 +256,16 @@ class _Turn:
         if tree == git.tree_of(head) and self.cycle.kind != "prune":
             return None  # commits that change nothing: a no-op
         message = box.out("log", "-1", "--format=%B", "HEAD").strip()
+        if facts is not None:  # the ledger records what went and what grace kept
+            message = ledger_message(message, facts, removed_items(git, head, top or head))
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
-        return (
+        collapsed = (
             box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
             .stdout.decode("ascii")
             .strip()
         )
+        fault("cycle-after-role-commit")
+        return collapsed
 
     def _replay(self, fenced: Fenced, start: str, branch: str, key: str) -> Outcome:
         """HEAD moved during the turn (a person committed): the turn's commit is replayed
@@ -285,6 +309,8 @@ class _Turn:
     def _validate(self, head: str, candidate: str, files: tuple[str, ...]) -> Report:
         git = self.git
         problems = check_grants(self.cycle.kind, git.tree_diff(head, candidate), self.policy)
+        if self.cycle.kind == "prune":
+            problems += grace_problems(self.facts(head), removed_items(git, head, candidate))
         if problems:
             return Report(problems=tuple(problems))
         _count, changes = git.changes(candidate, head)
@@ -294,6 +320,14 @@ class _Turn:
         return validate_tree(
             git.tree_view(candidate), self.policy, default_graph_validator(), content_paths=files
         )
+
+    def facts(self, head: str) -> PruneFacts:
+        """The prune facts at `head` (computed once per head a turn meets)."""
+        if head not in self._facts:
+            self._facts[head] = prune_facts(
+                self.git, head, self.cycle.threshold, self.cycle.revival_grace
+            )
+        return self._facts[head]
 
     def _finish(self, outcome: object) -> CycleResult:
         kind = self.cycle.kind

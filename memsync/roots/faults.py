@@ -31,7 +31,12 @@ VIEW_POINTS = (  # a view import's promotion (views/store.py)
     "view-after-swap",  # the new import is active, trust.json still names the old one
     "view-after-trust-write",  # trust.json names the new revision; old tree and record remain
 )
-POINTS = SYNC_POINTS + VIEW_POINTS
+CYCLE_POINTS = (  # a prune or insight turn (cycles/); it then passes the sync points
+    # from after-merge on (admit.py, publish.py): after-prepared, after-ref-update, ...
+    "cycle-during-executor",  # the role's command exited or its HTTP answer arrived
+    "cycle-after-role-commit",  # the role's commits are collapsed into one, not yet pinned
+)
+POINTS = SYNC_POINTS + VIEW_POINTS + CYCLE_POINTS
 
 
 def fault(point: str) -> None:
