@@ -20,8 +20,6 @@ format (CONTRACT §7) has no repair action.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -32,7 +30,7 @@ from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.config.model import CommandRoleSettings, RootSettings
 from memsync.cycles.command import run_command
-from memsync.cycles.repairprompt import PROMPT_VERSION, RepairInputs, repair_prompt
+from memsync.cycles.repairprompt import KIND, Conflict, RepairInputs, repair_key, repair_prompt
 from memsync.cycles.runrecord import ExecutorFailed
 from memsync.errors import MemsyncError
 from memsync.roots import journal
@@ -50,31 +48,7 @@ from memsync.validators.problems import Problem, Report
 
 log = logging.getLogger(__name__)
 
-KIND = "repair"
 KEEP_ATTEMPTS = 100  # conflicts remembered in repair.json at most (oldest dropped)
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """What the sync found: the merge of `upstream` into `start` conflicted, or is invalid."""
-
-    start: str
-    upstream: str
-    conflicted: bool  # True: unmerged paths; False: a clean merge whose result is invalid
-    message: str
-    files: tuple[str, ...]
-    problems: tuple[Problem, ...] = ()
-
-    def diagnostic(self) -> str:
-        """The canonical JSON of what the role is asked to settle (part of the key)."""
-        problems = [[p.code, p.path, p.line, p.message] for p in self.problems]
-        data = {
-            "conflicted": self.conflicted,
-            "files": sorted(self.files),
-            "message": self.message,
-            "problems": problems,
-        }
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 @dataclass(frozen=True)
@@ -105,23 +79,6 @@ class RepairFailed(MemsyncError):
     def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def repair_key(conflict: Conflict, prompt: str, role: CommandRoleSettings) -> str:
-    """The deterministic operation key of repairing this conflict with this prompt and role."""
-    who = json.dumps([role.name, list(role.command)], ensure_ascii=True)
-    return journal.operation_key(
-        KIND,
-        conflict.start,
-        conflict.upstream,
-        sha256(conflict.diagnostic()),
-        sha256(f"{PROMPT_VERSION}\0{prompt}"),
-        sha256(who),
-    )
 
 
 # -- the attempt ledger ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""The repair role's prompt: what went wrong in a sync merge and what the role may do.
+"""The repair role's input: the conflict, the prompt that tells it, and the key of both.
 
-Written for this project in its own words. The prompt holds no worktree path and no
+The prompt says what went wrong in a sync merge and what the role may do, written for
+this project in its own words. The prompt holds no worktree path and no
 operation id (those reach the role as its working directory and `MEMSYNC_*` variables), so
 the same conflict always gives the same prompt text, and the repair's operation id, which
 hashes it, is the same too. Everything that came from the memory itself (paths, problem
@@ -9,17 +10,62 @@ messages) is fenced as data and cut to a budget.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memsync.config.model import CommandRoleSettings
+from memsync.roots import journal
 from memsync.validators.paths import printable
 from memsync.validators.policy import ALLOWED_GLOBS, ALLOWED_REGEXES
 from memsync.validators.problems import Problem
 
+KIND = "repair"
 PROMPT_VERSION = "memsync-sync-repair-v1"
 MAX_LISTED = 200  # paths or problems named in the prompt at most
 MAX_MESSAGE = 400  # characters of one problem message
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """What the sync found: the merge of `upstream` into `start` conflicted, or is invalid."""
+
+    start: str
+    upstream: str
+    conflicted: bool  # True: unmerged paths; False: a clean merge whose result is invalid
+    message: str
+    files: tuple[str, ...]
+    problems: tuple[Problem, ...] = ()
+
+    def diagnostic(self) -> str:
+        """The canonical JSON of what the role is asked to settle (part of the key)."""
+        problems = [[p.code, p.path, p.line, p.message] for p in self.problems]
+        data = {
+            "conflicted": self.conflicted,
+            "files": sorted(self.files),
+            "message": self.message,
+            "problems": problems,
+        }
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def repair_key(conflict: Conflict, prompt: str, role: CommandRoleSettings) -> str:
+    """The deterministic operation key of repairing this conflict with this prompt and role."""
+    who = json.dumps([role.name, list(role.command)], ensure_ascii=True)
+    return journal.operation_key(
+        KIND,
+        conflict.start,
+        conflict.upstream,
+        sha256(conflict.diagnostic()),
+        sha256(f"{PROMPT_VERSION}\0{prompt}"),
+        sha256(who),
+    )
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memsync.cycles.repair import Conflict, Repaired, Repairer
+from memsync.cycles.repair import Repaired, Repairer
+from memsync.cycles.repairprompt import Conflict
 from memsync.errors import require
 from memsync.roots import journal
 from memsync.roots.admit import (

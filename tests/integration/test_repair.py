@@ -264,3 +264,31 @@ def test_a_dry_run_does_not_run_the_repair_role(team: Team, tmp_path: Path) -> N
     result = bob.sync(dry_run=True)
     assert result.status == "conflict" and "not run" in result.message
     assert snapshot(bob.path) == before and agent.runs == 0
+
+
+def test_a_repair_that_drops_the_upstream_parent_is_refused(team: Team, tmp_path: Path) -> None:
+    body = (
+        f"git merge --abort && printf '{BOB_MEMORY}Mine only.\\n' > MEMORY.md && "
+        "git commit -qam 'keep only mine'"
+    )
+    agent = Agent(tmp_path, body)
+    bob = with_role(team.bob, agent.role)
+    _local, upstream = conflict(team)
+    before = snapshot(bob.path)
+    result = bob.sync()
+    unchanged(team, bob, result.status, before, upstream)
+    assert "parents are the local head and the upstream commit" in result.message
+
+
+def test_a_repair_of_two_commits_is_refused(team: Team, tmp_path: Path) -> None:
+    body = (
+        f"printf '{ALICE_MEMORY}' > MEMORY.md && git add MEMORY.md && {COMMIT} && "
+        "printf '# B\\n' > MEMORY_b.md && git add -f MEMORY_b.md && git commit -qm more"
+    )
+    agent = Agent(tmp_path, body)
+    bob = with_role(team.bob, agent.role)
+    _local, upstream = conflict(team)
+    before = snapshot(bob.path)
+    result = bob.sync()
+    unchanged(team, bob, result.status, before, upstream)
+    assert [p.code for p in result.problems] == ["too-many-commits"]
