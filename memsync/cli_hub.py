@@ -13,6 +13,7 @@ from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.hub.serve import run_hub
 from memsync.hub.tokens import hub_init, open_store
+from memsync.hub.workers import default_workers
 from memsync.wire.hub import TokenCreated, TokenList
 
 # -- hub --------------------------------------------------------------------------------------
@@ -63,14 +64,26 @@ def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
     metavar="HOST:PORT",
     help="Address to listen on (default: hub.listen, else 127.0.0.1:8765).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Worker processes sharing the port (default: the number of cores; 1 serves in "
+    "this process).",
+)
 @click.pass_obj
-def hub_serve(app: App, data: Path | None, listen: str | None) -> int:
-    """Serve views, tokens and change events until SIGTERM or Ctrl-C."""
+def hub_serve(app: App, data: Path | None, listen: str | None, workers: int | None) -> int:
+    """Serve views, tokens and change events until SIGTERM or Ctrl-C.
+
+    With several workers, this process supervises them: if one of them dies, the hub
+    stops them all and exits 3 (for systemd to restart it).
+    """
     data_dir = _hub_dir(app, data)
     if listen is None:
         settings = None if data is not None else app.settings()
         listen = settings.hub.listen if settings and settings.hub else "127.0.0.1:8765"
-    run_hub(data_dir, listen)
+    run_hub(data_dir, listen, workers if workers is not None else default_workers())
     return EXIT_OK
 
 

@@ -1,6 +1,7 @@
 """Running the hub: bind, log where, serve until SIGTERM or SIGINT, stop gracefully.
 
-`memsync hub serve` calls `run_hub`; the application itself is `app.make_app`.
+`memsync hub serve` calls `run_hub`: one worker serves in this process (`serve_hub`),
+several are forked and supervised by it (`workers.py`). The application is `app.make_app`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from aiohttp import web
 from memsync.config.units import check_listen
 from memsync.errors import UsageError
 from memsync.hub.app import hub_runner, make_app
+from memsync.hub.workers import serve_workers
 
 log = logging.getLogger("memsync.hub")
 
@@ -57,6 +59,14 @@ async def serve_hub(data_dir: Path, listen: str) -> None:
         await runner.cleanup()
 
 
-def run_hub(data_dir: Path, listen: str) -> None:
-    """`memsync hub serve`: run the hub in this process until it is told to stop."""
-    asyncio.run(serve_hub(data_dir, listen))
+def run_hub(data_dir: Path, listen: str, workers: int = 1) -> None:
+    """`memsync hub serve`: run the hub until it is told to stop, in this process
+    (`workers` 1) or in `workers` processes on one port (`WorkerFailed` if one of them
+    ends on its own)."""
+    if workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {workers}")
+    if workers == 1:
+        asyncio.run(serve_hub(data_dir, listen))
+        return
+    host, port = _split_listen(listen)
+    serve_workers(data_dir, host, port, workers)
