@@ -180,6 +180,66 @@ def changes_from(records: list[RawChange], sizes: dict[str, int]) -> list[Change
     ]
 
 
+MODE_TREE = 0o040000
+
+
+class DiffRecord(NamedTuple):
+    """One record of `git diff-tree -r -t -z --raw`: a leaf or (with `-t`) a directory.
+
+    Modes are 0 on the missing side; object ids are None there.
+    """
+
+    old_mode: int
+    mode: int
+    old_oid: str | None
+    oid: str | None
+    status: str  # A, D, M or T
+    path: str
+
+    @property
+    def is_tree(self) -> bool:
+        """A directory record (`-t`): neither side is a leaf."""
+        return self.old_mode in (0, MODE_TREE) and self.mode in (0, MODE_TREE)
+
+
+def parse_diff_raw(raw: bytes) -> list[DiffRecord]:
+    """`git diff-tree -r [-t] -z --raw --no-renames --no-abbrev`: every record, in git's order."""
+    found: list[DiffRecord] = []
+    tokens = raw.split(b"\0")
+    i = 0
+    while i + 1 < len(tokens):
+        header = tokens[i]
+        i += 1
+        if not header.startswith(b":"):
+            continue
+        fields = header[1:].split()
+        old_mode, new_mode = int(fields[0], 8), int(fields[1], 8)
+        old_oid, new_oid = fields[2].decode("ascii"), fields[3].decode("ascii")
+        found.append(
+            DiffRecord(
+                old_mode,
+                new_mode,
+                None if old_mode == 0 or _ZERO.match(fields[2]) else old_oid,
+                None if new_mode == 0 or _ZERO.match(fields[3]) else new_oid,
+                fields[4][:1].decode("ascii"),
+                decode_path(tokens[i]),
+            )
+        )
+        i += 1
+    return found
+
+
+def parse_batch_check_lines(raw: bytes) -> list[tuple[str, str, int] | None]:
+    """`cat-file --batch-check=%(objectname) %(objecttype) %(objectsize)`, one answer per
+    line asked, in order: (object id, type, size), or None for a missing object."""
+    answers: list[tuple[str, str, int] | None] = []
+    for line in raw.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        ok = len(parts) == 3 and parts[2].isdigit()
+        answers.append((parts[0], parts[1], int(parts[2])) if ok else None)
+    return answers
+
+
 def parse_batch_check(raw: bytes) -> dict[str, int]:
     """`cat-file --batch-check=%(objectname) %(objecttype) %(objectsize)`: blob sizes."""
     sizes: dict[str, int] = {}

@@ -54,6 +54,10 @@ class Recent(Generic[_K, _V]):
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 # Where GitPython looks for git: nothing can be there, so a GitPython call that would start
 # git (`repo.git.*`, `is_dirty()`, an object read) fails instead of running git outside the box.

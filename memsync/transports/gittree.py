@@ -1,13 +1,58 @@
-"""Tree reads: listings, diffs, commit logs and blobs of a repository (see `git.py`)."""
+"""Tree reads: listings, diffs, commit logs and blobs of a repository (see `git.py`).
+
+A sync pays for what changed. A listing asked by object id is kept (`gitmemo`), and the
+next one in the same work tree is derived from it with git's own diff between the two
+trees (`diff-tree -r -t`, one process, no full listing parsed): the derived listing says
+so (`tree_oid`, `base_oid`, `delta`), which lets the gate derive its whole-tree verdict
+the same way. A diff whose records do not fit the base listing (a path added twice, a
+directory added where one is, a file where a directory is: trees git's object check
+refuses) is not trusted: the tree is listed in full. Diffs, blob sizes and small blobs are
+kept too, so the diff a cycle asks three times (admission, validation, the fence) and the
+blob it reads twice run git once.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from memsync.transports import gitparse
+from memsync.transports import gitmemo, gitparse
 from memsync.transports.gitcore import GitCore
-from memsync.validators.tree import Change, Entry, TreeView
+from memsync.transports.gitenv import OID
+from memsync.transports.gitmemo import KeptListing
+from memsync.transports.gitparse import DiffRecord
+from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
+
+MODE_GITLINK = 0o160000
+_BATCH_CHECK = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
+
+
+class GitListing(Listing):
+    """A tree's listing, saying which tree it is and (when derived) from which tree and diff."""
+
+    def __init__(
+        self,
+        entries: Mapping[str, Entry],
+        duplicates: Iterable[str] = (),
+        *,
+        tree_oid: str | None = None,
+        base_oid: str | None = None,
+        delta: tuple[tuple[str, Entry | None], ...] | None = None,
+    ) -> None:
+        super().__init__(entries.items(), duplicates)
+        self.tree_oid = tree_oid
+        self.base_oid = base_oid
+        self.delta = delta
+
+
+class GitTreeView(TreeView):
+    """A TreeView of a listing that carries its tree's identity (see `GitListing`)."""
+
+    def __init__(self, listing: GitListing, source: BlobSource) -> None:
+        super().__init__(listing, source)
+        self.tree_oid = listing.tree_oid
+        self.base_oid = listing.base_oid
+        self.delta = listing.delta
 
 
 class TreeReads(GitCore):
@@ -16,14 +61,108 @@ class TreeReads(GitCore):
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
 
-    def ls_tree(self, rev: str) -> dict[str, Entry]:
-        """Every leaf of a commit's tree with mode, size and object id."""
+    def ls_tree(self, rev: str) -> GitListing:
+        """Every leaf of a commit's (or tree's) tree with mode, size and object id.
+
+        By object id: kept, derived from the last listing made here, or listed in full
+        (and kept). Any other revision is listed in full. Each call returns a new listing.
+        """
+        if OID.fullmatch(rev) is None:
+            return GitListing(self._list(rev))
+        tree = rev if gitmemo.LISTINGS.get(rev) is not None else gitmemo.TREES.get(rev)
+        kept = gitmemo.LISTINGS.get(tree) if tree is not None else None
+        base_oid: str | None = None
+        delta: tuple[tuple[str, Entry | None], ...] | None = None
+        if kept is None or tree is None:
+            derived = self._derive(rev, tree)
+            if derived is not None:
+                tree, kept, base_oid, delta = derived
+            else:
+                tree = tree or self.tree_of(rev)
+                entries = self._list(rev)
+                kept = KeptListing(entries, gitmemo.count_dirs(entries))
+            gitmemo.TREES.put(rev, tree)
+            gitmemo.LISTINGS.put(tree, kept)
+        gitmemo.LAST.put(self.cwd, (rev, tree))
+        return GitListing(
+            kept.entries,
+            kept.entries.duplicates,
+            tree_oid=tree,
+            base_oid=base_oid,
+            delta=delta,
+        )
+
+    def _list(self, rev: str) -> Listing:
         return gitparse.parse_ls_tree(
             self.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", rev).stdout
         )
 
+    def _derive(
+        self, rev: str, tree: str | None
+    ) -> tuple[str, KeptListing, str, tuple[tuple[str, Entry | None], ...]] | None:
+        """`rev`'s listing from the last one kept in this work tree and git's diff between
+        them; None when there is none, or when the diff does not fit it."""
+        last = gitmemo.LAST.get(self.cwd)
+        base = gitmemo.LISTINGS.get(last[1]) if last is not None else None
+        if last is None or base is None or base.entries.duplicates:
+            return None
+        records = self.diff_records(last[0], rev)
+        leaves = [r for r in records if not r.is_tree]
+        wanted = [r.oid for r in leaves if r.oid is not None and r.mode != MODE_GITLINK]
+        sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
+        missing = sorted({oid for oid in wanted if oid not in sizes})
+        asked = ([] if tree is not None else [f"{rev}^{{tree}}"]) + missing
+        if asked:
+            answers = gitparse.parse_batch_check_lines(
+                self.run("cat-file", _BATCH_CHECK, input=_lines(asked)).stdout
+            )
+            if len(answers) != len(asked) or any(a is None for a in answers):
+                return None
+            if tree is None:
+                first = answers.pop(0)
+                if first is None or first[1] != "tree":
+                    return None
+                tree = first[0]
+            for oid, answer in zip(missing, answers, strict=True):
+                if answer is not None:
+                    sizes[oid] = answer[2]
+                    gitmemo.SIZES.put(oid, answer[2])
+        applied = apply_diff(base, records, sizes)
+        if applied is None:
+            return None
+        if tree is None:
+            return None
+        kept, delta = applied
+        return tree, kept, last[1], delta
+
+    def diff_records(self, old: str, new: str) -> tuple[DiffRecord, ...]:
+        """git's diff between two commits or trees, leaves and directories (`-t`); kept when
+        both are named by object id."""
+        key = (old, new)
+        cacheable = OID.fullmatch(old) is not None and OID.fullmatch(new) is not None
+        kept = gitmemo.DIFFS.get(key) if cacheable else None
+        if kept is not None:
+            return kept
+        raw = self.run(
+            "diff-tree",
+            "-r",
+            "-t",
+            "-z",
+            "--raw",
+            "--no-abbrev",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            old,
+            new,
+        ).stdout
+        records = tuple(gitparse.parse_diff_raw(raw))
+        if cacheable:
+            gitmemo.DIFFS.put(key, records)
+        return records
+
     def tree_view(self, rev: str) -> TreeView:
-        return TreeView(self.ls_tree(rev), GitBlobs(self))
+        return GitTreeView(self.ls_tree(rev), GitBlobs(self))
 
     def changes(self, include: str, exclude: str | None) -> tuple[int, list[Change]]:
         """(commit count, every path changed by every commit in `include ^exclude`).
@@ -48,61 +187,54 @@ class TreeReads(GitCore):
         raw = self.run(*args).stdout
         records = gitparse.parse_log_raw(raw)
         commits = len(set(re.findall(rb"\x01([0-9a-f]+)", raw)))
-        sizes = self.blob_sizes([oid for *_, oid in records if oid is not None])
+        sizes = self.blob_sizes(
+            [oid for *_, oid in records if oid is not None],
+            tree_of=include if OID.fullmatch(include) else None,
+        )
         return commits, gitparse.changes_from(records, sizes)
 
     def changed_paths(self, old: str, new: str) -> tuple[str, ...]:
-        raw = self.run(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--name-only",
-            "--no-renames",
-            "--no-ext-diff",
-            "--no-textconv",
-            old,
-            new,
-        ).stdout
-        return tuple(sorted(gitparse.decode_path(p) for p in raw.split(b"\0") if p))
+        """Every path (leaf) that differs between two commits or trees, sorted."""
+        return tuple(sorted(r.path for r in self.diff_records(old, new) if not r.is_tree))
 
     def tree_diff(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status letter, path) for every path that differs: A added, D deleted, M, T."""
-        raw = self.run(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--name-status",
-            "--no-renames",
-            "--no-ext-diff",
-            "--no-textconv",
-            old,
-            new,
-        ).stdout
-        fields = raw.split(b"\0")
-        return [
-            (fields[i].decode("ascii")[:1], gitparse.decode_path(fields[i + 1]))
-            for i in range(0, len(fields) - 1, 2)
-        ]
+        return [(r.status, r.path) for r in self.diff_records(old, new) if not r.is_tree]
 
-    def blob_sizes(self, oids: Sequence[str]) -> dict[str, int]:
+    def blob_sizes(self, oids: Sequence[str], *, tree_of: str | None = None) -> dict[str, int]:
+        """Blob sizes (kept); with `tree_of` (a commit id), its tree id is learnt too."""
         wanted = sorted(set(oids))
-        if not wanted:
-            return {}
-        raw = self.run(
-            "cat-file",
-            "--batch-check=%(objectname) %(objecttype) %(objectsize)",
-            input=("\n".join(wanted) + "\n").encode("ascii"),
-        ).stdout
-        return gitparse.parse_batch_check(raw)
+        sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
+        missing = [oid for oid in wanted if oid not in sizes]
+        asked = missing + ([f"{tree_of}^{{tree}}"] if tree_of is not None else [])
+        if not asked:
+            return sizes
+        answers = gitparse.parse_batch_check_lines(
+            self.run("cat-file", _BATCH_CHECK, input=_lines(asked)).stdout
+        )
+        for question, answer in zip(asked, answers, strict=False):
+            if answer is None:
+                continue
+            oid, kind, size = answer
+            if kind == "blob" and question == oid:
+                sizes[oid] = size
+                gitmemo.SIZES.put(oid, size)
+            elif kind == "tree" and tree_of is not None and question.startswith(tree_of):
+                gitmemo.TREES.put(tree_of, oid)
+        return sizes
 
     def read_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """Blob bytes by id (missing objects left out); small blobs are kept."""
         wanted = sorted(set(oids))
-        if not wanted:
-            return {}
-        raw = self.run(
-            "cat-file", "--batch", input=("\n".join(wanted) + "\n").encode("ascii")
-        ).stdout
-        return gitparse.parse_batch(raw)
+        blobs = {oid: data for oid in wanted if (data := gitmemo.BLOBS.get(oid)) is not None}
+        missing = [oid for oid in wanted if oid not in blobs]
+        if missing:
+            raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
+            for oid, data in gitparse.parse_batch(raw).items():
+                blobs[oid] = data
+                if len(data) <= gitmemo.BLOB_KEPT:
+                    gitmemo.BLOBS.put(oid, data)
+        return blobs
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""
@@ -132,3 +264,65 @@ class GitBlobs:
 
     def read_many(self, oids: Sequence[str]) -> Mapping[str, bytes]:
         return self._git.read_blobs(oids)
+
+
+def _lines(items: Sequence[str]) -> bytes:
+    return ("\n".join(items) + "\n").encode("ascii")
+
+
+def apply_diff(
+    base: KeptListing, records: Sequence[DiffRecord], sizes: Mapping[str, int]
+) -> tuple[KeptListing, tuple[tuple[str, Entry | None], ...]] | None:
+    """`base` changed by git's diff records (`diff-tree -r -t`), and the leaf delta; None
+    when a record does not fit (a path twice, a deletion of what is not there, an addition
+    of what is, a directory added where one stands, a file where a directory is or under
+    one): only a tree git's object check refuses gives such a diff, and it is listed in full.
+    """
+    entries = dict(base.entries)
+    dirs = dict(base.dirs)
+    delta: list[tuple[str, Entry | None]] = []
+    seen: set[str] = set()
+    leaves = [r for r in records if not r.is_tree]
+    for record in leaves:
+        if record.path in seen or (record.old_mode == 0) == (record.path in entries):
+            return None
+        seen.add(record.path)
+        if record.oid is None:
+            del entries[record.path]
+            _count(dirs, record.path, -1)
+            delta.append((record.path, None))
+    for record in records:
+        added_dir = record.is_tree and record.status == "A" and record.oid is not None
+        if added_dir and (dirs.get(record.path, 0) > 0 or record.path in entries):
+            return None
+    for record in leaves:
+        if record.oid is None:
+            continue
+        size = None if record.mode == MODE_GITLINK else sizes.get(record.oid)
+        if size is None and record.mode != MODE_GITLINK:
+            return None
+        entry = Entry(record.mode, size, record.oid)
+        if record.old_mode == 0:
+            _count(dirs, record.path, 1)
+        entries[record.path] = entry
+        delta.append((record.path, entry))
+    for path, new in delta:
+        if new is not None and (path in dirs or any(p in entries for p in _parents(path))):
+            return None
+    return KeptListing(Listing(entries.items()), dirs), tuple(delta)
+
+
+def _parents(path: str) -> Iterable[str]:
+    cut = path.rfind("/")
+    while cut > 0:
+        yield path[:cut]
+        cut = path.rfind("/", 0, cut)
+
+
+def _count(dirs: dict[str, int], path: str, step: int) -> None:
+    for parent in _parents(path):
+        left = dirs.get(parent, 0) + step
+        if left > 0:
+            dirs[parent] = left
+        else:
+            dirs.pop(parent, None)

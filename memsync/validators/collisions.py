@@ -139,6 +139,9 @@ def _file_and_directory(path: str, at: str) -> Problem:
     return Problem("duplicate-entry", shown, None, message)
 
 
+_Shape = tuple[str, bool]  # the spelling of a prefix, and whether it is the whole path
+
+
 class FoldedTree:
     """A tree's paths indexed by folded prefix, kept current one added or removed path at a
     time, so that the trees of a series of commits are checked in O(changed paths) each.
@@ -147,24 +150,44 @@ class FoldedTree:
     prefix, as a directory or as the file itself. Two spellings under one folded prefix
     are a `case-collision` (exactly as `case_collisions` sees the whole tree); one spelling
     as both file and directory, or a file counted twice, is a `duplicate-entry`.
+
+    Almost every folded prefix has one spelling: those are kept in a flat map of immutable
+    values, so `copy` is one C-level dict copy; the few with several (`crowded`) apart.
     """
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
-        # folded prefix -> {(spelling of the prefix, is it the file itself): paths}
-        self._shapes: dict[str, dict[tuple[str, bool], int]] = {}
+        # folded prefix -> (its one shape, paths) / {shape: paths} when it has several
+        self._one: dict[str, tuple[_Shape, int]] = {}
+        self._many: dict[str, dict[_Shape, int]] = {}
         for path in paths:
             self.add(path)
 
     def copy(self) -> FoldedTree:
         twin = FoldedTree()
-        twin._shapes = {key: dict(shapes) for key, shapes in self._shapes.items()}
+        twin._one = self._one.copy()
+        twin._many = {key: dict(shapes) for key, shapes in self._many.items()}
         return twin
+
+    @property
+    def crowded(self) -> bool:
+        """Whether some folded prefix has two shapes: then, and only then, the tree has a
+        case collision or a name that is both a file and a directory."""
+        return bool(self._many)
+
+    def __len__(self) -> int:
+        return len(self._one) + len(self._many)
 
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str):
             return False
         key, shape = _prefixes(path)[-1]
-        return shape in self._shapes.get(key, {})
+        return shape in self._shapes(key)
+
+    def _shapes(self, key: str) -> dict[_Shape, int]:
+        one = self._one.get(key)
+        if one is not None:
+            return {one[0]: one[1]}
+        return self._many.get(key, {})
 
     def add(self, path: str) -> None:
         """Count one more entry named `path` (a second one is a duplicate entry)."""
@@ -177,14 +200,27 @@ class FoldedTree:
 
     def _count(self, path: str, step: int) -> None:
         for key, shape in _prefixes(path):
-            shapes = self._shapes.setdefault(key, {})
+            one = self._one.get(key)
+            if one is not None and one[0] == shape:
+                if one[1] + step > 0:
+                    self._one[key] = (shape, one[1] + step)
+                else:
+                    del self._one[key]
+                continue
+            shapes = self._many.pop(key, None) or {}
+            if one is not None:
+                del self._one[key]
+                shapes[one[0]] = one[1]
             count = shapes.get(shape, 0) + step
             if count > 0:
                 shapes[shape] = count
             else:
                 shapes.pop(shape, None)
-                if not shapes:
-                    del self._shapes[key]
+            if len(shapes) > 1:
+                self._many[key] = shapes
+            elif shapes:
+                ((only, paths),) = shapes.items()
+                self._one[key] = (only, paths)
 
     def clashes(self, path: str) -> list[Problem]:
         """The `case-collision` and `duplicate-entry` (at most one each) `path` takes part in."""
@@ -192,7 +228,7 @@ class FoldedTree:
         duplicate: Problem | None = None
         shown = printable(path)
         for key, mine in _prefixes(path):
-            shapes = self._shapes.get(key, {})
+            shapes = self._shapes(key)
             if mine[1] and shapes.get(mine, 0) > 1 and duplicate is None:
                 duplicate = _listed_twice(path)
             for other in sorted(shapes):

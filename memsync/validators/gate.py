@@ -6,11 +6,20 @@ incoming or outgoing commit, not only the net diff, so a forbidden file that a l
 commit deletes is still refused; and it replays each commit's adds and deletes onto an
 index of folded names, so a case collision or duplicate entry that exists only inside the
 history is refused too. Both are pure and report every problem at once, in a stable order.
+
+A sync pays for what changed. The whole-tree name, mode and clash verdict of a tree (its
+`TreeShape`) is kept, per process, by the tree's Git object id; a tree that a git adapter
+derived from another by a diff (`tree_shape`) gets its shape from that tree's shape plus
+the diff, equal to the full recomputation (property-tested), and only the changed paths'
+bytes are read. A tree without an object id is checked from scratch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from memsync.validators.collisions import FoldedTree, case_collisions, duplicate_entries
 from memsync.validators.graph import GraphValidator
@@ -41,28 +50,30 @@ def validate_tree(
     cap: a forbidden or unsafe path is reported for its name, not also for its bytes.
     `content_paths` limits the byte checks to those paths: a candidate that differs from an
     already validated tree only there needs no other file read (publication is O(diff));
-    names, modes, sizes and collisions are still checked for every entry.
+    names, modes, sizes and collisions are still checked for every entry (through the
+    tree's shape: from a kept or derived `TreeShape` when the tree names its object id).
     """
-    problems: list[Problem] = []
-    readable: list[str] = []
-    for path in sorted(tree.entries):
-        entry = tree.entries[path]
-        name_problem = check_name(path, policy)
-        if name_problem is not None:
-            problems.append(name_problem)
-        problems += check_entry(path, entry, policy)
-        if name_problem is None and within_cap(entry, policy):
-            readable.append(path)
-    if content_paths is not None:
-        wanted = set(content_paths)
-        readable = [path for path in readable if path in wanted]
+    shape = tree_shape(tree, tree.entries, policy)
+    problems = [problem for found in shape.flagged.values() for problem in found]
+    if content_paths is None:
+        candidates: Iterable[str] = tree.entries
+    else:
+        candidates = (path for path in set(content_paths) if path in tree.entries)
+    readable = sorted(
+        path
+        for path in candidates
+        if check_name(path, policy) is None and within_cap(tree.entries[path], policy)
+    )
     tree.preload(readable)
     for path in readable:
         text_problem = check_text(path, tree.content(path))
         if text_problem is not None:
             problems.append(text_problem)
-    problems += case_collisions(tree.entries, file_and_directory=False)
-    problems += duplicate_entries(tree.entries, tree.duplicates)
+    if shape.folded.crowded:  # only then is there a clash (see FoldedTree.crowded)
+        problems += case_collisions(tree.entries, file_and_directory=False)
+        problems += duplicate_entries(tree.entries, tree.duplicates)
+    else:
+        problems += duplicate_entries((), tree.duplicates)
     graph_report = (graph or default_graph_validator()).validate(tree)
     unique = sorted(set(problems) | set(graph_report.problems), key=_order)
     return Report(problems=tuple(unique), files=graph_report.files, items=graph_report.items)
@@ -114,7 +125,7 @@ def validate_changes(
             add(change, problem)
         if name_problem is None and within_cap(entry, policy):
             to_read.append((change, entry))
-    for change, problem in _shapes(changes, base, trees):
+    for change, problem in _shapes(changes, base, trees, policy):
         add(change, problem)
     blobs = _read_blobs([entry for _, entry in to_read], source)
     for change, entry in to_read:
@@ -125,7 +136,7 @@ def validate_changes(
 
 
 def _shapes(
-    changes: Sequence[Change], base: Collection[str], trees: TreePaths | None
+    changes: Sequence[Change], base: Collection[str], trees: TreePaths | None, policy: SyncPolicy
 ) -> Iterator[tuple[Change, Problem]]:
     """Case collisions and duplicate entries of every commit's tree, from its first-parent diff.
 
@@ -159,7 +170,7 @@ def _shapes(
 
     def take(parent: str) -> FoldedTree:
         if parent not in held:
-            held[parent] = FoldedTree(trees(parent) if trees is not None else base)
+            held[parent] = _folded(trees(parent), policy) if trees is not None else FoldedTree(base)
         wanted[parent] -= 1
         return held.pop(parent) if wanted[parent] == 0 else held[parent].copy()
 
@@ -232,3 +243,126 @@ def _read_blobs(entries: Sequence[Entry], source: BlobSource) -> Mapping[str, by
     if missing:
         raise KeyError(f"blob source did not return {len(missing)} object(s): {missing[0]}")
     return blobs
+
+
+def _folded(paths: Collection[str], policy: SyncPolicy) -> FoldedTree:
+    """A FoldedTree of `paths` the caller may change: from the tree's shape when the listing
+    names its object id (kept, or derived from a kept one), else built from the paths."""
+    if isinstance(paths, Mapping) and getattr(paths, "tree_oid", None):
+        return tree_shape(paths, paths, policy).folded.copy()
+    return FoldedTree(paths)
+
+
+# -- tree shapes -------------------------------------------------------------------------------
+
+Delta = Sequence[tuple[str, Entry | None]]
+"""A diff between two trees: (path, the new entry or None when deleted), each path once."""
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """The whole-tree verdict that does not read bytes: every path's name, mode and size
+    problems (`flagged`, paths with none left out), and the folded paths for clashes.
+
+    Shared between cycles once kept: never changed in place (`derive` copies).
+    """
+
+    folded: FoldedTree
+    flagged: Mapping[str, tuple[Problem, ...]]
+
+    @classmethod
+    def of(cls, entries: Mapping[str, Entry], policy: SyncPolicy) -> TreeShape:
+        flagged: dict[str, tuple[Problem, ...]] = {}
+        for path, entry in entries.items():
+            found = _entry_problems(path, entry, policy)
+            if found:
+                flagged[path] = found
+        return cls(FoldedTree(entries), flagged)
+
+    def derive(self, delta: Delta, policy: SyncPolicy) -> TreeShape:
+        """The shape of this tree changed by `delta` (O(len(delta)) but for two dict copies)."""
+        folded = self.folded.copy()
+        flagged = dict(self.flagged)
+        for path, entry in delta:
+            if entry is None:
+                folded.remove(path)
+                flagged.pop(path, None)
+        for path, entry in delta:
+            if entry is None:
+                continue
+            if path not in folded:
+                folded.add(path)
+            found = _entry_problems(path, entry, policy)
+            if found:
+                flagged[path] = found
+            else:
+                flagged.pop(path, None)
+        return TreeShape(folded, flagged)
+
+
+def _entry_problems(path: str, entry: Entry, policy: SyncPolicy) -> tuple[Problem, ...]:
+    name_problem = check_name(path, policy)
+    found = check_entry(path, entry, policy)
+    return tuple(found) if name_problem is None else (name_problem, *found)
+
+
+class _Shapes:
+    """The shapes of recently validated trees, by (tree object id, policy), least recently
+    used forgotten past `paths` paths in all (a daemon keeps each root's latest tree)."""
+
+    def __init__(self, paths: int) -> None:
+        self._limit = paths
+        self._held = 0
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, SyncPolicy], TreeShape] = OrderedDict()
+
+    def get(self, oid: str, policy: SyncPolicy) -> TreeShape | None:
+        with self._lock:
+            shape = self._items.get((oid, policy))
+            if shape is not None:
+                self._items.move_to_end((oid, policy))
+            return shape
+
+    def put(self, oid: str, policy: SyncPolicy, shape: TreeShape) -> None:
+        with self._lock:
+            old = self._items.pop((oid, policy), None)
+            self._held -= 0 if old is None else len(old.folded)
+            self._items[(oid, policy)] = shape
+            self._held += len(shape.folded)
+            while self._held > self._limit and len(self._items) > 1:
+                _key, dropped = self._items.popitem(last=False)
+                self._held -= len(dropped.folded)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._held = 0
+
+
+SHAPES = _Shapes(paths=1_000_000)
+
+
+def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy) -> TreeShape:
+    """The shape of the tree `entries` lists.
+
+    `source` (the view or listing) may say, as attributes a git adapter sets, which tree it
+    is (`tree_oid`, a Git object id) and that it is the tree `base_oid`'s plus `delta` (git's
+    own diff between the two trees): then the shape is the kept one, or derived from the
+    base's kept shape; else it is computed from every entry. A view built any other way has
+    no such attributes and is checked from scratch.
+    """
+    oid = getattr(source, "tree_oid", None)
+    if not isinstance(oid, str):
+        return TreeShape.of(entries, policy)
+    kept = SHAPES.get(oid, policy)
+    if kept is not None:
+        return kept
+    base_oid, delta = getattr(source, "base_oid", None), getattr(source, "delta", None)
+    base = SHAPES.get(base_oid, policy) if isinstance(base_oid, str) else None
+    shape = (
+        base.derive(delta, policy)
+        if base is not None and delta is not None
+        else TreeShape.of(entries, policy)
+    )
+    SHAPES.put(oid, policy, shape)
+    return shape
