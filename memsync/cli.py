@@ -7,13 +7,12 @@ All wording a person reads about an error is produced here, by `render_error`. E
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import click
 
@@ -24,99 +23,60 @@ from memsync.clikit import (
     EXIT_OK,
     EXIT_USAGE,
     EXIT_VERDICT,
+    INTERNAL_HINT,
     App,
+    LazyGroup,
     emit,
+    emit_document,
     emitted,
+    error_document,
+    setup_logging,
 )
-from memsync.config import find_config_path, format_problem, load_config, settings_from
-from memsync.config.model import RootSettings, Settings
-from memsync.config.sample import SAMPLE
-from memsync.config.statedir import check_state_dir
+from memsync.config.paths import find_config_path
 from memsync.errors import (
     ConfigError,
     GitError,
-    GitMissing,
-    GitTimeout,
-    LockBusy,
     MemsyncError,
-    RootError,
-    SecretError,
     StateDirError,
     UsageError,
 )
-from memsync.roots.create import init_root
-from memsync.roots.cycle import SyncOptions, sync_root
-from memsync.roots.disktree import disk_tree_view
-from memsync.roots.repoconfig import repo_config_problems
-from memsync.roots.result import SyncResult
-from memsync.status import status_report
-from memsync.transports.git import Git, redact
-from memsync.validators.gate import validate_tree
-from memsync.validators.policy import SyncPolicy
-from memsync.validators.rightmemory import default_graph_validator
-from memsync.wire import (
-    InitReport,
-    ProblemModel,
-    StatusReport,
-    SyncReport,
-    SyncResultModel,
-    ValidateReport,
-)
-from memsync.wire.cli import (
-    ConfigValidateReport,
-    DoctorCheck,
-    DoctorReport,
-    ErrorDetail,
-    ErrorProblem,
-    ErrorReport,
-)
+from memsync.redaction import redact
+
+if TYPE_CHECKING:
+    from memsync.config.model import RootSettings, Settings
+    from memsync.roots.cycle import SyncOptions
+    from memsync.roots.result import SyncResult
+
+# The heavy parts (pydantic, the config schema, git, validators) are imported inside the
+# commands that need them: `--version`, `--help` and `status` through a running daemon
+# never load them (tests/e2e/test_startup.py).
 
 log = logging.getLogger("memsync")
 
 
-class _Redacting(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
-        record.args = ()
-        return True
-
-
-def _setup_logging(debug: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("memsync: %(levelname)s %(message)s"))
-    handler.addFilter(_Redacting())
-    root = logging.getLogger("memsync")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.WARNING)
-    root.propagate = False
-
-
-class _LazyGroup(click.Group):
-    """Command groups whose modules load only when used: `sync-now` from a timer should not
-    pay for the hub's web server and the view machinery at every start."""
-
-    LAZY: ClassVar[dict[str, str]] = {
-        "keys": "memsync.cli_views",
-        "views": "memsync.cli_views",
-        "hub": "memsync.cli_hub",
-        "run": "memsync.cli_daemon",
-        "cycle": "memsync.cli_cycle",
+class _Commands(LazyGroup):
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "keys": ("memsync.cli_views", "Ed25519 signing keys for view manifests."),
+        "views": (
+            "memsync.cli_views",
+            "Build, publish, verify and pull shared views (signed memory packages).",
+        ),
+        "hub": (
+            "memsync.cli_hub",
+            "Run a memsync hub: signed view revisions, tokens, change events.",
+        ),
+        "run": (
+            "memsync.cli_daemon",
+            "Run the daemon in the foreground: keep every root and view in step by itself.",
+        ),
+        "cycle": (
+            "memsync.cli_cycle",
+            "Run one prune or insight turn for ROOT now, through the configured role.",
+        ),
     }
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.LAZY})
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.LAZY and cmd_name not in self.commands:
-            module = importlib.import_module(self.LAZY[cmd_name])
-            command = getattr(module, cmd_name)
-            if not isinstance(command, click.Command):
-                raise TypeError(f"{self.LAZY[cmd_name]}.{cmd_name} is not a command")
-            self.add_command(command)
-        return super().get_command(ctx, cmd_name)
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_path",
@@ -133,7 +93,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
     Every incoming commit is staged, validated and published by a fenced fast-forward;
     every local commit is validated before it is pushed; a refusal leaves the root as it was.
     """
-    _setup_logging(debug)
+    setup_logging(debug)
     app = ctx.ensure_object(App)
     app.config_path, app.debug = config_path, debug
 
@@ -158,6 +118,9 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     When the configuration already names a root at PATH, its `sync.https` or `sync.ssh`
     credentials reach a private upstream.
     """
+    from memsync.roots.create import init_root  # noqa: PLC0415
+    from memsync.wire.cli import InitReport  # noqa: PLC0415
+
     credentials = None
     if upstream is not None and find_config_path(app.config_path) is not None:
         with contextlib.suppress(ConfigError):
@@ -197,6 +160,14 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def validate(path: Path, rev: str | None, as_json: bool) -> int:
     """Check a root's paths, modes, names and memory graph (work tree, or one commit)."""
+    from memsync.roots.disktree import disk_tree_view  # noqa: PLC0415
+    from memsync.roots.repoconfig import repo_config_problems  # noqa: PLC0415
+    from memsync.transports.git import Git  # noqa: PLC0415
+    from memsync.validators.gate import validate_tree  # noqa: PLC0415
+    from memsync.validators.policy import SyncPolicy  # noqa: PLC0415
+    from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
+    from memsync.wire.cli import ProblemModel, ValidateReport  # noqa: PLC0415
+
     policy = SyncPolicy()
     if rev is not None:
         git = Git(path)
@@ -250,6 +221,9 @@ def sync_now(
     dry_run: bool,
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
+    from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
+    from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
+
     settings = app.settings()
     chosen = _choose(settings, roots)
     options = SyncOptions(
@@ -271,6 +245,7 @@ def _sync_through_daemon(
 ) -> list[SyncResult] | None:
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
     body = {
         "roots": list(roots),
@@ -306,23 +281,39 @@ def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
     """Show roots, views, the daemon and pending operations."""
-    settings = app.settings()
-    report = _status_from_daemon(settings) or status_report(settings)
+    # Through a running daemon with a configuration known to load (`config.paths`), nothing
+    # heavy is imported; otherwise the full configuration loads, with its errors, as always.
+    known = app.known_paths()
+    report = _status_from_daemon(known.control_socket) if known else None
+    if report is None:
+        settings = app.settings()
+        report = _status_from_daemon(settings.control_socket)
+        if report is None:
+            from memsync.status import status_report  # noqa: PLC0415 - git, state files
+
+            report = status_report(settings).model_dump(mode="json")
     if as_json:
-        emit(report)
+        emit_document(report)
     else:
         clitext.print_status(report)
     return EXIT_OK
 
 
-def _status_from_daemon(settings: Settings) -> StatusReport | None:
+def _status_from_daemon(socket: Path) -> dict[str, Any] | None:
+    """The daemon's status document (CONTRACT §2), or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+    from memsync.wire.shape import STATUS_REPORT, fit  # noqa: PLC0415 - stdlib only
 
     try:
-        answer = call(settings.control_socket, "GET", "/v1/status", timeout=30)
+        answer = call(socket, "GET", "/v1/status", timeout=30)
     except DaemonUnavailable:
         return None
-    return StatusReport.model_validate(answer)
+    document: dict[str, Any] | None = fit(answer, STATUS_REPORT)
+    if document is None:  # another shape: the model decides (and words any error)
+        from memsync.wire.cli import StatusReport  # noqa: PLC0415
+
+        document = StatusReport.model_validate(answer).model_dump(mode="json")
+    return document
 
 
 # -- config ----------------------------------------------------------------------------------
@@ -344,6 +335,11 @@ def config_validate(app: App, path: Path | None, as_json: bool) -> int:
     daemon may run as another user) but draws a warning: memsync commands run as this user
     would stop with exit 2.
     """
+    from memsync.config.load import load_config  # noqa: PLC0415
+    from memsync.config.model import settings_from  # noqa: PLC0415
+    from memsync.config.statedir import check_state_dir  # noqa: PLC0415
+    from memsync.wire.cli import ConfigValidateReport  # noqa: PLC0415
+
     target = path or find_config_path(app.config_path)
     if target is None:
         raise ConfigError("no configuration file found", hint="pass the file's PATH")
@@ -372,6 +368,8 @@ def config_validate(app: App, path: Path | None, as_json: bool) -> int:
 @config.command("sample")
 def config_sample() -> int:
     """Print a commented sample configuration that validates."""
+    from memsync.config.sample import SAMPLE  # noqa: PLC0415
+
     click.echo(SAMPLE, nl=False)
     return EXIT_OK
 
@@ -388,6 +386,7 @@ def doctor(app: App, as_json: bool) -> int:
     Exit 0 when no check failed, 1 when one did, 2 when the configuration does not load.
     """
     from memsync.doctor import diagnose  # noqa: PLC0415 - keeps start-up light
+    from memsync.wire.cli import DoctorCheck, DoctorReport  # noqa: PLC0415
 
     found = diagnose(app.config_path)
     if as_json:
@@ -407,26 +406,12 @@ def doctor(app: App, as_json: bool) -> int:
 
 # -- errors, rendered in one place ---------------------------------------------------------
 
-# The `code` of the JSON error document, by error class (first match wins).
-_ERROR_CODES: tuple[tuple[type[BaseException], str], ...] = (
-    (StateDirError, "state-dir-unusable"),
-    (SecretError, "secret-unavailable"),
-    (ConfigError, "config-invalid"),
-    (RootError, "root-unusable"),
-    (GitMissing, "git-missing"),
-    (UsageError, "usage"),
-    (click.UsageError, "usage"),
-    (LockBusy, "busy"),
-    (GitTimeout, "git-timeout"),
-    (GitError, "git-failed"),
-    (MemsyncError, "failed"),
-)
-_INTERNAL_HINT = "rerun with --debug for a traceback, and please report it"
-
 
 def render_error(exc: BaseException, debug: bool) -> int:
     """Say on stderr what failed and what to do, in one line (a configuration error with
     several problems: one line each); return the exit code."""
+    if isinstance(exc, ConfigError) and exc.problems:
+        from memsync.config.load import format_problem  # noqa: PLC0415 - its problems loaded it
     if isinstance(exc, ConfigError) and len(exc.problems) > 1:
         click.echo(f"memsync: {exc.message}", err=True)
         for problem in exc.problems:
@@ -447,40 +432,17 @@ def render_error(exc: BaseException, debug: bool) -> int:
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     click.echo(
-        f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} ({_INTERNAL_HINT})",
+        f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} ({INTERNAL_HINT})",
         err=True,
     )
     return EXIT_INTERNAL
 
 
-def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
-    """The JSON error document a `--json` command prints on stdout when it fails."""
-    if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
-        detail = ErrorDetail(
-            code="interrupted", message="interrupted", hint=None, exit_code=exit_code
-        )
-        return ErrorReport(error=detail)
-    code = next((c for kind, c in _ERROR_CODES if isinstance(exc, kind)), "internal")
-    if isinstance(exc, MemsyncError):
-        message, hint = redact(exc.message), exc.hint
-    elif isinstance(exc, click.ClickException):
-        message, hint = exc.format_message(), "see `memsync --help`"
-    else:
-        message = f"internal error: {type(exc).__name__}: {redact(str(exc))}"
-        hint = _INTERNAL_HINT
-    detail = ErrorDetail(code=code, message=message, hint=hint, exit_code=exit_code)
-    if isinstance(exc, ConfigError):
-        problems = [
-            ErrorProblem(location=p.location, line=p.line, message=p.message) for p in exc.problems
-        ]
-        detail = detail.model_copy(update={"source": exc.source, "problems": problems})
-    if isinstance(exc, StateDirError):
-        detail = detail.model_copy(update={"path": exc.path})
-    return ErrorReport(error=detail)
-
-
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = list(argv) if argv is not None else sys.argv[1:]
+    if args == ["--version"]:  # what click's version option prints, without building click's
+        sys.stdout.write(f"memsync, version {__version__}\n")
+        sys.exit(EXIT_OK)
     debug = "--debug" in args
     # Like --debug, read from argv: the error may come before or during click's parsing.
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)

@@ -1,17 +1,42 @@
-"""What every command module shares: the app context, exit codes, JSON output."""
+"""What every command module shares: the app context, exit codes, logging, JSON output
+(results and the error document), the lazy command group.
+
+Cheap to import (click and the standard library): `memsync status` and `--help` run with
+nothing more. The configuration schema and pydantic load when a command asks for them.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import click
-from pydantic import BaseModel
 
-from memsync.config import find_config_path, load_config, settings_from
-from memsync.config.model import Settings
+from memsync.config.paths import StatePaths, find_config_path, read_config, recall, remember
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
-from memsync.errors import ConfigError
+from memsync.errors import (
+    ConfigError,
+    GitError,
+    GitMissing,
+    GitTimeout,
+    LockBusy,
+    MemsyncError,
+    RootError,
+    SecretError,
+    StateDirError,
+    UsageError,
+)
+from memsync.redaction import redact
+
+if TYPE_CHECKING:
+    from memsync.config.model import Settings
+    from memsync.wire.cli import ErrorReport
 
 EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -24,6 +49,23 @@ READS_STATE = frozenset({"status"})
 _emitted = False
 
 
+class _Redacting(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = ()
+        return True
+
+
+def setup_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("memsync: %(levelname)s %(message)s"))
+    handler.addFilter(_Redacting())
+    root = logging.getLogger("memsync")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    root.propagate = False
+
+
 @dataclass
 class App:
     config_path: str | None = None
@@ -32,6 +74,28 @@ class App:
 
     def settings(self) -> Settings:
         """The configuration; for the commands above, with the state dir made sure of."""
+        from memsync.config.load import load_config_bytes  # noqa: PLC0415 - pydantic loads here
+        from memsync.config.model import settings_from  # noqa: PLC0415
+
+        path = self._config_file()
+        raw = read_config(path)
+        settings = settings_from(load_config_bytes(raw, path), path)
+        self.state_dir = settings.state_dir
+        self._check_state_dir(settings.state_dir)
+        remember(path, raw, StatePaths(settings.state_dir, settings.control_socket))
+        return settings
+
+    def known_paths(self) -> StatePaths | None:
+        """Where the state dir and the control socket are, without loading the schema: when
+        the configuration file's current bytes loaded cleanly before (`config.paths`), with
+        the state dir checked as `settings` would; None when that is not known."""
+        found = recall(self._config_file())
+        if found is not None:
+            self.state_dir = found.state_dir
+            self._check_state_dir(found.state_dir)
+        return found
+
+    def _config_file(self) -> Path:
         path = find_config_path(self.config_path)
         if path is None:
             raise ConfigError(
@@ -39,14 +103,15 @@ class App:
                 hint="write one with `memsync config sample > ~/.config/memsync/config.yaml`, "
                 "or pass --config PATH",
             )
-        settings = settings_from(load_config(path), path)
-        self.state_dir = settings.state_dir
+        return path
+
+    @staticmethod
+    def _check_state_dir(state_dir: Path) -> None:
         command = _command_name()
         if command in WRITES_STATE:
-            ensure_state_dir(settings.state_dir)
+            ensure_state_dir(state_dir)
         elif command in READS_STATE:
-            check_state_dir(settings.state_dir)
-        return settings
+            check_state_dir(state_dir)
 
     def translate(self, exc: Exception) -> Exception:
         """An OSError about the state dir, raised while a command ran, as the configuration
@@ -66,13 +131,103 @@ def _command_name() -> str:
     return " ".join(reversed(names))
 
 
-def emit(model: BaseModel) -> None:
+class JsonModel(Protocol):
+    """What `emit` prints: a wire model (pydantic, but not imported for it)."""
+
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
+
+
+def emit(model: JsonModel) -> None:
     """Print exactly one JSON document on stdout."""
     global _emitted  # noqa: PLW0603 - one process runs one command
     click.echo(model.model_dump_json(indent=None))
     _emitted = True
 
 
+def emit_document(document: Mapping[str, Any]) -> None:
+    """Print exactly one JSON document on stdout, written as `emit` writes a wire model
+    holding the same values (compact, UTF-8 unescaped)."""
+    global _emitted  # noqa: PLW0603 - one process runs one command
+    click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+    _emitted = True
+
+
 def emitted() -> bool:
     """Whether this command already printed its JSON document."""
     return _emitted
+
+
+class LazyGroup(click.Group):
+    """Command groups whose modules load only when used: `sync-now` from a timer should not
+    pay for the hub's web server and the view machinery at every start, nor `--help` for
+    any of them. `LAZY` names each command's module and its help's first paragraph (what
+    `--help` lists; a test keeps them equal to the commands' own)."""
+
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {}
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            module_name, summary = self.LAZY[cmd_name]
+            if self._listing:
+                return click.Command(cmd_name, help=summary)
+            command = getattr(importlib.import_module(module_name), cmd_name)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{module_name}.{cmd_name} is not a command")
+            self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+# The `code` of the JSON error document, by error class (first match wins).
+_ERROR_CODES: tuple[tuple[type[BaseException], str], ...] = (
+    (StateDirError, "state-dir-unusable"),
+    (SecretError, "secret-unavailable"),
+    (ConfigError, "config-invalid"),
+    (RootError, "root-unusable"),
+    (GitMissing, "git-missing"),
+    (UsageError, "usage"),
+    (click.UsageError, "usage"),
+    (LockBusy, "busy"),
+    (GitTimeout, "git-timeout"),
+    (GitError, "git-failed"),
+    (MemsyncError, "failed"),
+)
+INTERNAL_HINT = "rerun with --debug for a traceback, and please report it"
+
+
+def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
+    """The JSON error document a `--json` command prints on stdout when it fails."""
+    from memsync.wire.cli import ErrorDetail, ErrorProblem, ErrorReport  # noqa: PLC0415
+
+    if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
+        detail = ErrorDetail(
+            code="interrupted", message="interrupted", hint=None, exit_code=exit_code
+        )
+        return ErrorReport(error=detail)
+    code = next((c for kind, c in _ERROR_CODES if isinstance(exc, kind)), "internal")
+    if isinstance(exc, MemsyncError):
+        message, hint = redact(exc.message), exc.hint
+    elif isinstance(exc, click.ClickException):
+        message, hint = exc.format_message(), "see `memsync --help`"
+    else:
+        message = f"internal error: {type(exc).__name__}: {redact(str(exc))}"
+        hint = INTERNAL_HINT
+    detail = ErrorDetail(code=code, message=message, hint=hint, exit_code=exit_code)
+    if isinstance(exc, ConfigError):
+        problems = [
+            ErrorProblem(location=p.location, line=p.line, message=p.message) for p in exc.problems
+        ]
+        detail = detail.model_copy(update={"source": exc.source, "problems": problems})
+    if isinstance(exc, StateDirError):
+        detail = detail.model_copy(update={"path": exc.path})
+    return ErrorReport(error=detail)

@@ -5,14 +5,15 @@ Errors are not here: `cli.render_error` is the one place that words them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from memsync.doctor import Diagnosis
     from memsync.roots.result import SyncResult
-    from memsync.wire import StatusReport, ValidateReport
+    from memsync.wire import ValidateReport
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
@@ -40,44 +41,46 @@ def print_result(r: SyncResult) -> None:
         click.echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
 
 
-def print_status(report: StatusReport) -> None:
-    daemon = report.daemon
-    if daemon.running:
+def print_status(report: Mapping[str, Any]) -> None:
+    """The `status --json` document (CONTRACT §2) as a table."""
+    daemon = report["daemon"]
+    if daemon["running"]:
         click.echo(
-            f"daemon: running, pid {daemon.pid}, up {_duration(daemon.uptime_seconds or 0)}, "
-            f"version {daemon.version}"
+            f"daemon: running, pid {daemon['pid']}, up {_duration(daemon['uptime_seconds'] or 0)}, "
+            f"version {daemon['version']}"
         )
-        for entry in daemon.schedule:
-            state = "running" if entry.running else f"next {entry.next_run_at or '-'}"
-            if entry.backoff_until:
+        for entry in daemon["schedule"]:
+            state = "running" if entry["running"] else f"next {entry['next_run_at'] or '-'}"
+            if entry["backoff_until"]:
                 state += (
-                    f"; backing off after {entry.failures} failure(s) until {entry.backoff_until}"
+                    f"; backing off after {entry['failures']} failure(s) "
+                    f"until {entry['backoff_until']}"
                 )
-            click.echo(f"  {entry.kind} {entry.name}: {state}")
+            click.echo(f"  {entry['kind']} {entry['name']}: {state}")
     else:
         click.echo("daemon: not running (sync-now runs cycles in its own process)")
     click.echo(
         f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
         f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
     )
-    for r in report.roots:
+    for r in report["roots"]:
         click.echo(
-            f"{r.root:<16} {r.status or 'never':<12} {(r.head or '-')[:12]:<12} "
-            f"{_num(r.ahead):>5} {_num(r.behind):>6} {_yes(r.dirty):<5} "
-            f"{r.pending_operations:>7}  {r.last_success_at or '-'}"
+            f"{r['root']:<16} {r['status'] or 'never':<12} {(r['head'] or '-')[:12]:<12} "
+            f"{_num(r['ahead']):>5} {_num(r['behind']):>6} {_yes(r['dirty']):<5} "
+            f"{r['pending_operations']:>7}  {r['last_success_at'] or '-'}"
         )
-        if r.message:
-            click.echo(f"{'':<16} {r.message}")
-    if report.views:
+        if r["message"]:
+            click.echo(f"{'':<16} {r['message']}")
+    if report["views"]:
         click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
-        for v in report.views:
-            revision = "-" if v.revision is None else str(v.revision)
+        for v in report["views"]:
+            revision = "-" if v["revision"] is None else str(v["revision"])
             click.echo(
-                f"{v.view:<16} {v.status:<12} {revision:>8}  {v.fetched_at or '-':<20}  "
-                f"{v.expires_at or '-'}"
+                f"{v['view']:<16} {v['status']:<12} {revision:>8}  {v['fetched_at'] or '-':<20}  "
+                f"{v['expires_at'] or '-'}"
             )
-            if v.message and v.status != "current":
-                click.echo(f"{'':<16} {v.message}")
+            if v["message"] and v["status"] != "current":
+                click.echo(f"{'':<16} {v['message']}")
 
 
 def _duration(seconds: int) -> str:

@@ -1,4 +1,4 @@
-"""Finding the configuration file (CONTRACT §1) and loading it into a validated `Config`.
+"""Loading the configuration file into a validated `Config` (finding and reading it: `paths`).
 
 YAML is composed into a node tree first, so every problem carries the line of the key it is
 about, and duplicate keys (which PyYAML would silently collapse) are caught. All problems,
@@ -17,7 +17,6 @@ the core ones (`!!python/...` and friends would be refused by safe loading anywa
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import UnionType
@@ -27,60 +26,37 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from memsync.config.paths import MAX_CONFIG_BYTES, find_config_path, read_config
 from memsync.config.schema import TAGS, Config, Loc, reference_problems
 from memsync.errors import ConfigError, Located
 
-CONFIG_ENV = "MEMSYNC_CONFIG"
-MAX_CONFIG_BYTES = 1024 * 1024  # a real config is a few KiB; parsing 1 MiB takes seconds
 MAX_DEPTH = 32  # the schema nests 6 levels; PyYAML's composer recurses once per level
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
-SYSTEM_CONFIG = Path("/etc/memsync/config.yaml")
 _HINT = "`memsync config sample` prints a valid example"
 
 Lines = dict[Loc, int]
 
-
-def find_config_path(explicit: str | None, *, system_path: Path = SYSTEM_CONFIG) -> Path | None:
-    """`--config`, then `$MEMSYNC_CONFIG` (both used even when missing, so the error names
-    them), then the first existing of `$XDG_CONFIG_HOME/memsync/config.yaml` (default
-    `~/.config`) and `/etc/memsync/config.yaml`; None when there is none."""
-    if explicit:
-        return Path(explicit).expanduser()
-    from_env = os.environ.get(CONFIG_ENV, "")
-    if from_env:
-        return Path(from_env).expanduser()
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    for candidate in (config_home / "memsync" / "config.yaml", system_path):
-        if candidate.exists():
-            return candidate
-    return None
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_DEPTH",
+    "find_config_path",
+    "format_problem",
+    "load_config",
+    "load_config_bytes",
+    "load_config_text",
+]
 
 
 def load_config(path: Path | str) -> Config:
     """Read and validate one config file; relative paths in it are relative to its directory."""
     path = Path(path).expanduser()
-    try:
-        with path.open("rb") as handle:  # never more than the cap, whatever `path` is
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"config file {path} does not exist",
-            source=str(path),
-            hint="create it from `memsync config sample`, or pass --config PATH",
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read config file {path}: {exc.strerror}", source=str(path)
-        ) from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB",
-            source=str(path),
-            hint="a memsync config is a few KiB; check that --config names the right file",
-        )
+    return load_config_bytes(read_config(path), path)
+
+
+def load_config_bytes(raw: bytes, path: Path) -> Config:
+    """Validate the bytes read from `path` (see `paths.read_config`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

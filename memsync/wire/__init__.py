@@ -1,27 +1,34 @@
 """The one wire model: pydantic models of every JSON document memsync prints, serves or reads.
 
 Producers and consumers import the same models from here: the CLI's `--json` output
-(`wire.cli`), view manifests (`wire.manifest`) and the hub API (`wire.hub`).
+(`wire.cli`), view manifests (`wire.manifest`) and the hub API (`wire.hub`). The names
+below load on first use, so that `wire.shape` (standard library only) is cheap to import.
 """
 
-from memsync.wire.cli import (
-    CycleStatus,
-    DaemonStatus,
-    InitReport,
-    InsightStatus,
-    KeyReport,
-    ProblemModel,
-    RootStatus,
-    StatusReport,
-    SyncReport,
-    SyncResultModel,
-    ValidateReport,
-    ViewBuildReport,
-    ViewPublishReport,
-    ViewsPullReport,
-    ViewStatus,
-    ViewVerifyReport,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memsync.wire.cli import (
+        CycleStatus,
+        DaemonStatus,
+        InitReport,
+        InsightStatus,
+        KeyReport,
+        ProblemModel,
+        RootStatus,
+        StatusReport,
+        SyncReport,
+        SyncResultModel,
+        ValidateReport,
+        ViewBuildReport,
+        ViewPublishReport,
+        ViewsPullReport,
+        ViewStatus,
+        ViewVerifyReport,
+    )
 
 __all__ = [
     "CycleStatus",
@@ -41,3 +48,11 @@ __all__ = [
     "ViewVerifyReport",
     "ViewsPullReport",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("memsync.wire.cli"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,298 @@
+"""Start-up (issue 11, item 6): `--version`, `--help` and `status` through a running daemon
+load nothing heavy, and print exactly what they printed before; the shortcuts behind that
+(the config memo, the status document's shape) never decide differently from the full path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from memsync import __version__
+from memsync.cli import _Commands
+from memsync.config import paths
+from memsync.daemon.client import call
+from memsync.wire.cli import StatusReport
+from memsync.wire.shape import STATUS_REPORT, Shape, fit
+from tests.conftest import Team
+from tests.e2e.daemons import Daemon, launcher, write_config
+from tests.e2e.test_cli import memsync
+from tests.helpers import GIT_ENV, wait_for
+
+# What `--version`, `--help` and `status` through the daemon must not import.
+HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "aiohttp",
+    "git",
+    "yaml",
+    "memsync.config.schema",
+    "memsync.config.load",
+    "memsync.config.model",
+    "memsync.validators",
+    "memsync.wire.cli",
+    "memsync.roots",
+    "memsync.transports",
+    "memsync.status",
+)
+
+# Until memsync/config/__init__.py loads its names on first use (a change its owner makes:
+# see the startup helper's report), importing `config.paths` or `config.statedir` loads the
+# schema and pydantic, and the two tests that count imports cannot pass.
+LAZY_CONFIG = hasattr(importlib.import_module("memsync.config"), "__getattr__")
+waits_for_lazy_config = pytest.mark.xfail(
+    not LAZY_CONFIG, reason="memsync/config/__init__.py still imports the schema", strict=True
+)
+
+# Runs the console script's entry point in a fresh interpreter, then names what it imported.
+PROBE = """
+import sys
+from memsync.cli import main
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(
+    m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in sys.argv[1].split(","))
+)
+print("PROBE " + repr((code, heavy)), file=sys.stderr)
+"""
+
+
+def probe(*args: str, env: dict[str, str]) -> tuple[int, list[str], str, str]:
+    """Exit code, heavy modules imported, stdout and the rest of stderr of `memsync ARGS`."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, ",".join(HEAVY), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **env},
+        timeout=60,
+        check=False,
+    )
+    rest, _, last = done.stderr.rstrip("\n").rpartition("\n")
+    assert last.startswith("PROBE "), done.stderr
+    code, heavy = eval(last.removeprefix("PROBE "))  # noqa: S307 - our own repr of (int, list)
+    return code, heavy, done.stdout, rest
+
+
+def no_uptime(text: str) -> str:
+    """The daemon's uptime moves between two reads; everything else must not."""
+    text = re.sub(r'"uptime_seconds":\d+', '"uptime_seconds":0', text)
+    return re.sub(r"\bup \d+[hm]\d+[ms]", "up 0m00s", text)
+
+
+@pytest.fixture
+def running(team: Team, tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, str]]]:
+    """bob's daemon, after its first cycle; the environment its memo is found in."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] is not None,
+            30,
+            "the daemon's first cycle",
+        )
+        yield daemon, env
+
+
+# -- whole processes -------------------------------------------------------------------------
+
+
+@waits_for_lazy_config
+def test_version_and_help_load_nothing_heavy(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code, heavy, out, _ = probe("--version", env=env)
+    assert (code, heavy, out) == (0, [], f"memsync, version {__version__}\n")
+    code, heavy, out, _ = probe("--help", env=env)
+    assert (code, heavy) == (0, [])
+    for name in ("status", "sync-now", "views", "hub", "run", "cycle", "keys"):
+        assert re.search(rf"^  {name}\s+\S", out, re.MULTILINE), out
+
+
+@waits_for_lazy_config
+def test_status_through_the_daemon_loads_nothing_heavy_and_prints_what_the_model_would(
+    running: tuple[Daemon, dict[str, str]], tmp_path: Path
+) -> None:
+    daemon, env = running
+    before = StatusReport.model_validate(call(daemon.socket, "GET", "/v1/status"))
+    code, heavy, out, err = probe("--config", str(daemon.config), "status", "--json", env=env)
+    assert (code, heavy, err) == (0, [], "")
+    assert no_uptime(out) == no_uptime(before.model_dump_json() + "\n")
+    # The table: the same as the full path prints (no memo in a fresh cache: full load).
+    code, heavy, fast, _ = probe("--config", str(daemon.config), "status", env=env)
+    assert (code, heavy) == (0, [])
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
+    full = memsync("--config", str(daemon.config), "status", env=fresh)
+    assert full.returncode == 0, full.stderr
+    assert no_uptime(fast) == no_uptime(full.stdout)
+    assert fast.startswith(f"daemon: running, pid {daemon.proc.pid}, up ")
+
+
+def test_a_broken_config_fails_the_same_with_or_without_the_memo(
+    running: tuple[Daemon, dict[str, str]], tmp_path: Path
+) -> None:
+    daemon, env = running
+    config = daemon.config
+    config.write_text(config.read_text() + "bogus: 1\n")
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
+    for args in (("status",), ("status", "--json")):
+        with_memo = memsync("--config", str(config), *args, env=env)
+        without = memsync("--config", str(config), *args, env=fresh)
+        assert with_memo.returncode == without.returncode == 2
+        assert (with_memo.stdout, with_memo.stderr) == (without.stdout, without.stderr)
+        assert "bogus: unknown key" in with_memo.stderr
+
+
+def test_status_without_a_daemon_still_reports_local_facts(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for _ in range(2):  # the second run has the memo, finds no daemon, loads everything
+        done = memsync("--config", str(config), "status", "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        report = StatusReport.model_validate_json(done.stdout)
+        assert not report.daemon.running
+        assert [r.root for r in report.roots] == ["bob"]
+        assert done.stdout == report.model_dump_json() + "\n"
+
+
+# -- the help registry -----------------------------------------------------------------------
+
+
+def test_lazy_commands_are_listed_with_their_own_help() -> None:
+    for name, (module, summary) in _Commands.LAZY.items():
+        command = getattr(importlib.import_module(module), name)
+        assert isinstance(command, click.Command)
+        assert command.help is not None
+        for limit in (20, 45, 80, 200):
+            listed = click.Command(name, help=summary).get_short_help_str(limit)
+            assert listed == command.get_short_help_str(limit), (name, limit)
+
+
+# -- the config memo -------------------------------------------------------------------------
+
+
+def test_the_memo_answers_only_for_the_bytes_and_conditions_it_saw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / "config.yaml"
+    config.write_text("version: 1\n")
+    where = paths.StatePaths(tmp_path / "state", tmp_path / "run.sock")
+    assert paths.recall(config) is None
+    paths.remember(config, config.read_bytes(), where)
+    assert paths.recall(config) == where
+    memo = tmp_path / "cache" / "memsync" / paths.MEMO_NAME
+    assert memo.stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "elsewhere"))  # moves the socket
+    assert paths.recall(config) is None
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    config.write_text("version: 1\n\n")
+    assert paths.recall(config) is None
+    paths.remember(config, config.read_bytes(), where)
+    assert paths.recall(config) == where
+    for junk in (b"", b"[]", b'{"version": 2, "entries": {}}', b"\xff", b'{"version": 1}'):
+        memo.write_bytes(junk)
+        assert paths.recall(config) is None
+    entries = {str(config.absolute()): {"key": "x", "state_dir": "rel", "control_socket": "/s"}}
+    memo.write_text(json.dumps({"version": 1, "entries": entries}))
+    assert paths.recall(config) is None
+
+
+def test_the_memo_keeps_the_most_recent_configs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    where = paths.StatePaths(tmp_path / "state", tmp_path / "run.sock")
+    configs = [tmp_path / f"c{i}.yaml" for i in range(paths.MEMO_ENTRIES + 3)]
+    for config in configs:
+        config.write_text("version: 1\n")
+        paths.remember(config, config.read_bytes(), where)
+    assert [paths.recall(c) is not None for c in configs] == [False] * 3 + [True] * (
+        paths.MEMO_ENTRIES
+    )
+
+
+# -- the status document's shape -------------------------------------------------------------
+
+
+def shape_of(model: type[BaseModel]) -> Shape:
+    """The shape `wire.shape` should hold for a wire model, read from the model itself."""
+    names = {str: "str", int: "int", bool: "bool"}
+    out: dict[str, Shape] = {}
+    for field, info in model.model_fields.items():
+        annotation: Any = info.annotation
+        args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+        optional = len(args) < len(getattr(annotation, "__args__", ()))
+        if optional:
+            annotation = args[0]
+        if getattr(annotation, "__origin__", None) is list:
+            out[field] = [shape_of(annotation.__args__[0])]
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            out[field] = shape_of(annotation)
+        else:
+            out[field] = names[annotation] + ("?" if optional else "")
+    return out
+
+
+def test_the_status_shape_is_the_wire_models() -> None:
+    assert shape_of(StatusReport) == STATUS_REPORT
+    assert json.dumps(shape_of(StatusReport)) == json.dumps(STATUS_REPORT)  # key order too
+
+
+def documents(shape: Shape) -> st.SearchStrategy[Any]:
+    if isinstance(shape, dict):
+        return st.fixed_dictionaries({k: documents(v) for k, v in shape.items()})
+    if isinstance(shape, list):
+        return st.lists(documents(shape[0]), max_size=2)
+    base: st.SearchStrategy[Any] = {
+        "str": st.text(),
+        "int": st.integers(-(2**63), 2**64 - 1),
+        "bool": st.booleans(),
+    }[shape.rstrip("?")]
+    return st.none() | base if shape.endswith("?") else base
+
+
+def dumps(document: Any) -> str:
+    """What `clikit.emit_document` prints (without the newline)."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+@given(documents(STATUS_REPORT), st.randoms())
+def test_a_fitting_document_prints_as_the_model_would(document: Any, random: Any) -> None:
+    shuffled = dict(random.sample(list(document.items()), len(document)))
+    fitted = fit(shuffled, STATUS_REPORT)
+    assert fitted is not None
+    assert dumps(fitted) == StatusReport.model_validate(shuffled).model_dump_json()
+
+
+@given(documents(STATUS_REPORT), st.data())
+def test_a_document_of_another_shape_does_not_fit(document: Any, data: st.DataObject) -> None:
+    broken = json.loads(json.dumps(document))
+    spoil = data.draw(st.sampled_from(["drop", "extra", "bool", "int", "surrogate"]))
+    daemon = broken["daemon"]
+    if spoil == "drop":
+        del daemon[data.draw(st.sampled_from(sorted(daemon)))]
+    elif spoil == "extra":
+        daemon["new_field"] = 1
+    elif spoil == "bool":
+        daemon["running"] = data.draw(st.sampled_from([1, 0, "true", None, 1.0]))
+    elif spoil == "int":
+        daemon["pid"] = data.draw(st.sampled_from([True, False, 1.0, "1", 2**64]))
+    else:
+        daemon["version"] = "\ud800"
+    assert fit(broken, STATUS_REPORT) is None
+    assert fit(None, STATUS_REPORT) is None
