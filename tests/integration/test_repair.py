@@ -292,3 +292,22 @@ def test_a_repair_of_two_commits_is_refused(team: Team, tmp_path: Path) -> None:
     result = bob.sync()
     unchanged(team, bob, result.status, before, upstream)
     assert [p.code for p in result.problems] == ["too-many-commits"]
+
+
+def test_the_role_is_told_the_conflict_and_the_same_conflict_gives_the_same_prompt(
+    team: Team, tmp_path: Path
+) -> None:
+    saved = tmp_path / "prompts"
+    saved.mkdir()
+    agent = Agent(tmp_path, f'cat > "{saved}/$MEMSYNC_OPERATION_ID.md"; exit 3')
+    bob = with_role(team.bob, agent.role, repair_backoff=timedelta(0))
+    conflict(team)
+    assert bob.sync().status == "conflict"
+    assert bob.sync().status == "conflict"
+    prompts = [p.read_text() for p in sorted(saved.iterdir())]
+    assert len(prompts) == 2 and prompts[0] == prompts[1]  # the prompt is part of the key
+    prompt = prompts[0]
+    assert "MEMORY.md" in prompt and "conflict markers" in prompt
+    assert "git commit --no-edit" in prompt and "exactly one commit" in prompt
+    assert "insight_logs/*.md" in prompt  # what it may change: the synchronized paths
+    assert str(bob.state_dir) not in prompt and str(bob.path) not in prompt
