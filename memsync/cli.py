@@ -440,9 +440,6 @@ def render_error(exc: BaseException, debug: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = list(argv) if argv is not None else sys.argv[1:]
-    if args == ["--version"]:  # what click's version option prints, without building click's
-        sys.stdout.write(f"memsync, version {__version__}\n")
-        sys.exit(EXIT_OK)
     debug = "--debug" in args
     # Like --debug, read from argv: the error may come before or during click's parsing.
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)

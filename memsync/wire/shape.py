@@ -3,7 +3,7 @@
 `memsync status` prints the daemon's answer without loading pydantic when the answer has
 exactly the shape of `wire.cli.StatusReport` (every field present, each value of its exact
 JSON type): such a document is what validating it through the model and dumping it again
-would give, key for key (tests/unit/test_wire_shape.py proves both the table and that).
+would give, key for key (tests/e2e/test_startup.py proves both the table and that).
 Anything else goes through the model, as before.
 
 A shape is a type name (`"str"`, `"int"`, `"bool"`, with `?` when null is allowed), a dict

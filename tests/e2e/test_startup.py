@@ -60,22 +60,24 @@ waits_for_lazy_config = pytest.mark.xfail(
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
 PROBE = """
 import sys
-from memsync.cli import main
+from memsync.__main__ import main
+watched = sys.argv[1].split(",")
+sys.argv[1:] = sys.argv[2:]
 try:
-    main(sys.argv[2:])
+    main()
 except SystemExit as exc:
     code = exc.code
-heavy = sorted(
-    m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in sys.argv[1].split(","))
-)
+heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in watched))
 print("PROBE " + repr((code, heavy)), file=sys.stderr)
 """
 
 
-def probe(*args: str, env: dict[str, str]) -> tuple[int, list[str], str, str]:
+def probe(
+    *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY
+) -> tuple[int, list[str], str, str]:
     """Exit code, heavy modules imported, stdout and the rest of stderr of `memsync ARGS`."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, ",".join(HEAVY), *args],
+        [sys.executable, "-c", PROBE, ",".join(heavy), *args],
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV, **env},
@@ -84,8 +86,8 @@ def probe(*args: str, env: dict[str, str]) -> tuple[int, list[str], str, str]:
     )
     rest, _, last = done.stderr.rstrip("\n").rpartition("\n")
     assert last.startswith("PROBE "), done.stderr
-    code, heavy = eval(last.removeprefix("PROBE "))  # noqa: S307 - our own repr of (int, list)
-    return code, heavy, done.stdout, rest
+    code, found = eval(last.removeprefix("PROBE "))  # noqa: S307 - our own repr of (int, list)
+    return code, found, done.stdout, rest
 
 
 def no_uptime(text: str) -> str:
@@ -112,11 +114,17 @@ def running(team: Team, tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, str]
 # -- whole processes -------------------------------------------------------------------------
 
 
-@waits_for_lazy_config
-def test_version_and_help_load_nothing_heavy(tmp_path: Path) -> None:
+def test_version_loads_neither_click_nor_the_commands(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    code, heavy, out, _ = probe("--version", env=env)
+    everything = (*HEAVY, "click", "memsync.cli", "memsync.clikit", "memsync.config")
+    code, heavy, out, _ = probe("--version", env=env, heavy=everything)
     assert (code, heavy, out) == (0, [], f"memsync, version {__version__}\n")
+    assert memsync("--version").stdout == out  # python -m memsync, the same entry
+
+
+@waits_for_lazy_config
+def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     code, heavy, out, _ = probe("--help", env=env)
     assert (code, heavy) == (0, [])
     for name in ("status", "sync-now", "views", "hub", "run", "cycle", "keys"):
