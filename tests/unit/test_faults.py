@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import memsync
-from memsync.roots.faults import POINTS, SYNC_POINTS, VIEW_POINTS
+from memsync.roots.faults import CYCLE_POINTS, POINTS, SYNC_POINTS, VIEW_POINTS
 
 CALL = re.compile(r"""\bfault\(\s*["']([^"']+)["']\s*\)""")
 
@@ -21,3 +21,4 @@ def test_every_fault_call_names_a_registered_point() -> None:
     assert used == set(POINTS)
     assert len(POINTS) == len(set(POINTS))
     assert not set(SYNC_POINTS) & set(VIEW_POINTS)
+    assert not set(CYCLE_POINTS) & (set(SYNC_POINTS) | set(VIEW_POINTS))
