@@ -4,7 +4,7 @@ which items a candidate removed, and the ledger a landed prune commit carries.
 
     facts = prune_facts(git, head, generation_commits, revival_grace)
     facts.graced            # id -> K: kept at this prune as `grace K/N`, whatever the model says
-    grace_problems(facts, removed_items(git, head, candidate))   # a role that removed one
+    grace_problems(facts, removed_items(git, facts, candidate))   # a role that removed one
     ledger_message(message, facts, removed)                      # the commit message we land
 """
 
@@ -114,9 +114,9 @@ def memory_ids(git: Git, rev: str) -> set[str]:
     return {i for i, item in _memory_graph(git, rev).items.items() if item.tree == "memory"}
 
 
-def removed_items(git: Git, start: str, candidate: str) -> set[str]:
-    """The memory item ids `start` has and `candidate` no longer has."""
-    return memory_ids(git, start) - memory_ids(git, candidate)
+def removed_items(git: Git, facts: PruneFacts, candidate: str) -> set[str]:
+    """The memory item ids the facts' head has and `candidate` no longer has."""
+    return set(facts.files) - memory_ids(git, candidate)
 
 
 def grace_problems(facts: PruneFacts, removed: Collection[str]) -> list[Problem]:

@@ -1,10 +1,13 @@
 """One maintenance turn (prune or insight) for one root, landed by the admission transaction.
 
-    due? -> claim -> journal record (deterministic key) -> candidate worktree at HEAD
-    -> the role runs there -> its commits collapse into one commit with a
-    `Memsync-Operation:` trailer -> grants -> the full gate -> prepared -> fenced publish
+    recovery -> due? -> claim -> journal record (deterministic key) -> candidate worktree
+    at HEAD -> the role runs there -> its commits collapse into one commit with a
+    `Memsync-Operation:` trailer (for prune, the ledger of what went and what revival
+    grace kept) -> grants and grace -> the full gate -> prepared -> fenced publish
 
-A key that settled before is never run again (the model is not asked twice after a crash);
+A turn starts by settling what a killed process left (journal recovery): a turn killed
+after `prepared` is finished and its key remembered, so a key that settled is never run
+again (the model is not asked twice after a crash);
 a role that changes nothing settles `no_change` and consumes the claimed pressure; a
 failure keeps the pressure. The push follows through the ordinary sync cycle.
 """
@@ -257,7 +260,7 @@ class _Turn:
             return None  # commits that change nothing: a no-op
         message = box.out("log", "-1", "--format=%B", "HEAD").strip()
         if facts is not None:  # the ledger records what went and what grace kept
-            message = ledger_message(message, facts, removed_items(git, head, top or head))
+            message = ledger_message(message, facts, removed_items(git, facts, top or head))
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
         collapsed = (
             box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
@@ -310,7 +313,8 @@ class _Turn:
         git = self.git
         problems = check_grants(self.cycle.kind, git.tree_diff(head, candidate), self.policy)
         if self.cycle.kind == "prune":
-            problems += grace_problems(self.facts(head), removed_items(git, head, candidate))
+            facts = self.facts(head)
+            problems += grace_problems(facts, removed_items(git, facts, candidate))
         if problems:
             return Report(problems=tuple(problems))
         _count, changes = git.changes(candidate, head)
