@@ -392,7 +392,16 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
             if cycle_map.get("enabled") is True:
                 role = cycle_map.get("role", model.model_fields["role"].default)
                 need_role(("roots", name, cycle, "role"), role)
-        need_role(("roots", name, "repair", "role"), _mapping(root_map.get("repair")).get("role"))
+        repair_role = _mapping(root_map.get("repair")).get("role")
+        need_role(("roots", name, "repair", "role"), repair_role)
+        if isinstance(repair_role, str) and _mapping(roles.get(repair_role)).get("executor") == (
+            "openai"
+        ):
+            message = (
+                f"role {repair_role!r} uses the openai executor, which cannot complete a merge;"
+                " a repair role needs executor: command"
+            )
+            problems.append((("roots", name, "repair", "role"), message))
         try:
             path = expand_path(root_map.get("path"), base_dir)
         except ValueError:

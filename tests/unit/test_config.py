@@ -589,6 +589,20 @@ def test_cross_checks_pass_when_references_exist() -> None:
     assert config.views["v"].trust.threshold == 2
 
 
+def test_an_openai_role_cannot_repair() -> None:
+    found = problems(
+        """\
+        version: 1
+        roots:
+          a: {path: /a, repair: {role: chat}}
+        roles:
+          chat: {executor: openai, base_url: "http://h/v1", model: m}
+        """
+    )
+    assert where(found) == {(3, "roots.a.repair.role")}
+    assert "needs executor: command" in found[0].message
+
+
 # --- secrets -----------------------------------------------------------------------------
 
 
