@@ -292,8 +292,7 @@ def apply_diff(
             _count(dirs, record.path, -1)
             delta.append((record.path, None))
     for record in records:
-        added_dir = record.is_tree and record.status == "A" and record.oid is not None
-        if added_dir and (dirs.get(record.path, 0) > 0 or record.path in entries):
+        if _added_dir(record) and dirs.get(record.path, 0) > 0:
             return None
     for record in leaves:
         if record.oid is None:
@@ -306,10 +305,16 @@ def apply_diff(
             _count(dirs, record.path, 1)
         entries[record.path] = entry
         delta.append((record.path, entry))
+    if any(_added_dir(record) and record.path in entries for record in records):
+        return None
     for path, new in delta:
         if new is not None and (path in dirs or any(p in entries for p in _parents(path))):
             return None
     return KeptListing(Listing(entries.items()), dirs), tuple(delta)
+
+
+def _added_dir(record: DiffRecord) -> bool:
+    return record.is_tree and record.status == "A" and record.oid is not None
 
 
 def _parents(path: str) -> Iterable[str]:

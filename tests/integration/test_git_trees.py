@@ -1,0 +1,172 @@
+"""The git box's derived listings against the real git binary: a listing derived from the
+last one plus `diff-tree` equals `ls-tree`'s, for random trees; a tree git's object check
+refuses is listed in full; and a warm one-commit sync lists no tree at all."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memsync.transports import gitmemo, gitparse
+from memsync.transports.git import Git, GitBlobs
+from memsync.validators.gate import SHAPES, validate_tree
+from memsync.validators.policy import SyncPolicy
+from memsync.validators.rightmemory import default_graph_validator
+from memsync.validators.tree import Listing, TreeView
+from tests.conftest import PROCESS_EXAMPLES, Team
+from tests.helpers import commit, git, push
+from tests.integration.test_git_refs import _runs, _spy
+
+NAMES = ["MEMORY.md", "memory.md", "MEMORY_a.md", "a", "A", "b", "x.md", "\u00e9.md", "d"]
+MODES = ["100644", "100644", "100755", "120000", "160000"]
+GITLINK = "1" * 40
+
+files = st.dictionaries(
+    st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join),
+    st.tuples(st.sampled_from(MODES), st.sampled_from([b"# one\n", b"two\n", b"\xff"])),
+    max_size=10,
+)
+
+
+def well_formed(tree: dict[str, tuple[str, bytes]]) -> dict[str, tuple[str, bytes]]:
+    """Drop paths that would make a name both a file and a directory (git cannot)."""
+    kept: dict[str, tuple[str, bytes]] = {}
+    for path in sorted(tree, key=lambda p: (p.count("/"), p)):
+        parts = path.split("/")
+        prefixes = {"/".join(parts[:i]) for i in range(1, len(parts))}
+        if prefixes & set(kept) or any(k.startswith(path + "/") for k in kept):
+            continue
+        kept[path] = tree[path]
+    return kept
+
+
+def make_commit(repo: Path, tree: dict[str, tuple[str, bytes]], parent: str | None) -> str:
+    index = repo / "scratch-index"
+    index.unlink(missing_ok=True)
+    env_index = {"GIT_INDEX_FILE": str(index)}
+    lines = []
+    for path, (mode, data) in tree.items():
+        oid = GITLINK if mode == "160000" else git(repo, "hash-object", "-w", "--stdin", input=data)
+        lines.append(f"{mode} {oid}\t{path}")
+    saved = dict(os.environ)
+    os.environ.update(env_index)
+    try:
+        if lines:
+            git(
+                repo,
+                "update-index",
+                "--add",
+                "--index-info",
+                input=("\n".join(lines) + "\n").encode(),
+            )
+        written = git(repo, "write-tree")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return git(repo, "commit-tree", written, "-m", "t", *(["-p", parent] if parent else []))
+
+
+def full_listing(repo: Path, rev: str) -> Listing:
+    raw = Git(repo).run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", rev).stdout
+    return gitparse.parse_ls_tree(raw)
+
+
+@PROCESS_EXAMPLES
+@given(st.lists(files, min_size=2, max_size=4))
+def test_a_derived_listing_equals_ls_tree(trees: list[dict[str, tuple[str, bytes]]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        git(Path(tmp), "init", "-q", "-b", "main", str(repo))
+        commits: list[str] = []
+        for tree in trees:
+            commits.append(make_commit(repo, well_formed(tree), commits[-1] if commits else None))
+        gitmemo.forget()
+        SHAPES.clear()
+        box = Git(repo)
+        first = box.ls_tree(commits[0])
+        assert first.base_oid is None
+        policy = SyncPolicy()
+        validate_tree(box.tree_view(commits[0]), policy, default_graph_validator())
+        for old, new in itertools.pairwise(commits):
+            listing = box.ls_tree(new)
+            expected = full_listing(repo, new)
+            assert dict(listing) == dict(expected)
+            assert listing.duplicates == expected.duplicates == ()
+            assert listing.base_oid is not None or listing.tree_oid in (first.tree_oid,)
+            assert list(box.changed_paths(old, new)) == sorted(
+                gitparse.decode_path(p)
+                for p in Git(repo)
+                .run("diff-tree", "-r", "-z", "--name-only", old, new)
+                .stdout.split(b"\0")
+                if p
+            )
+            view = box.tree_view(new)
+            plain = TreeView(expected, GitBlobs(Git(repo)))
+            graph = default_graph_validator()
+            assert validate_tree(view, policy, graph) == validate_tree(plain, policy, graph)
+
+
+def _mktree(repo: Path, lines: list[str]) -> str:
+    return git(repo, "mktree", input="".join(f"{line}\n" for line in lines).encode())
+
+
+@pytest.mark.parametrize("shape", ["directory twice", "file twice", "file and empty directory"])
+def test_a_tree_git_refuses_is_listed_in_full(tmp_path: Path, shape: str) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    a = git(repo, "hash-object", "-w", "--stdin", input=b"# a\n")
+    b = git(repo, "hash-object", "-w", "--stdin", input=b"# b\n")
+    x = _mktree(repo, [f"100644 blob {a}\tx.md"])
+    y = _mktree(repo, [f"100644 blob {b}\ty.md"])
+    empty = _mktree(repo, [])
+    good = _mktree(repo, [f"100644 blob {a}\ta.md", f"040000 tree {x}\td"])
+    bad = {
+        "directory twice": [f"100644 blob {a}\ta.md", f"040000 tree {x}\td", f"040000 tree {y}\td"],
+        "file twice": [f"100644 blob {a}\ta.md", f"100644 blob {b}\ta.md", f"040000 tree {x}\td"],
+        "file and empty directory": [
+            f"100644 blob {a}\ta.md",
+            f"040000 tree {x}\td",
+            f"100644 blob {b}\te",
+            f"040000 tree {empty}\te",
+        ],
+    }[shape]
+    first = git(repo, "commit-tree", good, "-m", "good")
+    second = git(repo, "commit-tree", _mktree(repo, bad), "-p", first, "-m", "bad")
+    gitmemo.forget()
+    box = Git(repo)
+    box.ls_tree(first)
+    listing = box.ls_tree(second)
+    expected = full_listing(repo, second)
+    assert listing.base_oid is None  # not derived: listed in full
+    assert dict(listing) == dict(expected)
+    assert listing.duplicates == expected.duplicates != ()
+    report = validate_tree(box.tree_view(second), SyncPolicy(), default_graph_validator())
+    assert "duplicate-entry" in report.codes()
+
+
+def test_a_warm_one_commit_sync_lists_no_tree(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one sync, the next that admits one incoming commit derives everything from the
+    last tree: no `ls-tree`, one `diff-tree`, and the changed blob read once."""
+    commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"
+    commit(team.alice.path, {"MEMORY_a.md": "# A\n\nmore\n"})
+    push(team.alice.path)  # by git itself: nothing about it is known in this process
+    folder, log = _spy(tmp_path / "spy")
+    with monkeypatch.context() as env:
+        env.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+        result = team.bob.sync()
+    assert result.status == "synced", result.message
+    runs = _runs(log)
+    assert "ls-tree" not in runs
+    assert runs.count("diff-tree") == 1
+    assert runs.count("cat-file") == 2  # the sizes and the new tree's id; then the bytes once
+    assert (team.bob.path / "MEMORY_a.md").read_text() == "# A\n\nmore\n"
