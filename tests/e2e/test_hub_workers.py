@@ -284,6 +284,27 @@ async def test_concurrent_uploads_through_several_workers_store_one_revision(hub
         assert set(answers) == {(200, etag(manifest))}
 
 
+async def test_revisions_are_stored_in_increasing_order_across_workers(hub: Hub) -> None:
+    """Uploads of revisions 1-12 in a shuffled order through both workers: each is judged
+    against the revisions stored so far (the per-view lock spans the workers), so the ones
+    stored were stored in increasing order and the others refused as rollbacks."""
+    order = [7, 2, 11, 1, 5, 12, 3, 9, 4, 10, 6, 8]
+    built = {number: build("auth", number) for number in order}
+    statuses = await asyncio.gather(
+        *(publish(hub.url, hub.admin, "auth", *built[number]) for number in order)
+    )
+    assert set(statuses) <= {201, 409}, statuses
+    created = sorted(
+        number for number, status in zip(order, statuses, strict=True) if status == 201
+    )
+    revisions = hub.data / "views" / "auth" / "revisions"
+    assert sorted(int(path.name) for path in revisions.iterdir()) == created
+    # stored in increasing order (the clock is coarse: equal times are allowed)
+    times = [(revisions / str(number)).stat().st_ctime_ns for number in created]
+    assert times == sorted(times), list(zip(created, times, strict=True))
+    assert 12 in created
+
+
 def test_sigterm_stops_every_worker_and_the_hub_exits_0(hub: Hub) -> None:
     workers = hub.workers
     assert len(workers) == WORKERS
