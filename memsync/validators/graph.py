@@ -9,13 +9,20 @@ is what the gate, the sync cycle and the CLI use.
 
 A graph validator always runs, even when the gate already found path or byte problems,
 so it tolerates files that are not valid UTF-8 (it skips them; the gate reports them).
+
+Validation does not build the MemoryGraph: `validate_graph` runs the per-file pass
+(`summary.py`, through the parse cache of `cache.py`) and the cross-file pass
+(`crossfile.py`), whose verdict equals `build_graph`'s problem for problem. `build_graph`
+stays for the readers that need the graph itself (the editor, renders, cycles).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from memsync.validators.assembly import build_graph
+from memsync.validators.assembly import _gc_paused, build_graph
+from memsync.validators.cache import ParseCache, Uncached, default_cache
+from memsync.validators.crossfile import GraphVerdict, judge
 from memsync.validators.graphmodel import Profile
 from memsync.validators.problems import Report
 from memsync.validators.tree import TreeView
@@ -24,7 +31,30 @@ __all__ = [
     "GraphValidator",
     "MemoryGraphValidator",
     "build_graph",
+    "validate_graph",
 ]
+
+CacheChoice = ParseCache | Uncached | None
+"""A parse cache; None for the process's default one; `Uncached()` to parse every file."""
+
+
+def validate_graph(
+    tree: TreeView,
+    profile: str = "local",
+    *,
+    root_path: str | None = None,
+    namespace: str | None = None,
+    cache: CacheChoice = None,
+) -> GraphVerdict:
+    """The graph verdict of `tree`: the same problems as `build_graph`, sorted the same way,
+    with only the files not in `cache` read and parsed."""
+    rules = Profile.named(profile, root_path, namespace)
+    source = cache if isinstance(cache, Uncached) else (cache or default_cache()).session()
+    try:
+        with _gc_paused():
+            return judge(tree, rules, source)
+    finally:
+        source.close()
 
 
 class GraphValidator(Protocol):
@@ -41,16 +71,26 @@ class MemoryGraphValidator:
     """
 
     def __init__(
-        self, profile: str = "local", *, root_path: str | None = None, namespace: str | None = None
+        self,
+        profile: str = "local",
+        *,
+        root_path: str | None = None,
+        namespace: str | None = None,
+        cache: CacheChoice = None,
     ) -> None:
         Profile.named(profile, root_path, namespace)  # reject a bad profile now, not later
         self.profile = profile
         self.root_path = root_path
         self.namespace = namespace
+        self.cache = cache
 
     def validate(self, tree: TreeView) -> Report:
-        graph, problems = build_graph(
-            tree, self.profile, root_path=self.root_path, namespace=self.namespace
+        verdict = validate_graph(
+            tree,
+            self.profile,
+            root_path=self.root_path,
+            namespace=self.namespace,
+            cache=self.cache,
         )
-        files = len(graph.files) + len(graph.evidence_files)
-        return Report(problems=tuple(problems), files=files, items=len(graph.items))
+        files = len(verdict.files) + len(verdict.evidence_files)
+        return Report(problems=verdict.problems, files=files, items=verdict.items)

@@ -9,7 +9,7 @@ the Agent Correction collections, the guidance inbox and the update queue and re
 from __future__ import annotations
 
 from memsync.validators.corrections import check_collections, check_corrections
-from memsync.validators.graph import GraphValidator, MemoryGraphValidator
+from memsync.validators.graph import CacheChoice, GraphValidator, MemoryGraphValidator
 from memsync.validators.inbox import check_inbox
 from memsync.validators.problems import Report
 from memsync.validators.queue import check_queue, check_records
@@ -19,9 +19,9 @@ from memsync.validators.tree import TreeView
 class RootValidator:
     """A GraphValidator for a local memory root, auxiliary files included."""
 
-    def __init__(self, *, enforce_capacity: bool) -> None:
+    def __init__(self, *, enforce_capacity: bool, cache: CacheChoice = None) -> None:
         self.enforce_capacity = enforce_capacity
-        self.graph = MemoryGraphValidator("local")
+        self.graph = MemoryGraphValidator("local", cache=cache)
 
     def validate(self, tree: TreeView) -> Report:
         report = self.graph.validate(tree)
@@ -35,7 +35,10 @@ class RootValidator:
         return Report(problems=(*report.problems, *extra), files=report.files, items=report.items)
 
 
-def default_graph_validator(*, enforce_capacity: bool = False) -> GraphValidator:
+def default_graph_validator(
+    *, enforce_capacity: bool = False, cache: CacheChoice = None
+) -> GraphValidator:
     """What the gate, the sync cycle and the CLI use: the local graph plus the auxiliary
-    file rules; the corrections capacity only when asked."""
-    return RootValidator(enforce_capacity=enforce_capacity)
+    file rules; the corrections capacity only when asked. Graph files are parsed through
+    `cache` (None: the process's in-memory parse cache; `Uncached()`: no cache)."""
+    return RootValidator(enforce_capacity=enforce_capacity, cache=cache)

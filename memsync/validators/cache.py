@@ -1,0 +1,188 @@
+"""The parse cache: per-file summaries by content, so a validation parses only what changed.
+
+A summary (`summary.py`) is a function of a file's bytes, its path and whether it is read
+as Pursuit, so it is cached under exactly that: the file's content id (its Git blob id when
+the tree came from Git, the SHA-256 its package manifest or extractor computed, else the
+SHA-256 of its bytes), the path and the Pursuit flag. With the content id known and the
+summary cached, the file's bytes are not read at all.
+
+`ParseCache` is a bounded in-memory LRU that is safe to share between threads; the daemon
+keeps the module's `default_cache()` for its lifetime. `open_persistent(directory)` adds a
+store on disk under it for CLI runs (`cachestore.py`: SQLite, no pickle, bounded, safe to
+delete at any time, entries checked and ignored when corrupt or foreign).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+from memsync.validators.cachestore import PersistentStore
+from memsync.validators.summary import FileSummary, summarize_bytes
+from memsync.validators.tree import TreeView
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+_CONTENT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def content_id(tree: TreeView, path: str) -> str | None:
+    """The entry's content id when the tree knows one: a Git object id or a SHA-256 in hex.
+
+    A tree whose object ids are not content ids (a work tree names its files by path) gives
+    None, and the caller hashes the bytes instead.
+    """
+    entry = tree.get(path)
+    if entry is None or entry.oid is None or entry.oid == path:
+        return None
+    return entry.oid if _CONTENT_ID.fullmatch(entry.oid) else None
+
+
+def cache_key(content: str, path: str, *, pursuit: bool) -> str:
+    return f"{'p' if pursuit else 'm'}{content}:{path}"
+
+
+class ParseCache:
+    """An LRU of summaries bounded by their estimated size, optionally over a disk store."""
+
+    def __init__(
+        self, max_bytes: int = DEFAULT_MAX_BYTES, *, store: PersistentStore | None = None
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.store = store
+        self._entries: OrderedDict[str, tuple[FileSummary, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def weight(self) -> int:
+        """The estimated bytes held."""
+        return self._bytes
+
+    def get(self, key: str) -> FileSummary | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key: str, summary: FileSummary) -> None:
+        weight = summary.weight() + len(key) + 100
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (summary, weight)
+            self._bytes += weight
+            while self._bytes > self.max_bytes and self._entries:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def session(self) -> CachedSummaries:
+        """A summary source for one validation; call `close()` when it is done."""
+        return CachedSummaries(self)
+
+
+class CachedSummaries:
+    """The `SummarySource` of one validation: memory, then the disk store, then a parse.
+
+    Lookups in the disk store are batched by `prefetch`, and new summaries are written to it
+    in one transaction when the validation ends (`close`).
+    """
+
+    def __init__(self, cache: ParseCache) -> None:
+        self.cache = cache
+        self.fresh: dict[str, FileSummary] = {}
+        self.used: list[str] = []
+
+    def key(self, tree: TreeView, path: str, *, pursuit: bool) -> str:
+        known = content_id(tree, path)
+        if known is None:
+            known = hashlib.sha256(tree.content(path)).hexdigest()
+        return cache_key(known, path, pursuit=pursuit)
+
+    def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:
+        key = self.key(tree, path, pursuit=pursuit)
+        found = self.cache.get(key)
+        if found is None and self.cache.store is not None:
+            found = self.cache.store.get_many([key]).get(key)
+            if found is not None:
+                self.cache.put(key, found)
+        if found is not None:
+            self.cache.hits += 1
+            self.used.append(key)
+            return found
+        self.cache.misses += 1
+        made = summarize_bytes(tree.content(path), path, pursuit=pursuit)
+        self.cache.put(key, made)
+        self.fresh[key] = made
+        return made
+
+    def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None:
+        """Load the summaries of `paths` known by content id from the disk store, and read
+        the bytes of every other regular file among them in one batch."""
+        unknown: list[str] = []
+        keyed: dict[str, str] = {}
+        for path in paths:
+            entry = tree.get(path)
+            if entry is None or not entry.is_regular:
+                continue
+            known = content_id(tree, path)
+            if known is None:
+                unknown.append(path)
+                continue
+            key = cache_key(known, path, pursuit=pursuit)
+            if self.cache.get(key) is None:
+                keyed[key] = path
+        if keyed and self.cache.store is not None:
+            for key, summary in self.cache.store.get_many(list(keyed)).items():
+                self.cache.put(key, summary)
+                del keyed[key]
+        tree.preload([*unknown, *keyed.values()])
+
+    def close(self) -> None:
+        if self.cache.store is not None and self.fresh:
+            self.cache.store.put_many(self.fresh, touched=self.used)
+        self.fresh = {}
+        self.used = []
+
+
+class Uncached:
+    """The `SummarySource` that parses every file (no cache)."""
+
+    def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:
+        return summarize_bytes(tree.content(path), path, pursuit=pursuit)
+
+    def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None:
+        tree.preload(paths)
+
+    def close(self) -> None:
+        return None
+
+
+_DEFAULT = ParseCache()
+
+
+def default_cache() -> ParseCache:
+    """The process's in-memory cache (the daemon's, for its lifetime)."""
+    return _DEFAULT
+
+
+def open_persistent(directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseCache:
+    """A new in-memory cache backed by a store on disk under `directory` (created 0700 when
+    missing), for a CLI run. A store that cannot be opened leaves it in memory only."""
+    return ParseCache(max_bytes, store=PersistentStore.open(directory, max_bytes=max_bytes))

@@ -1,0 +1,270 @@
+"""The parse cache on disk: summaries in one SQLite file, for CLI runs.
+
+Safe by construction: an entry is JSON (reading it cannot run code), framed by a header
+that names the format and the parser it came from and a keyed BLAKE2b checksum over the
+key and the payload. An entry that is truncated, corrupt, from another format or another
+parser, or not shaped like a summary is ignored (and the file is parsed again), never
+trusted over the bytes. Writes are SQLite transactions, so a crash leaves the old or the
+new entries; the store is bounded (least recently used entries go first) and may be
+deleted at any time. Every SQLite error disables the store for the rest of the process:
+a cache never fails a validation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memsync.validators import document, summary
+from memsync.validators.summary import KIND_CHARS, NODE, UNDECODABLE, FileSummary
+
+FILE_NAME = "parse-cache.sqlite3"
+FORMAT = b"MSPC1"
+_KINDS = frozenset({NODE, *KIND_CHARS.values()})
+_BATCH = 500  # keys per SELECT (SQLite's default variable limit is far above)
+
+
+def parser_digest() -> bytes:
+    """Names the per-file pass that made an entry: a change to the parser's source makes
+    every stored entry foreign, so an upgrade never reuses an old verdict."""
+    digest = hashlib.blake2b(FORMAT, digest_size=8)
+    for module in (document, summary):
+        source = module.__file__
+        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    return digest.digest()
+
+
+def encode(key: str, made: FileSummary, header: bytes) -> bytes:
+    body = [
+        made.decoded,
+        list(made.ids),
+        made.lines.tolist(),
+        made.parents.tolist(),
+        made.kinds,
+        list(made.specials),
+        [list(x) for x in made.pending],
+        [list(x) for x in made.item_problems],
+        [list(x) for x in made.problems],
+        [list(x) for x in made.orphans],
+        [list(x) for x in made.focus],
+    ]
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    check = hashlib.blake2b(payload, key=key.encode()[:64], digest_size=16).digest()
+    return header + check + payload
+
+
+def decode(key: str, value: bytes, header: bytes) -> FileSummary | None:
+    """The summary in a stored value, or None when it is not one this process trusts."""
+    if not value.startswith(header) or len(value) < len(header) + 16:
+        return None
+    check, payload = value[len(header) : len(header) + 16], value[len(header) + 16 :]
+    if hashlib.blake2b(payload, key=key.encode()[:64], digest_size=16).digest() != check:
+        return None
+    try:
+        return _shaped(json.loads(payload))
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError, RecursionError):
+        return None
+
+
+def _ints(raw: Any, low: int, high: int) -> list[int]:
+    if not isinstance(raw, list) or not all(type(x) is int and low <= x < high for x in raw):
+        raise ValueError("not integers in range")
+    return raw
+
+
+def _strs(raw: Any) -> list[str]:
+    if not isinstance(raw, list) or not all(type(x) is str for x in raw):
+        raise ValueError("not strings")
+    return raw
+
+
+def _rows(raw: Any, shape: str, items: int) -> tuple[tuple[Any, ...], ...]:
+    """Rows of a shape like "iss" (item index, str, str); `i` is an item index, `l` a line,
+    `b` a bool, `s` a string."""
+    out: list[tuple[Any, ...]] = []
+    for row in raw:
+        if not isinstance(row, list) or len(row) != len(shape):
+            raise ValueError("bad row")
+        for kind, value in zip(shape, row, strict=True):
+            ok = {
+                "i": type(value) is int and 0 <= value < items,
+                "l": type(value) is int and 0 <= value < 2**32,
+                "b": type(value) is bool,
+                "s": type(value) is str,
+            }[kind]
+            if not ok:
+                raise ValueError("bad value")
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def _shaped(body: Any) -> FileSummary:
+    if not isinstance(body, list) or len(body) != 11 or type(body[0]) is not bool:
+        raise ValueError("not a summary")
+    if not body[0]:
+        return UNDECODABLE
+    ids = tuple(_strs(body[1]))
+    count = len(ids)
+    lines = _ints(body[2], 0, 2**32)
+    parents = _ints(body[3], -1, max(count, 1))
+    kinds = body[4]
+    if not (type(kinds) is str and len(kinds) == count and set(kinds) <= _KINDS):
+        raise ValueError("bad kinds")
+    if len(lines) != count or len(parents) != count or any(p >= i for i, p in enumerate(parents)):
+        raise ValueError("bad items")
+    specials = tuple(_ints(body[5], 0, count))
+    if any(kinds[i] in (NODE, "#") for i in specials):
+        raise ValueError("bad specials")
+    return FileSummary(
+        ids=tuple(_intern(ids)),
+        lines=array("I", lines),
+        parents=array("i", parents),
+        kinds=kinds,
+        specials=specials,
+        pending=_rows(body[6], "iss", count),
+        item_problems=_rows(body[7], "iss", count),
+        problems=_rows(body[8], "sls", count),
+        orphans=_rows(body[9], "lb", count),
+        focus=_rows(body[10], "sl", count),
+    )
+
+
+def _intern(ids: Iterable[str]) -> Iterable[str]:
+    return (sys.intern(x) for x in ids)
+
+
+class PersistentStore:
+    """Summaries on disk in `<directory>/parse-cache.sqlite3`, bounded by `max_bytes`."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.header = FORMAT + parser_digest()
+        self._db: sqlite3.Connection | None = connection
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, directory: Path, *, max_bytes: int) -> PersistentStore | None:
+        path = directory / FILE_NAME
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                connection = _connect(path)
+            except sqlite3.DatabaseError:
+                path.unlink(missing_ok=True)  # not a database: ours to drop, rebuilt below
+                connection = _connect(path)
+        except (OSError, sqlite3.Error):
+            return None
+        return cls(path, connection, max_bytes)
+
+    def _run(self, work: Any) -> Any:
+        with self._lock:
+            if self._db is None:
+                return None
+            try:
+                return work(self._db)
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
+                self._db = None  # broken or busy for too long: memory only from now on
+                return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, FileSummary]:
+        def read(db: sqlite3.Connection) -> list[tuple[str, bytes]]:
+            rows: list[tuple[str, bytes]] = []
+            for start in range(0, len(keys), _BATCH):
+                part = keys[start : start + _BATCH]
+                marks = ",".join("?" * len(part))
+                query = f"SELECT key, value FROM entries WHERE key IN ({marks})"  # noqa: S608
+                rows += db.execute(query, part).fetchall()
+            return rows
+
+        found: dict[str, FileSummary] = {}
+        for key, value in self._run(read) or ():
+            if isinstance(key, str) and isinstance(value, bytes):
+                made = decode(key, value, self.header)
+                if made is not None:
+                    found[key] = made
+        return found
+
+    def put_many(self, entries: Mapping[str, FileSummary], *, touched: Sequence[str] = ()) -> None:
+        now = time.time_ns()
+        rows = [(key, encode(key, made, self.header), now) for key, made in entries.items()]
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
+                for start in range(0, len(touched), _BATCH):
+                    part = touched[start : start + _BATCH]
+                    marks = ",".join("?" * len(part))
+                    db.execute(
+                        f"UPDATE entries SET used = ? WHERE key IN ({marks})",  # noqa: S608
+                        (now, *part),
+                    )
+                self._bound(db)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        self._run(write)
+
+    def _bound(self, db: sqlite3.Connection) -> None:
+        """Drop the least recently used entries until the store is under 3/4 of its bound."""
+        (total,) = db.execute("SELECT total(length(value) + length(key)) FROM entries").fetchone()
+        if total <= self.max_bytes:
+            return
+        goal = total - self.max_bytes * 3 // 4
+        dropped = 0
+        doomed: list[str] = []
+        for key, size in db.execute(
+            "SELECT key, length(value) + length(key) FROM entries ORDER BY used"
+        ):
+            if dropped >= goal:
+                break
+            doomed.append(key)
+            dropped += size
+        db.executemany("DELETE FROM entries WHERE key = ?", [(k,) for k in doomed])
+
+    def size(self) -> int:
+        """Bytes of the entries held (keys and values)."""
+        got = self._run(
+            lambda db: db.execute(
+                "SELECT total(length(value) + length(key)) FROM entries"
+            ).fetchone()[0]
+        )
+        return int(got or 0)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
+                self._db = None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=0.5, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA trusted_schema = OFF")
+        db.execute("PRAGMA auto_vacuum = FULL")  # deleted entries give their pages back
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS entries "
+            "(key TEXT PRIMARY KEY, value BLOB NOT NULL, used INTEGER NOT NULL)"
+        )
+        db.execute("SELECT count(*) FROM entries").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    path.chmod(0o600)
+    return db

@@ -1,0 +1,362 @@
+"""The cross-file pass: the graph verdict of a tree from per-file summaries.
+
+The same rules, in the same order, as `assembly.build_graph` (whose verdict this must equal
+for every input, problem for problem): root documents, F# detail files loaded depth first,
+anchor kinds per profile and tree, backing claims, cycles and owners, one id namespace
+where the first occurrence wins, dangling and containment edges, Focus. What one file
+decides alone comes precomputed in its `FileSummary`; this pass only joins the files, so
+its cost is in the number of files and of cross-file edges, not in the size of the text.
+
+Summaries come from a `SummarySource` (the parse cache, or a plain parse); a file's bytes
+are read only when its summary is not known by content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Protocol
+
+from memsync.validators.assembly import describe
+from memsync.validators.graphmodel import MEMORY, MEMORY_ONLY_KINDS, PURSUIT, Profile
+from memsync.validators.problems import Problem
+from memsync.validators.summary import CHAR_KINDS, NODE, FileSummary
+from memsync.validators.tree import TreeView
+
+# An F# reference to follow: target file, owner heading's line, the scope it hands down.
+_Ref = tuple[str, int, str | None]
+_LABEL = {"F#": "F# detail file", "M#": "Markdown evidence file", "S#": "skill file"}
+
+
+class SummarySource(Protocol):
+    """Summaries of a tree's files, by path; `prefetch` reads the unknown ones in a batch."""
+
+    def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary: ...
+
+    def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class GraphVerdict:
+    """What the graph rules say about a tree: every problem, sorted by (path, line, code,
+    message); the graph files in load order; the M# and S# files that exist; the item count."""
+
+    problems: tuple[Problem, ...]
+    files: tuple[str, ...]
+    evidence_files: tuple[str, ...]
+    items: int
+
+
+def judge(tree: TreeView, profile: Profile, source: SummarySource) -> GraphVerdict:
+    """The graph verdict of `tree` under `profile`."""
+    return _Join(tree, profile, source).run()
+
+
+class _Loaded:
+    __slots__ = ("index", "path", "scope", "summary", "tree")
+
+    def __init__(
+        self, index: int, path: str, summary: FileSummary, tree: str, scope: str | None
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.summary = summary
+        self.tree = tree
+        self.scope = scope  # the logical parent of the file's top-level items
+
+
+class _Join:
+    def __init__(self, tree: TreeView, profile: Profile, source: SummarySource) -> None:
+        self.tree = tree
+        self.profile = profile
+        self.source = source
+        self.problems: list[Problem] = []
+        self.loaded: list[_Loaded] = []
+        self.by_path: dict[str, _Loaded] = {}
+        self.owner: dict[str, int] = {}  # item id -> index of the file that keeps it
+        self.evidence: dict[str, None] = {}
+        self.claims: dict[str, tuple[str, str, str, int]] = {}  # folded path -> id, kind, at
+        self.owner_of: dict[str, tuple[str, int]] = {}
+        self.focus: list[tuple[str, str, int]] = []
+
+    def problem(self, code: str, path: str, line: int | None, message: str) -> None:
+        self.problems.append(Problem(code, path, line, message))
+
+    def run(self) -> GraphVerdict:
+        for path, tree in self.profile.roots:
+            entry = self.tree.get(path)
+            if entry is None:
+                what = "MF Memory document" if self.profile.name == "mf" else "root document"
+                self.problem("missing-root-document", path, None, f"{what} '{path}' is missing")
+            elif not entry.is_regular:
+                self.problem(
+                    "missing-root-document",
+                    path,
+                    None,
+                    f"'{path}' is not a regular file (it is {describe(entry)})",
+                )
+            else:
+                self.load(path, tree)
+        for loaded in self.loaded:
+            self.edges(loaded)
+        self.check_focus()
+        self.problems.sort(key=lambda p: (p.path or "", p.line or 0, p.code, p.message))
+        return GraphVerdict(
+            tuple(self.problems),
+            tuple(loaded.path for loaded in self.loaded),
+            tuple(self.evidence),
+            len(self.owner),
+        )
+
+    # -- loading, in assembly's order ------------------------------------------------------
+
+    def read(self, path: str, tree: str, scope: str | None) -> _Loaded | None:
+        summary = self.source.summary(self.tree, path, pursuit=tree == PURSUIT)
+        if not summary.decoded:
+            return None
+        loaded = _Loaded(len(self.loaded), path, summary, tree, scope)
+        self.loaded.append(loaded)
+        self.by_path[path] = loaded
+        self.problems += [Problem(code, path, line, text) for code, line, text in summary.problems]
+        return loaded
+
+    def load(self, root: str, tree: str) -> None:
+        top = self.read(root, tree, None)
+        if top is None:
+            return
+        stack: list[tuple[str, Iterator[_Ref]]] = [(root, iter(self.record(top)))]
+        on_path = {root}
+        while stack:
+            path, refs = stack[-1]
+            ref = next(refs, None)
+            if ref is None:
+                stack.pop()
+                on_path.discard(path)
+                continue
+            target, line, scope = ref
+            owner = self.owner_of.get(target)
+            if target in on_path:
+                self.problem(
+                    "backing-cycle",
+                    path,
+                    line,
+                    f"F# backing file '{target}' is already being loaded above this heading "
+                    "(the F# references form a cycle)",
+                )
+            elif owner is not None:
+                self.problem(
+                    "backing-multi-owner",
+                    path,
+                    line,
+                    f"detail file '{target}' is already attached to the F# heading at "
+                    f"{owner[0]}:{owner[1]}",
+                )
+            elif target not in self.by_path:
+                detail = self.read(target, tree, scope)
+                if detail is not None:
+                    self.owner_of[target] = (path, line)
+                    stack.append((target, iter(self.record(detail))))
+                    on_path.add(target)
+
+    def record(self, loaded: _Loaded) -> list[_Ref]:
+        """Register a file's items (first occurrence wins), check its headings' kinds and
+        claims, keep its Focus and MF prose problems; its F# references to follow."""
+        summary, path = loaded.summary, loaded.path
+        ids = summary.ids
+        owner = self.owner
+        if owner.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
+            owner.update(zip(ids, repeat(loaded.index)))
+        else:
+            self.register_one_by_one(loaded)
+        refs: list[_Ref] = []
+        for item in summary.specials:
+            target = self.check_kind(loaded, item)
+            if target is not None:
+                refs.append((target, summary.lines[item], self.resolve(loaded, item)))
+        if self.profile.focus:
+            self.focus += [(target, path, line) for target, line in summary.focus]
+        if self.profile.addressed_prose:
+            for line, before_first in summary.orphans:
+                where = (
+                    "before the first heading" if before_first else "under a heading without an id"
+                )
+                self.problem(
+                    "mf-orphan-prose",
+                    path,
+                    line,
+                    f"text {where}: in a shared view every line must belong to an "
+                    "addressable heading",
+                )
+        self.source.prefetch(self.tree, (ref[0] for ref in refs), pursuit=loaded.tree == PURSUIT)
+        return refs
+
+    def register_one_by_one(self, loaded: _Loaded) -> None:
+        summary = loaded.summary
+        for item, item_id in enumerate(summary.ids):
+            first = self.owner.get(item_id)
+            if first is None:
+                self.owner[item_id] = loaded.index
+                continue
+            where = self.loaded[first]
+            line = where.summary.lines[where.summary.ids.index(item_id)]
+            self.problem(
+                "duplicate-id",
+                loaded.path,
+                summary.lines[item],
+                f"id `{item_id}` is already used at {where.path}:{line}; "
+                "that first occurrence is the one kept",
+            )
+
+    def kept(self, loaded: _Loaded, item: int) -> bool:
+        ids = loaded.summary.ids
+        return self.owner.get(ids[item]) == loaded.index and ids.index(ids[item]) == item
+
+    def resolve(self, loaded: _Loaded, item: int) -> str | None:
+        """The nearest kept heading at or above `item` in its file, else the file's scope."""
+        parents = loaded.summary.parents
+        while item >= 0 and not self.kept(loaded, item):
+            item = parents[item]
+        return loaded.summary.ids[item] if item >= 0 else loaded.scope
+
+    def check_kind(self, loaded: _Loaded, item: int) -> str | None:
+        """Kind rules for an addressable heading; the F# detail file to load, if any."""
+        summary, path, tree = loaded.summary, loaded.path, loaded.tree
+        kind, item_id, line = (
+            CHAR_KINDS[summary.kinds[item]],
+            summary.ids[item],
+            summary.lines[item],
+        )
+        if tree == MEMORY and kind not in self.profile.kinds:
+            self.problem(
+                "kind-not-allowed",
+                path,
+                line,
+                f"{kind} heading `{item_id}` is not valid in {self.profile.namespace}",
+            )
+            return None
+        if tree != MEMORY and kind in MEMORY_ONLY_KINDS:
+            self.problem(
+                "memory-only-kind",
+                path,
+                line,
+                f"{kind} heading `{item_id}` is only valid in Memory, not in Pursuit",
+            )
+            return None
+        if kind == "F#" and tree == PURSUIT and item_id.casefold() == "rules":
+            self.problem(
+                "reserved-id",
+                path,
+                line,
+                f"Pursuit F# id `{item_id}` is reserved (it would map to the legacy "
+                "PURSUIT_RULES.md); choose another id",
+            )
+            return None
+        backing_path = self.profile.backing_path(tree, kind, item_id)
+        if backing_path is None:
+            return None
+        return self.claim(path, line, kind, item_id, backing_path)
+
+    def claim(self, path: str, line: int, kind: str, item_id: str, backing: str) -> str | None:
+        entry = self.tree.get(backing)
+        first = self.claims.setdefault(backing.casefold(), (item_id, kind, path, line))
+        if (first[0], first[1]) != (item_id, kind):
+            self.problem(
+                "backing-collision",
+                path,
+                line,
+                f"backing file '{backing}' of {kind} heading `{item_id}` is already "
+                f"claimed by {first[1]} heading `{first[0]}` at {first[2]}:{first[3]} "
+                "(file names are compared case-insensitively)",
+            )
+            return None
+        if entry is None or not entry.is_regular:
+            state = "is missing" if entry is None else f"is {describe(entry)}, not a regular file"
+            self.problem(
+                "missing-backing-file",
+                path,
+                line,
+                f"{_LABEL[kind]} '{backing}' for heading `{item_id}` {state}",
+            )
+            return None
+        if kind != "F#":
+            self.evidence[backing] = None
+            return None
+        return backing
+
+    # -- edges and Focus, once every file is loaded ----------------------------------------
+
+    def edges(self, loaded: _Loaded) -> None:
+        summary, path = loaded.summary, loaded.path
+        if not (summary.item_problems or summary.pending):
+            return
+        lines = summary.lines
+        everyone_kept = None
+        for item, code, message in summary.item_problems:
+            if everyone_kept is None:
+                everyone_kept = self.all_kept(loaded)
+            if everyone_kept or self.kept(loaded, item):
+                self.problem(code, path, lines[item], message)
+        namespace = self.profile.namespace
+        for item, kind, target in summary.pending:
+            if everyone_kept is None:
+                everyone_kept = self.all_kept(loaded)
+            if not (everyone_kept or self.kept(loaded, item)):
+                continue
+            item_id = summary.ids[item]
+            if target not in self.owner:
+                message = f"edge `{kind}:{target}` of `{item_id}` names no item in {namespace}"
+                self.problem("dangling-edge", path, lines[item], message)
+            elif kind == "rel" and self.is_ancestor(loaded, item, target):
+                self.problem(
+                    "containment-edge",
+                    path,
+                    lines[item],
+                    f"`rel:{target}` of `{item_id}` points at a heading it is already nested "
+                    "under; remove the edge, the nesting says it",
+                )
+
+    def all_kept(self, loaded: _Loaded) -> bool:
+        """Whether every item of the file is the kept occurrence of its id (the usual case)."""
+        ids = loaded.summary.ids
+        index = loaded.index
+        owner = self.owner
+        return len(set(ids)) == len(ids) and all(owner[item_id] == index for item_id in ids)
+
+    def parent_of(self, loaded: _Loaded, item: int) -> str | None:
+        return self.resolve(loaded, loaded.summary.parents[item])
+
+    def is_ancestor(self, loaded: _Loaded, item: int, target: str) -> bool:
+        current = self.parent_of(loaded, item)
+        while current is not None:
+            if current == target:
+                return True
+            where = self.loaded[self.owner[current]]
+            current = self.parent_of(where, where.summary.ids.index(current))
+        return False
+
+    def check_focus(self) -> None:
+        seen: set[str] = set()
+        for target, file, line in self.focus:
+            if target in seen:
+                self.problem(
+                    "duplicate-focus", file, line, f"Focus lists `{target}` more than once"
+                )
+                continue
+            seen.add(target)
+            index = self.owner.get(target)
+            if index is None:
+                self.problem(
+                    "dangling-focus", file, line, f"Focus names `{target}`, which is no item"
+                )
+                continue
+            where = self.loaded[index]
+            kind = where.summary.kinds[where.summary.ids.index(target)]
+            if kind == NODE or where.tree != PURSUIT:
+                what = "a node" if kind == NODE else "a Memory heading"
+                self.problem(
+                    "focus-not-heading",
+                    file,
+                    line,
+                    f"Focus must name Pursuit headings; `{target}` is {what}",
+                )

@@ -1,0 +1,216 @@
+"""The per-file pass: one document's bytes in, a compact `FileSummary` out.
+
+A summary holds everything the graph rules need from one file that depends only on the
+file's bytes, its path and whether it is read as Pursuit: the items it defines (ids, lines,
+kinds, the nearest addressable heading above each), the one-file problems with their lines,
+each item's own edge problems (kept only if the item turns out to be the first occurrence
+of its id), the edges whose verdict needs other files (a target defined elsewhere, or a
+`rel` edge whose ancestors may cross files), its Focus references and its MF prose
+problems. Nothing here knows the profile, the load order or other files: `crossfile.py`
+does that. Because a summary is a function of (bytes, path, pursuit), it can be cached by
+content (`cache.py`).
+
+A summary is compact on purpose: a daemon keeps one per graph file of every root it syncs.
+Ids are interned strings in one tuple, lines and parents are machine-integer arrays, kinds
+one string with a character per item; no per-item objects or dicts.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from typing import Final
+
+from memsync.validators.document import (
+    EDGE_TYPES,
+    Document,
+    Fence,
+    FocusRef,
+    Heading,
+    Node,
+    Prose,
+    decode,
+    scan,
+)
+
+# One character per item: a node, or the anchor kind of an addressable heading.
+NODE = "n"
+KIND_CHARS: Final = {"#": "#", "F#": "F", "M#": "M", "S#": "S", "MF#": "f", "MQ#": "q"}
+CHAR_KINDS: Final = {char: kind for kind, char in KIND_CHARS.items()}
+
+# (item index, edge type, target): an edge whose verdict needs the whole graph.
+Pending = tuple[int, str, str]
+# (item index, code, message): a problem reported at the item's line if the item is kept.
+ItemProblem = tuple[int, str, str]
+# (code, line, message): a problem of the file whatever else the graph holds.
+LocalProblem = tuple[str, int, str]
+
+
+class FileSummary:
+    """The graph-relevant content of one file. `decoded` is False for a file that is not
+    UTF-8 (the graph skips it; the path rules report it) and then everything is empty."""
+
+    __slots__ = (
+        "decoded",
+        "focus",
+        "ids",
+        "item_problems",
+        "kinds",
+        "lines",
+        "orphans",
+        "parents",
+        "pending",
+        "problems",
+        "specials",
+    )
+
+    def __init__(
+        self,
+        *,
+        decoded: bool = True,
+        ids: tuple[str, ...] = (),
+        lines: array[int] | None = None,
+        parents: array[int] | None = None,
+        kinds: str = "",
+        specials: tuple[int, ...] = (),
+        pending: tuple[Pending, ...] = (),
+        item_problems: tuple[ItemProblem, ...] = (),
+        problems: tuple[LocalProblem, ...] = (),
+        orphans: tuple[tuple[int, bool], ...] = (),
+        focus: tuple[tuple[str, int], ...] = (),
+    ) -> None:
+        self.decoded = decoded
+        self.ids = ids  # item ids in document order (nodes and addressable headings)
+        self.lines = lines if lines is not None else array("I")  # 1-based line per item
+        self.parents = parents if parents is not None else array("i")  # heading item or -1
+        self.kinds = kinds  # NODE or a KIND_CHARS value per item
+        self.specials = specials  # items that are headings of a kind other than `#`
+        self.pending = pending
+        self.item_problems = item_problems
+        self.problems = problems
+        self.orphans = orphans  # (line, before the first heading): MF prose outside items
+        self.focus = focus  # (target, line) of each Pursuit Focus reference
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileSummary):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def weight(self) -> int:
+        """An estimate of the bytes this summary holds, for the cache's bound."""
+        count = len(self.ids)
+        text = sum(len(item_id) for item_id in self.ids)
+        extra = len(self.pending) + len(self.item_problems) + len(self.problems)
+        extra += len(self.orphans) + len(self.focus) + len(self.specials)
+        return 400 + count * 70 + text + extra * 160
+
+
+UNDECODABLE: Final = FileSummary(decoded=False)
+
+
+def summarize_bytes(data: bytes, path: str, *, pursuit: bool) -> FileSummary:
+    """The summary of a file's bytes; UNDECODABLE when they are not UTF-8."""
+    text = decode(data)
+    if text is None:
+        return UNDECODABLE
+    return summarize(scan(text, path, pursuit=pursuit))
+
+
+def summarize(doc: Document) -> FileSummary:
+    """The summary of one scanned document."""
+    intern = sys.intern
+    blocks = doc.blocks
+    ids: list[str] = []
+    lines = array("I")
+    parents = array("i")
+    kinds: list[str] = []
+    specials: list[int] = []
+    focus: list[tuple[str, int]] = []
+    orphans: list[tuple[int, bool]] = []
+    reported: set[int] = set()
+    nearest = [-1] * len(blocks)  # block -> the item of the nearest addressable heading
+    edged: list[tuple[int, Heading | Node]] = []
+    for index, block in enumerate(blocks):
+        if isinstance(block, Node):
+            item = len(ids)
+            ids.append(intern(block.item_id))
+            lines.append(block.line)
+            parents.append(nearest[block.parent] if block.parent >= 0 else -1)
+            kinds.append(NODE)
+            if block.edges or block.bad_edges:
+                edged.append((item, block))
+        elif isinstance(block, Heading):
+            up = nearest[block.parent] if block.parent >= 0 else -1
+            if block.item_id is not None and block.kind is not None:
+                item = len(ids)
+                ids.append(intern(block.item_id))
+                lines.append(block.line)
+                parents.append(up)
+                kinds.append(KIND_CHARS[block.kind])
+                if block.kind != "#":
+                    specials.append(item)
+                if block.edges or block.bad_edges:
+                    edged.append((item, block))
+                nearest[index] = item
+            else:
+                nearest[index] = up
+        elif isinstance(block, FocusRef):
+            focus.append((intern(block.target), block.line))
+        elif isinstance(block, Prose | Fence) and block.parent not in reported:
+            owner = blocks[block.parent] if block.parent >= 0 else None
+            if not (isinstance(owner, Heading) and owner.item_id is not None):
+                reported.add(block.parent)
+                orphans.append((block.line, owner is None))
+    pending, item_problems = _edges(ids, edged)
+    return FileSummary(
+        ids=tuple(ids),
+        lines=lines,
+        parents=parents,
+        kinds="".join(kinds),
+        specials=tuple(specials),
+        pending=pending,
+        item_problems=item_problems,
+        problems=tuple((p.code, p.line or 0, p.message) for p in doc.problems),
+        orphans=tuple(orphans),
+        focus=tuple(focus),
+    )
+
+
+def _edges(
+    ids: list[str], edged: list[tuple[int, Heading | Node]]
+) -> tuple[tuple[Pending, ...], tuple[ItemProblem, ...]]:
+    """Each item's edge problems that one file decides (rules 25-28, in edges.py's order:
+    malformed, duplicate, self, unknown type) and the edges left for the graph to judge."""
+    if not edged:
+        return (), ()
+    local = set(ids)
+    pending: list[Pending] = []
+    found: list[ItemProblem] = []
+    for item, block in edged:
+        item_id = ids[item]
+        found += [
+            (item, "malformed-edge", f"edge `{token}` of `{item_id}` is not of the form type:id")
+            for token in block.bad_edges
+        ]
+        seen: set[tuple[str, str]] = set()
+        for edge in block.edges:
+            kind, target = edge
+            if edge in seen:
+                found.append(
+                    (item, "duplicate-edge", f"`{item_id}` lists edge `{kind}:{target}` twice")
+                )
+            elif target == item_id:
+                found.append(
+                    (item, "self-edge", f"`{item_id}` has an edge `{kind}:{target}` to itself")
+                )
+            elif kind not in EDGE_TYPES:
+                known = ", ".join(sorted(EDGE_TYPES))
+                message = f"edge type `{kind}` of `{item_id}` is unknown; use one of {known}"
+                found.append((item, "unknown-edge-type", message))
+            elif kind == "rel" or target not in local:
+                # A target defined in this file is an item whichever occurrence is kept.
+                pending.append((item, sys.intern(kind), sys.intern(target)))
+            seen.add(edge)
+    return tuple(pending), tuple(found)
