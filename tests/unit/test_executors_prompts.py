@@ -113,3 +113,30 @@ def test_oversized_memory_is_cut_with_a_note_and_the_rest_named() -> None:
 def test_the_correction_quotes_the_error() -> None:
     text = correction("remove: 'F#x' is not an item id")
     assert "remove: 'F#x' is not an item id" in text and "one JSON object" in text
+
+
+def test_the_prune_context_names_threshold_grace_ledger_summary_and_unchanged_items() -> None:
+    inputs = PruneInputs(
+        **{
+            **PRUNE.__dict__,
+            "protected": ("`old-ci` grace 1/3",),
+            "snapshot_at": "c" * 40,
+            "ledger_summary": "removed: old-ci\nin revival grace: none",
+            "unchanged": ("`ci` (MEMORY.md) ## CI {#ci}",),
+            "changed_items": 7,
+        }
+    )
+    for executor in ("command", "openai"):
+        prompt = prune_prompt(inputs, executor)
+        user = prompt.user
+        assert "threshold: 70 memory commits each" in user
+        assert "revival grace: 3 prunes" in user
+        assert f"the snapshot is from {'c' * 12}" in user
+        assert "new or changed since the snapshot: 7" in user
+        assert "`old-ci` grace 1/3" in user.split("## Protected", 1)[1]
+        parsed = user.split("## Previous ledger, parsed", 1)[1]
+        assert "removed: old-ci" in parsed.split("##", 1)[0]
+        assert "`ci` (MEMORY.md) ## CI {#ci}" in user.split("## Items unchanged", 1)[1]
+        assert "Removed:\n- `old-ci` superseded" in user  # the raw body too
+        assert "prune: expired active memory" in prompt.system
+        assert "prune: checkpoint" in prompt.system
