@@ -1,10 +1,14 @@
 """The publisher: the only code that moves a root's branch.
 
 A fenced fast-forward. Publication proceeds only while the branch is checked out and
-still at the start commit, no merge is in progress, the work tree is clean, and the
-candidate ref still names the validated candidate. It then moves index and work tree from
-start to candidate (only the changed files: O(diff)), and finally moves the branch with a
-compare-and-swap on its old value, dropping the candidate ref in the same transaction.
+still at the start commit, no merge is in progress, no path the candidate changes has
+local edits (or, for an in-place autocommit, the work tree holds exactly the candidate's
+edits), and the candidate ref still names the validated candidate. It then moves index and
+work tree from start to candidate (only the changed files), and finally moves the branch
+with a compare-and-swap on its old value, dropping the candidate ref in the same
+transaction. The fence is O(diff) too: git's status is asked about the changed paths only
+(an edit elsewhere is not touched by the move and is still there after it; the next cycle
+sees it), and the candidate ref is read from its file.
 Sync, cycles and autocommit all publish through `publish`.
 
 The allowlist `.gitignore` makes every local non-memory file "ignored", and git treats
@@ -30,6 +34,9 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 IN_THE_WAY = "local-file-in-the-way"
+# Past this many changed paths the fence asks git about the whole work tree (a command line
+# stays short, and one full status costs less than many paths).
+SCOPED_STATUS_PATHS = 1000
 
 
 class FenceBroken(Exception):
@@ -66,7 +73,10 @@ def blocking_changes(entries: Iterable[StatusEntry], policy: SyncPolicy) -> tupl
 
 def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
     """Raise FenceBroken unless the active root is exactly as the candidate expects."""
-    state = git.work_state()
+    diff = git.tree_diff(target.start, target.candidate)
+    scope = sorted({path for _status, path in diff})
+    narrow = not target.in_place and 0 < len(scope) <= SCOPED_STATUS_PATHS
+    state = git.work_state(paths=scope if narrow else None)
     if state.branch != target.branch:
         raise FenceBroken(SyncStatus.ERROR, f"HEAD is no longer on branch {target.branch}")
     if state.head != target.start:
@@ -83,11 +93,11 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
         raise FenceBroken(
             SyncStatus.DIRTY, "uncommitted edits to synchronized files appeared", dirty
         )
-    if git.rev_parse(candidate_ref(target.operation_id)) != target.candidate:
+    if git.ref_value(candidate_ref(target.operation_id)) != target.candidate:
         raise FenceBroken(SyncStatus.ERROR, "the validated candidate is missing or moved")
     if target.in_place:
         return  # the candidate's files are the ones on disk: nothing is created
-    blocked = in_the_way(git.cwd, git.tree_diff(target.start, target.candidate))
+    blocked = in_the_way(git.cwd, diff)
     if blocked:
         problems = tuple(
             Problem(

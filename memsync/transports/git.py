@@ -79,13 +79,22 @@ __all__ = [
 class Git(TreeReads):
     """git for one repository (or work tree) directory."""
 
-    def work_state(self, *, refresh: bool = False) -> WorkState:
+    def work_state(self, *, refresh: bool = False, paths: Sequence[str] | None = None) -> WorkState:
         """Branch, HEAD, upstream, ahead/behind and every changed path, in one call.
 
         `refresh` lets git write back refreshed stat data to the index (it takes the index
         lock briefly, as a plain `git status` does); without it, files git cannot trust by
         their stat data are hashed again on every call, which is slow on large roots.
+        `paths` (literal, at least one) limits the changed paths asked about to those: git
+        then looks at those files only, not at the whole work tree.
         """
+        env = {"GIT_OPTIONAL_LOCKS": "1"} if refresh else {}
+        scope: list[str] = []
+        if paths is not None:
+            if not paths:
+                raise ValueError("a status limited to no paths would cover every path")
+            env["GIT_LITERAL_PATHSPECS"] = "1"
+            scope = ["--", *paths]
         raw = self.run(
             "status",
             "--porcelain=v2",
@@ -94,7 +103,8 @@ class Git(TreeReads):
             "--untracked-files=all",
             "--no-renames",
             "--ignore-submodules=none",
-            env={"GIT_OPTIONAL_LOCKS": "1"} if refresh else None,
+            *scope,
+            env=env or None,
         ).stdout
         return gitparse.parse_status_v2(raw)
 

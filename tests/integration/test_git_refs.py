@@ -220,7 +220,7 @@ def test_cli_start_up_does_not_import_gitpython(argv: list[str]) -> None:
         check=True,
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
-    assert "memsync.transports.git" in modules  # the box is there, GitPython is not
+    assert "memsync" in modules  # (the box itself is not imported either since start-up work)
     assert not {m for m in modules if m.split(".")[0] in ("git", "gitdb", "smmap")}
 
 
