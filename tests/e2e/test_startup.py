@@ -9,8 +9,10 @@ import importlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from pydantic import BaseModel
 from memsync import __version__
 from memsync.cli import _Commands
 from memsync.config import paths
-from memsync.daemon.client import call
+from memsync.daemon.client import DaemonError, DaemonUnavailable, call
 from memsync.wire.cli import StatusReport
 from memsync.wire.shape import STATUS_REPORT, Shape, fit
 from tests.conftest import Team
@@ -304,3 +306,70 @@ def test_a_document_of_another_shape_does_not_fit(document: Any, data: st.DataOb
         daemon["version"] = "\ud800"
     assert fit(broken, STATUS_REPORT) is None
     assert fit(None, STATUS_REPORT) is None
+
+
+# -- the control socket client ----------------------------------------------------------------
+
+
+def answering(path: Path, reply: bytes) -> threading.Thread:
+    """A one-shot server on a unix socket that reads a request and sends `reply` as is."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def serve() -> None:
+        with server, server.accept()[0] as conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(4096)
+            conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{"a":1}', {"a": 1}),
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{"a":1}junk', {"a": 1}),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'3\r\n{"a\r\n4;x=y\r\n":1}\r\n0\r\n\r\n',
+            {"a": 1},
+        ),
+        (b'HTTP/1.1 200 OK\r\n\r\n{"a":1}', {"a": 1}),
+        (b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", None),
+        (
+            b"HTTP/1.1 409 Conflict\r\nContent-Length: 44\r\n\r\n"
+            b'{"error": {"code": "x", "message": "taken"}}',
+            "refused GET /v1/status: taken",
+        ),
+        (b"", "closed the connection"),
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{"a":1}', "closed the connection"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc", "closed the"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnot", "not JSON"),
+    ],
+)
+def test_the_client_reads_what_an_http_server_may_send(
+    tmp_path: Path, reply: bytes, outcome: object
+) -> None:
+    path = tmp_path / "s.sock"
+    thread = answering(path, reply)
+    if isinstance(outcome, str):
+        with pytest.raises(DaemonError, match=outcome):
+            call(path, "GET", "/v1/status", timeout=10)
+    else:
+        assert call(path, "GET", "/v1/status", timeout=10) == outcome
+    thread.join(10)
+
+
+def test_the_client_tells_no_daemon_from_a_stale_socket(tmp_path: Path) -> None:
+    with pytest.raises(DaemonUnavailable, match="no control socket"):
+        call(tmp_path / "none.sock", "GET", "/v1/status")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(tmp_path / "stale.sock"))
+    stale.close()  # the file stays, nothing listens
+    with pytest.raises(DaemonUnavailable, match="no daemon answers"):
+        call(tmp_path / "stale.sock", "GET", "/v1/status")
