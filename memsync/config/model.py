@@ -53,6 +53,7 @@ class RootSettings:
     publish: tuple[PublishSettings, ...] = ()
     prune_role: str = "pruner"
     prune_generation_commits: int = 70
+    prune_revival_grace: int = 2
     prune_check_every: timedelta = timedelta(hours=2)
     insight_role: str = "insight"
     insight_points_per_commit: int = 1
@@ -181,6 +182,7 @@ def root_settings(
         insight_threshold=root.insight.trigger_points,
         prune_role=root.prune.role,
         prune_generation_commits=root.prune.generation_commits,
+        prune_revival_grace=root.prune.revival_grace,
         prune_check_every=root.prune.check_every,
         insight_role=root.insight.role,
         insight_points_per_commit=root.insight.points_per_commit,

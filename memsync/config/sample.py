@@ -63,6 +63,7 @@ roots:
       enabled: false              # default false
       role: pruner                # a name under `roles`; default pruner
       generation_commits: 70      # commits per generation before pruning is due; default 70
+      revival_grace: 2            # generations a pruned item written back is kept; default 2
       check_every: 2h             # how often to check whether pruning is due; default 2h
     insight:                      # insight logs written by a role
       enabled: false              # default false

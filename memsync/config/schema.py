@@ -207,6 +207,7 @@ class Prune(_Model):
     enabled: StrictBool = False
     role: Text = "pruner"
     generation_commits: Count = 70
+    revival_grace: Annotated[StrictInt, Field(ge=0)] = 2  # generations; 0: no grace
     check_every: Duration = timedelta(hours=2)
 
 

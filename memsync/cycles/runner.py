@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memsync.config.model import CommandRoleSettings, RootSettings, Settings
-from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.turn import (
@@ -41,15 +40,8 @@ def cycle_settings(root: RootSettings, kind: str) -> CycleSettings:
         "prune",
         root.prune_enabled,
         threshold=root.prune_generation_commits,
-        revival_grace=revival_grace(root),
+        revival_grace=root.prune_revival_grace,
     )
-
-
-def revival_grace(root: RootSettings) -> int:
-    """`roots.*.prune.revival_grace` once the configuration carries it (RootSettings
-    `prune_revival_grace`); until then the reference's default of 2 generations."""
-    value = getattr(root, "prune_revival_grace", DEFAULT_REVIVAL_GRACE)
-    return value if isinstance(value, int) and value >= 0 else DEFAULT_REVIVAL_GRACE
 
 
 def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, float]:

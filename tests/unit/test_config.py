@@ -27,8 +27,10 @@ from memsync.config import (
     resolve,
     settings_from,
 )
+from memsync.config.model import root_settings
 from memsync.config.schema import TAGS, CommandRole, GitSource, HttpSource, OpenAIRole
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
+from memsync.cycles.runner import cycle_settings
 from memsync.errors import ConfigError, Located, SecretError, StateDirError
 
 KEY = "ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"
@@ -161,6 +163,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         70,
     )
     assert root.prune.check_every == timedelta(hours=2)
+    assert root.prune.revival_grace == 2
     assert (root.insight.role, root.insight.trigger_points, root.insight.points_per_commit) == (
         "insight",
         150,
@@ -587,6 +590,12 @@ def test_cross_checks_pass_when_references_exist() -> None:
         """
     )
     assert config.views["v"].trust.threshold == 2
+
+
+def test_revival_grace_reaches_the_prune_cycle() -> None:
+    config = load("version: 1\nroots:\n  a: {path: /a, prune: {revival_grace: 0}}\n")
+    assert cycle_settings(root_settings("a", config.roots["a"]), "prune").revival_grace == 0
+    assert problems("version: 1\nroots:\n  a: {path: /a, prune: {revival_grace: -1}}\n")
 
 
 def test_an_openai_role_cannot_repair() -> None:
