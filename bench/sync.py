@@ -2,8 +2,10 @@
 
 B2: a cycle with nothing to do, against `git fetch` of the same upstream.
 B3: a cycle admitting one incoming commit that touches one file, against
-`git fetch && git merge --ff-only`, on a 100-file and a 10k-file root (publication must be
-O(diff), so the 10k-file root may cost at most 2x the 100-file one).
+`git fetch && git merge --ff-only`, on a 100-file and a 10k-file root: <= 2.5x at 100 files,
+<= 1.5x at 10k files, and the 10k-file / 100-file ratio at most raw git's own ratio x 1.2 in
+the same run (validation and publication are O(diff): the daemon keeps the last tree's
+listing and verdict by object id and derives the next from git's diff).
 
 The memsync side runs in-process (`sync_root`, as the daemon runs it); the CLI's own
 start-up time is reported separately.
@@ -126,8 +128,9 @@ def b3(base: Path, files: int) -> dict[str, Any]:
                 )
             )
         )
+    target = "<= 1.5x" if files >= 10_000 else "<= 2.5x"
     return _row(
-        f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours, theirs, "<= 2.5x"
+        f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours, theirs, target
     )
 
 
@@ -181,23 +184,24 @@ def run() -> list[dict[str, Any]]:
             (base / name).mkdir()
             rows.append(job(base / name))
     small, large = rows[1]["memsync_ms"], rows[2]["memsync_ms"]
+    raw_small, raw_large = rows[1]["raw_ms"], rows[2]["raw_ms"]
+    raw_ratio = raw_large / raw_small
     rows.append(
         {
             "name": "B3 10k-file / 100-file root (memsync)",
             "memsync_ms": large,
             "raw_ms": small,
             "ratio": large / small,
-            "target": "<= 2x",
+            "target": f"<= {raw_ratio * 1.2:.2f} (raw git's ratio x 1.2)",
             "runs": RUNS,
         }
     )
-    raw_small, raw_large = rows[1]["raw_ms"], rows[2]["raw_ms"]
     rows.append(
         {
             "name": "  the same scaling for raw git (context)",
             "memsync_ms": raw_large,
             "raw_ms": raw_small,
-            "ratio": raw_large / raw_small,
+            "ratio": raw_ratio,
             "target": "-",
             "runs": RUNS,
         }

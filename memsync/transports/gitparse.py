@@ -13,6 +13,7 @@ from typing import NamedTuple
 from memsync.validators.tree import Change, Entry, Listing
 
 _ZERO = re.compile(rb"^0+$")
+MODE_TREE = 0o040000
 UNMERGED_XY = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
 
 
@@ -121,7 +122,7 @@ class RawChange(NamedTuple):
 
     `diff` counts the diffs git listed for the commit (a merge lists one per parent whose
     diff is not empty); `parents` is None when the log format did not name them. The new
-    object id comes last (None for a deletion).
+    object id comes last (None for a deletion); the old one is None for an addition.
     """
 
     commit: str
@@ -130,7 +131,17 @@ class RawChange(NamedTuple):
     path: str
     old_mode: int
     mode: int
-    oid: str | None
+    status: str  # A, D, M or T
+    old_oid: str | None
+    oid: str | None  # last: readers take the new object id from the end
+
+    @property
+    def is_tree(self) -> bool:
+        """A directory record (`-t`): neither side is a leaf."""
+        return self.old_mode in (0, MODE_TREE) and self.mode in (0, MODE_TREE)
+
+    def as_diff(self) -> DiffRecord:
+        return DiffRecord(self.old_mode, self.mode, self.old_oid, self.oid, self.status, self.path)
 
 
 def parse_log_raw(raw: bytes) -> list[RawChange]:
@@ -162,7 +173,13 @@ def parse_log_raw(raw: bytes) -> list[RawChange]:
             i += 1
             deleted = new_mode == 0 or _ZERO.match(new_oid) is not None
             oid = None if deleted else new_oid.decode("ascii")
-            found.append(RawChange(commit, diffs[commit], parents, path, old_mode, new_mode, oid))
+            old_oid = None if old_mode == 0 else fields[2].decode("ascii")
+            status = fields[4][:1].decode("ascii") if len(fields) > 4 else ""
+            found.append(
+                RawChange(
+                    commit, diffs[commit], parents, path, old_mode, new_mode, status, old_oid, oid
+                )
+            )
     return found
 
 
@@ -178,9 +195,6 @@ def changes_from(records: list[RawChange], sizes: dict[str, int]) -> list[Change
         )
         for r in records
     ]
-
-
-MODE_TREE = 0o040000
 
 
 class DiffRecord(NamedTuple):

@@ -39,7 +39,8 @@ class GitListing(Listing):
         base_oid: str | None = None,
         delta: tuple[tuple[str, Entry | None], ...] | None = None,
     ) -> None:
-        super().__init__(entries.items(), duplicates)
+        super().__init__((), duplicates)
+        self.update(entries)  # one C-level copy (a listing of pairs would be rebuilt)
         self.tree_oid = tree_oid
         self.base_oid = base_oid
         self.delta = delta
@@ -179,16 +180,19 @@ class TreeReads(GitCore):
             "--no-abbrev",
             "--no-ext-diff",
             "--no-textconv",
+            "-t",
             "--format=%x01%H %P",
             include,
         ]
         if exclude:
             args.append(f"^{exclude}")
         raw = self.run(*args).stdout
-        records = gitparse.parse_log_raw(raw)
+        listed = gitparse.parse_log_raw(raw)
+        _keep_diffs(raw, listed)
+        records = [r for r in listed if not r.is_tree]
         commits = len(set(re.findall(rb"\x01([0-9a-f]+)", raw)))
         sizes = self.blob_sizes(
-            [oid for *_, oid in records if oid is not None],
+            [r.oid for r in records if r.oid is not None],
             tree_of=include if OID.fullmatch(include) else None,
         )
         return commits, gitparse.changes_from(records, sizes)
@@ -266,6 +270,19 @@ class GitBlobs:
         return self._git.read_blobs(oids)
 
 
+def _keep_diffs(raw: bytes, records: Sequence[gitparse.RawChange]) -> None:
+    """A commit with one parent: its log diff is `diff-tree -r -t parent commit` exactly
+    (the same diff, same order), so the box keeps it and need not ask again."""
+    by_commit: dict[str, list[DiffRecord]] = {}
+    for record in records:
+        by_commit.setdefault(record.commit, []).append(record.as_diff())
+    for commit, parents in re.findall(rb"\x01([0-9a-f]+) ([0-9a-f ]*)", raw):
+        parent = parents.split()
+        if len(parent) == 1:
+            key = (parent[0].decode("ascii"), commit.decode("ascii"))
+            gitmemo.DIFFS.put(key, tuple(by_commit.get(key[1], ())))
+
+
 def _lines(items: Sequence[str]) -> bytes:
     return ("\n".join(items) + "\n").encode("ascii")
 
@@ -310,7 +327,9 @@ def apply_diff(
     for path, new in delta:
         if new is not None and (path in dirs or any(p in entries for p in _parents(path))):
             return None
-    return KeptListing(Listing(entries.items()), dirs), tuple(delta)
+    listing = Listing()
+    listing.update(entries)
+    return KeptListing(listing, dirs), tuple(delta)
 
 
 def _added_dir(record: DiffRecord) -> bool:
