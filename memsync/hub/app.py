@@ -15,6 +15,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from memsync import timefmt
 from memsync.errors import UsageError
 from memsync.hub.errors import ApiError
 from memsync.hub.events import Subscriber
+from memsync.hub.fastlane import LANES, FastSite, close_lanes, matches
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import (
     Revision,
@@ -160,19 +162,12 @@ def _readable(request: web.Request, token: TokenInfo, view_id: str) -> Revision:
 # -- reads ----------------------------------------------------------------------------------
 
 
-def _matches(header: str | None, etag: str) -> bool:
-    """If-None-Match uses the weak comparison: `W/` is ignored, `*` matches anything."""
-    if header is None:
-        return False
-    return any(c.strip() in ("*", etag) or c.strip() == f"W/{etag}" for c in header.split(","))
-
-
 def _not_modified(etag: str, cache: str) -> web.Response:
     return web.Response(status=304, headers={hdrs.ETAG: etag, hdrs.CACHE_CONTROL: cache})
 
 
 def _manifest_response(request: web.Request, rev: Revision, cache: str) -> web.Response:
-    if _matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.manifest_etag):
+    if matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.manifest_etag):
         return _not_modified(rev.manifest_etag, cache)
     headers = {hdrs.ETAG: rev.manifest_etag, hdrs.CACHE_CONTROL: cache}
     return web.Response(body=rev.manifest, content_type="application/json", headers=headers)
@@ -197,7 +192,7 @@ class _StoredFile(web.FileResponse):
 
 
 def _package_response(request: web.Request, rev: Revision, cache: str) -> web.StreamResponse:
-    if _matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.package_etag):
+    if matches(request.headers.get(hdrs.IF_NONE_MATCH), rev.package_etag):
         return _not_modified(rev.package_etag, cache)
     return _StoredFile(rev.package_path, rev.package_etag, cache)
 
@@ -388,8 +383,10 @@ def make_app(
     """
     app = web.Application(middlewares=[_errors], client_max_size=max_upload)
     app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat, peers)
+    app[LANES] = set()
     app.cleanup_ctx.append(_lifetime)
     app.on_shutdown.append(_close_streams)
+    app.on_shutdown.append(close_lanes)
     add = app.router
     add.add_get("/v1/health", health)
     add.add_get("/v1/views", list_views)
@@ -444,6 +441,12 @@ def lock_data_dir(data_dir: Path) -> int:
 
 async def _close_streams(app: web.Application) -> None:
     app[HUB].events.close_all()
+
+
+def hub_site(runner: web.AppRunner, sock: socket.socket) -> FastSite:
+    """A site serving `runner`'s hub on a bound socket, conditional GETs in the fast lane
+    (`fastlane.py`); use it rather than a bare `TCPSite` or `SockSite`."""
+    return FastSite(runner, sock, runner.app[HUB], runner.app[LANES])
 
 
 def hub_runner(app: web.Application) -> web.AppRunner:

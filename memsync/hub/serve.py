@@ -12,12 +12,10 @@ import logging
 import signal
 from pathlib import Path
 
-from aiohttp import web
-
 from memsync.config.units import check_listen
 from memsync.errors import UsageError
-from memsync.hub.app import hub_runner, make_app
-from memsync.hub.workers import serve_workers
+from memsync.hub.app import hub_runner, hub_site, make_app
+from memsync.hub.workers import bind_sockets, serve_workers
 
 log = logging.getLogger("memsync.hub")
 
@@ -40,10 +38,8 @@ async def serve_hub(data_dir: Path, listen: str) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     try:
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as exc:
-            raise UsageError(f"cannot listen on {listen}: {exc.strerror}") from exc
+        for sock in bind_sockets(host, port, 1)[0]:
+            await hub_site(runner, sock).start()
         address, bound = runner.addresses[0][:2]
         shown = f"[{address}]" if ":" in address else address
         log.info("memsync hub serving %s on http://%s:%d", data_dir, shown, bound)

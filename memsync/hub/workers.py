@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import select
@@ -34,10 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from aiohttp import web
-
 from memsync.errors import MemsyncError, UsageError
-from memsync.hub.app import hub_runner, lock_data_dir, make_app
+from memsync.hub.app import hub_runner, hub_site, lock_data_dir, make_app
 from memsync.hub.peers import Board, Peers
 from memsync.hub.revisions import RevisionStore
 from memsync.hub.tokens import open_store
@@ -71,9 +70,9 @@ def _check_port_free(family: int, address: tuple[object, ...]) -> int:
 
 
 def bind_sockets(host: str, port: int, count: int) -> list[list[socket.socket]]:
-    """For each of `count` workers, its sockets (one per address of `host`), bound with
-    `SO_REUSEPORT` to one port; `UsageError` if that cannot be done."""
-    if not hasattr(socket, "SO_REUSEPORT"):
+    """For each of `count` workers, its sockets (one per address of `host`), bound to one
+    port, with `SO_REUSEPORT` when there are several; `UsageError` if that cannot be done."""
+    if count > 1 and not hasattr(socket, "SO_REUSEPORT"):
         raise UsageError("--workers above 1 needs SO_REUSEPORT (Linux)", hint="use --workers 1")
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     bound: list[list[socket.socket]] = [[] for _ in range(count)]
@@ -84,15 +83,18 @@ def bind_sockets(host: str, port: int, count: int) -> list[list[socket.socket]]:
             if (family, address[0]) in seen:
                 continue
             seen.add((family, address[0]))
-            port = _check_port_free(family, (address[0], port, *address[2:]))
+            if count > 1:
+                port = _check_port_free(family, (address[0], port, *address[2:]))
             for sockets in bound:
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 sockets.append(sock)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                if count > 1:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
                 if family == socket.AF_INET6:
                     sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 sock.bind((address[0], port, *address[2:]))
+                port = int(sock.getsockname()[1])  # port 0: the one chosen for the first
     except OSError as exc:
         for sock in (s for sockets in bound for s in sockets):
             sock.close()
@@ -244,6 +246,8 @@ class Supervisor:
         shown = f"[{address}]" if ":" in address else address
         log.info("memsync hub: %d worker processes %s", len(self.workers), sorted(self.workers))
         log.info("memsync hub serving %s on http://%s:%d", self.data_dir, shown, port)
+        if not ipaddress.ip_address(address).is_loopback:
+            log.warning("plain HTTP on a non-loopback address: put a TLS proxy in front of it")
 
     def _reap(self) -> None:
         for pid in list(self.workers):
@@ -282,7 +286,7 @@ async def _serve(
     await runner.setup()
     try:
         for sock in sockets:
-            await web.SockSite(runner, sock).start()
+            await hub_site(runner, sock).start()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         loop.add_reader(lifeline, stop.set)  # readable at EOF: the supervisor let go

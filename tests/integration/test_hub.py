@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,11 +21,17 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.base_protocol import BaseProtocol
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_parser import HttpRequestParser
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given
+from hypothesis import strategies as st
 from multidict import CIMultiDict
 
 from memsync.errors import UsageError
-from memsync.hub.app import hub_runner, make_app
+from memsync.hub.app import hub_runner, hub_site, make_app
+from memsync.hub.fastlane import LANES, parse_head
 from memsync.hub.revisions import MAX_JUMP
 from memsync.hub.tokens import DB_NAME, TokenStore, hub_init
 from memsync.views.archive import write_zip
@@ -149,8 +156,7 @@ async def start(state: Hub, **options: Any) -> str:
     runner = hub_runner(make_app(state.data, **options))
     await runner.setup()
     state.runners.append(runner)
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    await hub_site(runner, socket.create_server(("127.0.0.1", 0))).start()
     host, port = runner.addresses[0][:2]
     return f"http://{host}:{port}"
 
@@ -559,3 +565,188 @@ async def test_a_revision_far_past_the_current_one_is_refused(hub: Hub) -> None:
     assert refused.status == 422
     manifest, package = build("jump", 1)
     assert (await hub.publish("jump", manifest, package)).status == 201
+
+
+# -- the fast lane ----------------------------------------------------------------------------
+
+
+def _aiohttp_parse(data: bytes) -> list[Any] | None:
+    """The messages aiohttp's own (C) parser reads from `data`, or None if it refuses it."""
+    loop = asyncio.new_event_loop()
+    try:
+        parser = HttpRequestParser(
+            BaseProtocol(loop), loop, 2**16, max_line_size=8190, max_field_size=8190
+        )
+        try:
+            messages, _upgraded, _tail = parser.feed_data(data)
+        except HttpProcessingError:
+            return None
+        return [message for message, _payload in messages]
+    finally:
+        loop.close()
+
+
+_HEAD_LINES = st.sampled_from(
+    [
+        b"Host: hub.example:8765",
+        b"Authorization: Bearer msk_0123456789abcdef_" + b"A" * 43,
+        b'If-None-Match: "sha256:ab"',
+        b'If-None-Match: W/"x", "y"',
+        b"Accept: */*",
+        b"Connection: keep-alive",
+        b"Connection: close",
+        b"Content-Length: 5",
+        b"Transfer-Encoding: chunked",
+        b"X-Thing:  padded \t",
+        b" folded",
+        b"Authorization : Bearer x",
+        b"Host: a b",
+        b"Bad\x00: x",
+        b"Caf\xc3\xa9: x",
+        b"Upgrade: h2c",
+        b"Authorization: Bearer msk_fedcba9876543210_" + b"B" * 43,
+        b'If-None-Match: "other"',
+        b"Host: second.example",
+    ]
+)
+_REQUEST_LINES = st.one_of(
+    st.sampled_from(
+        [b"GET /v1/views/auth/manifest HTTP/1.1", b"GET /v1/views/auth/package HTTP/1.1"]
+    ),
+    st.sampled_from(
+        [
+            b"GET /v1/views/auth/manifest?x=1 HTTP/1.1",
+            b"GET /v1/views/a%2Fb/manifest HTTP/1.1",
+            b"GET /v1/views/auth/manifest HTTP/1.0",
+            b"HEAD /v1/views/auth/manifest HTTP/1.1",
+            b"GET  /v1/views/auth/manifest HTTP/1.1",
+            b"GET /v1/views/../manifest HTTP/1.1",
+        ]
+    ),
+)
+_REQUIRED = [
+    b"Host: hub.example:8765",
+    b"Authorization: Bearer msk_0123456789abcdef_" + b"A" * 43,
+    b'If-None-Match: "sha256:ab"',
+]
+
+
+@st.composite
+def _heads(draw: st.DrawFn) -> bytes:
+    """A request head: the lines a lane request needs, some dropped, others added, shuffled,
+    sometimes with a few random bytes put in anywhere."""
+    lines = [line for line in _REQUIRED if draw(st.integers(0, 9))]  # usually all three
+    lines = draw(st.permutations(lines + draw(st.lists(_HEAD_LINES, max_size=2))))
+    head = b"\r\n".join([draw(_REQUEST_LINES), *lines])
+    if draw(st.integers(0, 3)) == 0:
+        at = draw(st.integers(0, len(head)))
+        head = head[:at] + draw(st.binary(min_size=1, max_size=3)) + head[at:]
+    return head
+
+
+@given(head=_heads())
+def test_the_fast_lane_answers_only_requests_aiohttp_reads_the_same(head: bytes) -> None:
+    """Whatever head the lane accepts, aiohttp parses as the same one GET without a body,
+    with the same path and the same Authorization and If-None-Match, ending where the
+    lane's ends: the lane never answers a request aiohttp would frame another way."""
+    accepted = parse_head(head)
+    if accepted is None:
+        return
+    parsed = _aiohttp_parse(head + b"\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert parsed is not None, head
+    assert [m.path for m in parsed][1:] == ["/next"]  # the request ends where the lane's does
+    message = parsed[0]
+    view, what, auth, match = accepted
+    assert (message.method, message.version) == ("GET", (1, 1))
+    assert message.path == f"/v1/views/{view}/{what}"
+    assert message.headers.getall("Authorization") == [auth.decode()]
+    assert message.headers.getall("If-None-Match") == [match.decode()]
+    assert "Content-Length" not in message.headers and not message.chunked
+
+
+async def _raw(hub: Hub, data: bytes, answers: int = 1) -> list[bytes]:
+    """Send `data` on one new connection; read `answers` whole answers."""
+    reader, writer = await asyncio.open_connection(*hub.url.removeprefix("http://").split(":"))
+    writer.write(data)
+    got = []
+    for _ in range(answers):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            (
+                int(h.split(b":")[1])
+                for h in head.split(b"\r\n")
+                if h.lower().startswith(b"content-length:")
+            ),
+            0,
+        )
+        got.append(head + await reader.readexactly(length))
+    writer.close()
+    return got
+
+
+def _request(token: str, tag: str, path: str = "/v1/views/auth/manifest", *extra: str) -> bytes:
+    lines = [f"GET {path} HTTP/1.1", "Host: hub", f"Authorization: Bearer {token}"]
+    if tag:
+        lines.append(f"If-None-Match: {tag}")
+    return ("\r\n".join([*lines, *extra]) + "\r\n\r\n").encode()
+
+
+def _answer(raw: bytes) -> tuple[bytes, dict[str, str]]:
+    head, _, _ = raw.partition(b"\r\n\r\n")
+    status, *lines = head.decode().split("\r\n")
+    fields = {name.lower(): value for name, value in (line.split(": ", 1) for line in lines)}
+    fields.pop("date")
+    return status.encode(), fields
+
+
+async def test_the_fast_lane_answers_as_aiohttp_does_and_hands_over_the_rest(hub: Hub) -> None:
+    manifest, package = build("auth", 1)
+    assert (await hub.publish("auth", manifest, package)).status == 201
+    reader = hub.token("read:auth")
+    lanes = hub.runners[0].app[LANES]
+    fast = (await _raw(hub, _request(reader, etag(manifest))))[0]
+    query = "/v1/views/auth/manifest?view=auth"  # not the lane's: aiohttp answers it
+    slow = (await _raw(hub, _request(reader, etag(manifest), query)))[0]
+    assert _answer(fast) == _answer(slow)
+    assert _answer(fast)[0] == b"HTTP/1.1 304 Not Modified"
+    # the lane holds a connection until a request needs aiohttp
+    stream, writer = await asyncio.open_connection(*hub.url.removeprefix("http://").split(":"))
+    writer.write(_request(reader, etag(manifest)))
+    assert b" 304 " in await stream.readuntil(b"\r\n\r\n")
+    assert len(lanes) == 1
+    writer.write(_request(reader, etag(manifest), query))
+    assert b" 304 " in await stream.readuntil(b"\r\n\r\n")
+    assert not lanes
+    writer.close()
+    # pipelined: 304 (lane), 200 with the body (aiohttp takes over), 304 (aiohttp now)
+    answers = await _raw(
+        hub,
+        _request(reader, etag(manifest))
+        + _request(reader, "")
+        + _request(reader, f'"x", W/{etag(package)}', "/v1/views/auth/package"),
+        answers=3,
+    )
+    assert [a.split(b"\r\n")[0] for a in answers] == [
+        b"HTTP/1.1 304 Not Modified",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 304 Not Modified",
+    ]
+    assert answers[1].endswith(manifest)
+    # refusals and misses are aiohttp's, with their JSON bodies
+    for request, status in (
+        (_request("msk_0123456789abcdef_" + "A" * 43, etag(manifest)), b"401"),
+        (_request(hub.token("read:ops"), etag(manifest)), b"404"),
+        (_request(reader, '"other"'), b"200"),
+        (_request(reader, etag(manifest), "/v1/views/auth/manifest", "Connection: close"), b"304"),
+    ):
+        answer = (await _raw(hub, request))[0]
+        assert answer.split(b" ")[1] == status, answer
+    # a revoked token is refused at once, in the lane too
+    token_id, raw = hub.store.create(["read:auth"])
+    assert _answer((await _raw(hub, _request(raw, etag(manifest))))[0])[0].endswith(
+        b"304 Not Modified"
+    )
+    hub.store.revoke(token_id)
+    assert b" 401 " in (await _raw(hub, _request(raw, etag(manifest))))[0]
+    await restart(hub)
+    assert not lanes  # connections the lane still held were closed at shutdown

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
-from memsync.hub.app import MAX_NOTIFY, hub_runner, make_app
+from memsync.hub.app import MAX_NOTIFY, hub_runner, hub_site, make_app
 from memsync.hub.tokens import hub_init
 
 CAP = 256 * 1024  # the hub's max_upload in these tests
@@ -57,7 +56,7 @@ async def small_hub(tmp_path: Path) -> AsyncIterator[SmallHub]:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         listener.bind(("127.0.0.1", 0))
         try:
-            await web.SockSite(runner, listener).start()
+            await hub_site(runner, listener).start()
             yield SmallHub(listener.getsockname()[1], admin, data)
         finally:
             await runner.cleanup()

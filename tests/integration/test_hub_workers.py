@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from memsync.hub.app import hub_runner, make_app
+from memsync.hub.app import hub_runner, hub_site, make_app
 from memsync.hub.peers import Board, Peers
 from memsync.hub.tokens import hub_init
 from tests.integration.test_hub import Stream, bearer, build, etag
@@ -24,7 +24,7 @@ async def _serve(data: Path, peers: Peers, runners: list[web.AppRunner]) -> str:
     runner = hub_runner(make_app(data, peers=peers, heartbeat=0.2))
     await runner.setup()
     runners.append(runner)
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    await hub_site(runner, socket.create_server(("127.0.0.1", 0))).start()
     host, port = runner.addresses[0][:2]
     return f"http://{host}:{port}"
 

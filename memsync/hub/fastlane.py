@@ -1,0 +1,257 @@
+"""The hub's fast lane: a conditional GET of a view's current manifest or package whose
+ETag still matches is answered 304 before aiohttp builds a request.
+
+Every connection starts here. A request the lane answers must be plainly one: the request
+line `GET /v1/views/<id>/{manifest,package} HTTP/1.1` (no query), header lines of token
+characters and visible ASCII only, exactly one `Host` (a plain host name or address),
+`Authorization` and `If-None-Match`,
+nothing that frames a body or changes the connection (`Content-Length`,
+`Transfer-Encoding`, `Upgrade`, `Expect`, a `Connection` other than keep-alive). The token
+is checked by the same `HubState.authenticate` as every other request, and the view, scope
+and ETag by the same rules as `app.py`. Anything else, including every refusal (401, 404)
+and every answer with a body, is handed over unread to aiohttp together with the rest of
+the connection, which stays aiohttp's from then on: the lane never answers a request it is
+not sure of, and never answers after aiohttp began.
+
+The 304 carries what aiohttp's would (ETag, Cache-Control, Date, Server) and is logged
+the same way when the access log is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+import time
+from email.utils import formatdate
+from typing import cast
+
+from aiohttp import web
+from aiohttp.http import SERVER_SOFTWARE
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_server import Server
+
+from memsync.hub.state import HubState
+from memsync.hub.tokens import TokenInfo, redact
+from memsync.names import is_name
+
+access_log = logging.getLogger("memsync.hub.access")
+
+MAX_HEAD = 8190  # longer heads go to aiohttp, which applies its own limits
+IDLE_TIMEOUT = 3630.0  # seconds an idle keep-alive connection stays open (aiohttp's default)
+_REQUEST_LINE = re.compile(rb"GET /v1/views/([A-Za-z0-9._-]{1,128})/(manifest|package) HTTP/1\.1")
+_HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[\x21-\x7e][\x20-\x7e\t]*)?)")
+_HOST = re.compile(rb"[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
+_FRAMING = frozenset({b"content-length", b"transfer-encoding", b"upgrade", b"expect", b"te"})
+_SERVER = SERVER_SOFTWARE.encode()
+
+
+class _Clock:
+    """The `Date` header, formatted once a second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = b""
+
+    def now(self) -> bytes:
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self._text = formatdate(second, usegmt=True).encode()
+        return self._text
+
+
+_CLOCK = _Clock()
+
+
+def parse_head(head: bytes) -> tuple[str, str, bytes, bytes] | None:
+    """(view id, `manifest`/`package`, Authorization, If-None-Match) of a request head (its
+    bytes before the blank line) the lane may answer; None for anything else."""
+    lines = head.split(b"\r\n")
+    line = _REQUEST_LINE.fullmatch(lines[0])
+    if line is None:
+        return None
+    auth = match = host = None
+    for raw in lines[1:]:
+        header = _HEADER.fullmatch(raw)
+        if header is None:
+            return None
+        name, value = header[1].lower(), header[2].rstrip(b" \t")
+        if name == b"authorization":
+            if auth is not None:
+                return None
+            auth = value
+        elif name == b"if-none-match":
+            if match is not None:
+                return None
+            match = value
+        elif name == b"host":
+            if host is not None or _HOST.fullmatch(value) is None:
+                return None
+            host = value
+        elif name in _FRAMING or (name == b"connection" and value.lower() != b"keep-alive"):
+            return None
+    view = line[1].decode("ascii")
+    if auth is None or match is None or host is None or not is_name(view):
+        return None
+    return view, line[2].decode("ascii"), auth, match
+
+
+def matches(header: str | None, etag: str) -> bool:
+    """If-None-Match uses the weak comparison: `W/` is ignored, `*` matches anything."""
+    if header is None:
+        return False
+    return any(c.strip() in ("*", etag) or c.strip() == f"W/{etag}" for c in header.split(","))
+
+
+class FastLane(asyncio.Protocol):
+    """One connection: 304s answered here until a request needs aiohttp (see above)."""
+
+    def __init__(self, server: Server, hub: HubState, lanes: set[FastLane]) -> None:
+        self._server, self._hub, self._lanes = server, hub, lanes
+        self._buffer = b""
+        self._transport: asyncio.Transport
+        self._handler: RequestHandler | None = None
+        self._last = 0.0
+        self._idle: asyncio.TimerHandle | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast("asyncio.Transport", transport)
+        self._lanes.add(self)
+        loop = asyncio.get_running_loop()
+        self._last = loop.time()
+        self._idle = loop.call_at(self._last + IDLE_TIMEOUT, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        if self._handler is not None:  # (a write may arrive before set_protocol applies)
+            self._handler.data_received(data)
+            return
+        buffer = self._buffer + data if self._buffer else data
+        while buffer:
+            end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
+            if end < 0:
+                if len(buffer) > MAX_HEAD:
+                    self._hand_over(buffer)
+                    return
+                break
+            answer = self._answer(buffer[:end])
+            if answer is None:
+                self._hand_over(buffer)
+                return
+            self._transport.write(answer)
+            buffer = buffer[end + 4 :]
+        self._buffer = buffer
+        self._last = asyncio.get_running_loop().time()
+
+    def _answer(self, head: bytes) -> bytes | None:
+        """The 304 for one request head, or None when aiohttp must answer it."""
+        parsed = parse_head(head)
+        if parsed is None:
+            return None
+        started = time.perf_counter()
+        view_id, what, auth, match = parsed
+        hub = self._hub
+        token = hub.authenticate(auth.decode("latin-1"), "", ())
+        if not isinstance(token, TokenInfo) or not token.may_read(view_id):
+            return None
+        current = hub.fresh().current(view_id)
+        if current is None:
+            return None
+        etag = current.manifest_etag if what == "manifest" else current.package_etag
+        if not matches(match.decode("latin-1"), etag):
+            return None
+        if access_log.isEnabledFor(logging.INFO):
+            peer = self._transport.get_extra_info("peername")
+            access_log.info(
+                '%s "GET %s" 304 0 %.1fms',
+                peer[0] if peer else "-",
+                redact(f"/v1/views/{view_id}/{what}"),
+                (time.perf_counter() - started) * 1000,
+            )
+        return (
+            b"HTTP/1.1 304 Not Modified\r\nETag: %s\r\nCache-Control: no-cache\r\n"
+            b"Date: %s\r\nServer: %s\r\n\r\n" % (etag.encode(), _CLOCK.now(), _SERVER)
+        )
+
+    def _hand_over(self, unread: bytes) -> None:
+        """aiohttp takes the connection, starting with the bytes not answered here."""
+        self._forget()
+        if self._paused:  # aiohttp's own flow control takes over from here
+            self._transport.resume_reading()
+        handler = self._server()
+        self._handler = handler
+        self._buffer = b""
+        self._transport.set_protocol(handler)
+        handler.connection_made(self._transport)
+        handler.data_received(unread)
+
+    def eof_received(self) -> bool | None:
+        if self._handler is not None:
+            self._handler.eof_received()
+        return None  # close (aiohttp's answer too): every complete request was answered
+
+    def pause_writing(self) -> None:  # a client that does not read its answers
+        if self._handler is None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._handler is not None:
+            self._handler.resume_writing()
+        elif self._paused:
+            self._paused = False
+            self._transport.resume_reading()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._handler is not None:
+            self._handler.connection_lost(exc)
+        self._forget()
+
+    def _forget(self) -> None:
+        self._lanes.discard(self)
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _check_idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._last >= IDLE_TIMEOUT:
+            self.close()
+        else:
+            self._idle = loop.call_at(self._last + IDLE_TIMEOUT, self._check_idle)
+
+    def close(self) -> None:
+        """Close the connection (idle, or the server stops) unless aiohttp has it."""
+        if self._handler is None:
+            self._transport.close()
+
+
+LANES: web.AppKey[set[FastLane]] = web.AppKey("memsync.hub.lanes")
+
+
+class FastSite(web.SockSite):
+    """A listening socket whose connections start in the fast lane."""
+
+    def __init__(
+        self, runner: web.BaseRunner, sock: socket.socket, hub: HubState, lanes: set[FastLane]
+    ) -> None:
+        super().__init__(runner, sock)
+        self._hub, self._lanes = hub, lanes
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        server, hub, lanes = self._runner.server, self._hub, self._lanes
+        if server is None:
+            raise RuntimeError("the runner is not set up")
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: FastLane(server, hub, lanes), sock=self._sock, backlog=self._backlog
+        )
+
+
+async def close_lanes(app: web.Application) -> None:
+    """At shutdown: close the connections the fast lane still holds."""
+    lanes: set[FastLane] = app[LANES]
+    for lane in list(lanes):
+        lane.close()
