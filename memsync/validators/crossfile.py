@@ -54,7 +54,7 @@ def judge(tree: TreeView, profile: Profile, source: SummarySource) -> GraphVerdi
 
 
 class _Loaded:
-    __slots__ = ("index", "path", "scope", "summary", "tree")
+    __slots__ = ("dropped", "index", "path", "scope", "summary", "tree")
 
     def __init__(
         self, index: int, path: str, summary: FileSummary, tree: str, scope: str | None
@@ -64,6 +64,7 @@ class _Loaded:
         self.summary = summary
         self.tree = tree
         self.scope = scope  # the logical parent of the file's top-level items
+        self.dropped: set[int] | None = None  # items that are not the kept occurrence
 
 
 class _Join:
@@ -165,8 +166,13 @@ class _Join:
         summary, path = loaded.summary, loaded.path
         ids = summary.ids
         owner = self.owner
-        if owner.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
+        before = len(owner)
+        if owner.keys().isdisjoint(ids):  # the usual case: every item is new
             owner.update(zip(ids, repeat(loaded.index)))
+            if len(owner) - before != len(ids):  # an id twice in this file
+                for item_id in ids:
+                    owner.pop(item_id, None)
+                self.register_one_by_one(loaded)
         else:
             self.register_one_by_one(loaded)
         refs: list[_Ref] = []
@@ -188,16 +194,21 @@ class _Join:
                     f"text {where}: in a shared view every line must belong to an "
                     "addressable heading",
                 )
-        self.source.prefetch(self.tree, (ref[0] for ref in refs), pursuit=loaded.tree == PURSUIT)
+        if refs:
+            self.source.prefetch(
+                self.tree, [ref[0] for ref in refs], pursuit=loaded.tree == PURSUIT
+            )
         return refs
 
     def register_one_by_one(self, loaded: _Loaded) -> None:
         summary = loaded.summary
+        loaded.dropped = dropped = set()
         for item, item_id in enumerate(summary.ids):
             first = self.owner.get(item_id)
             if first is None:
                 self.owner[item_id] = loaded.index
                 continue
+            dropped.add(item)
             where = self.loaded[first]
             line = where.summary.lines[where.summary.ids.index(item_id)]
             self.problem(
@@ -208,9 +219,9 @@ class _Join:
                 "that first occurrence is the one kept",
             )
 
-    def kept(self, loaded: _Loaded, item: int) -> bool:
-        ids = loaded.summary.ids
-        return self.owner.get(ids[item]) == loaded.index and ids.index(ids[item]) == item
+    @staticmethod
+    def kept(loaded: _Loaded, item: int) -> bool:
+        return loaded.dropped is None or item not in loaded.dropped
 
     def resolve(self, loaded: _Loaded, item: int) -> str | None:
         """The nearest kept heading at or above `item` in its file, else the file's scope."""
@@ -291,20 +302,17 @@ class _Join:
         if not (summary.item_problems or summary.pending):
             return
         lines = summary.lines
-        everyone_kept = None
+        dropped = loaded.dropped or ()
         for item, code, message in summary.item_problems:
-            if everyone_kept is None:
-                everyone_kept = self.all_kept(loaded)
-            if everyone_kept or self.kept(loaded, item):
+            if item not in dropped:
                 self.problem(code, path, lines[item], message)
         namespace = self.profile.namespace
+        owner = self.owner
         for item, kind, target in summary.pending:
-            if everyone_kept is None:
-                everyone_kept = self.all_kept(loaded)
-            if not (everyone_kept or self.kept(loaded, item)):
+            if item in dropped:
                 continue
             item_id = summary.ids[item]
-            if target not in self.owner:
+            if target not in owner:
                 message = f"edge `{kind}:{target}` of `{item_id}` names no item in {namespace}"
                 self.problem("dangling-edge", path, lines[item], message)
             elif kind == "rel" and self.is_ancestor(loaded, item, target):
@@ -315,13 +323,6 @@ class _Join:
                     f"`rel:{target}` of `{item_id}` points at a heading it is already nested "
                     "under; remove the edge, the nesting says it",
                 )
-
-    def all_kept(self, loaded: _Loaded) -> bool:
-        """Whether every item of the file is the kept occurrence of its id (the usual case)."""
-        ids = loaded.summary.ids
-        index = loaded.index
-        owner = self.owner
-        return len(set(ids)) == len(ids) and all(owner[item_id] == index for item_id in ids)
 
     def parent_of(self, loaded: _Loaded, item: int) -> str | None:
         return self.resolve(loaded, loaded.summary.parents[item])

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from memsync.validators.assembly import _gc_paused, build_graph
-from memsync.validators.cache import ParseCache, Uncached, default_cache
+from memsync.validators.cache import CachedSummaries, ParseCache, Uncached, default_cache
 from memsync.validators.crossfile import GraphVerdict, judge
 from memsync.validators.graphmodel import Profile
 from memsync.validators.problems import Report
@@ -49,7 +49,10 @@ def validate_graph(
     """The graph verdict of `tree`: the same problems as `build_graph`, sorted the same way,
     with only the files not in `cache` read and parsed."""
     rules = Profile.named(profile, root_path, namespace)
-    source = cache if isinstance(cache, Uncached) else (cache or default_cache()).session()
+    if isinstance(cache, Uncached):
+        source: Uncached | CachedSummaries = cache
+    else:
+        source = (default_cache() if cache is None else cache).session()
     try:
         with _gc_paused():
             return judge(tree, rules, source)
