@@ -360,7 +360,10 @@ class _Cycle:
         related = local_in or upstream_in or git.merge_base(local, upstream) is not None
         trusted_in = None
         if "trusted_in_upstream" in need and self.trusted is not None:
-            trusted_in = git.is_ancestor(self.trusted, upstream)
+            # In the steady state the trusted commit is the local head: no second process.
+            trusted_in = (
+                local_in if self.trusted == local else git.is_ancestor(self.trusted, upstream)
+            )
         return Facts(
             local,
             upstream,
