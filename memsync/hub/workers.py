@@ -137,6 +137,9 @@ class Supervisor:
     workers: dict[int, int] = field(default_factory=dict)  # pid -> index
     stopping: bool = False
     failure: WorkerFailed | None = None
+    _address: tuple[str, int] = ("", 0)
+    _lifeline_w: int = -1
+    _deadline: float = float("inf")
 
     def run(self) -> None:
         count = len(self.sockets)

@@ -155,11 +155,16 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     admin = hub_init(data)
     running = start_hub(tmp_path, data, free_port())
     running.admin = admin
+    workers: list[int] = []
     try:
         wait_listening(running)
+        workers = running.workers
         yield running
     finally:
         stop(running)
+        for pid in workers:  # never leave a worker behind, whatever the test did
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 @contextlib.asynccontextmanager
