@@ -7,9 +7,7 @@ All wording a person reads about an error is produced here, by `render_error`. E
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -50,8 +48,6 @@ if TYPE_CHECKING:
 # The heavy parts (pydantic, the config schema, git, validators) are imported inside the
 # commands that need them: `--version`, `--help` and `status` through a running daemon
 # never load them (tests/e2e/test_startup.py).
-
-log = logging.getLogger("memsync")
 
 
 class _Commands(LazyGroup):
@@ -430,6 +426,8 @@ def render_error(exc: BaseException, debug: bool) -> int:
             click.echo(redact(exc.detail), err=True)
         return exc.exit_code
     if debug:
+        import traceback  # noqa: PLC0415 - only for --debug
+
         traceback.print_exception(exc, file=sys.stderr)
     click.echo(
         f"memsync: internal error: {type(exc).__name__}: {redact(str(exc))} ({INTERNAL_HINT})",
