@@ -56,8 +56,12 @@ class WorkerFailed(MemsyncError):
 
 
 def default_workers() -> int:
-    """The number of cores this process may run on."""
-    return len(os.sched_getaffinity(0))
+    """The number of cores this process may run on (all of them where a sandbox hides
+    the affinity system call)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except OSError:
+        return os.cpu_count() or 1
 
 
 def _check_port_free(family: int, address: tuple[object, ...]) -> int:
