@@ -45,56 +45,88 @@ def cache_key(content: str, path: str, *, pursuit: bool) -> str:
     return f"{'p' if pursuit else 'm'}{content}:{path}"
 
 
-class ParseCache:
-    """An LRU of summaries bounded by their estimated size, optionally over a disk store."""
+class _Memory:
+    """The LRU itself: summaries by key, bounded by their estimated size, thread-safe."""
 
-    def __init__(
-        self, max_bytes: int = DEFAULT_MAX_BYTES, *, store: PersistentStore | None = None
-    ) -> None:
+    def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self.store = store
-        self._entries: OrderedDict[str, tuple[FileSummary, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def weight(self) -> int:
-        """The estimated bytes held."""
-        return self._bytes
+        self.entries: OrderedDict[str, tuple[FileSummary, int]] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()
 
     def get(self, key: str) -> FileSummary | None:
-        with self._lock:
-            found = self._entries.get(key)
+        with self.lock:
+            found = self.entries.get(key)
             if found is None:
                 return None
-            self._entries.move_to_end(key)
+            self.entries.move_to_end(key)
             return found[0]
 
     def put(self, key: str, summary: FileSummary) -> None:
         weight = summary.weight() + len(key) + 100
-        with self._lock:
-            old = self._entries.pop(key, None)
+        with self.lock:
+            old = self.entries.pop(key, None)
             if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (summary, weight)
-            self._bytes += weight
-            while self._bytes > self.max_bytes and self._entries:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+                self.bytes -= old[1]
+            self.entries[key] = (summary, weight)
+            self.bytes += weight
+            while self.bytes > self.max_bytes and self.entries:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.bytes -= dropped
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        with self.lock:
+            self.entries.clear()
+            self.bytes = 0
+
+
+class ParseCache:
+    """Summaries in a bounded in-memory LRU, optionally over a disk store.
+
+    `hits` and `misses` count summaries served and parsed through this object.
+    """
+
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        *,
+        store: PersistentStore | None = None,
+        memory: _Memory | None = None,
+    ) -> None:
+        self.memory = memory or _Memory(max_bytes)
+        self.store = store
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self.memory.entries)
+
+    @property
+    def weight(self) -> int:
+        """The estimated bytes held in memory."""
+        return self.memory.bytes
+
+    def get(self, key: str) -> FileSummary | None:
+        return self.memory.get(key)
+
+    def put(self, key: str, summary: FileSummary) -> None:
+        self.memory.put(key, summary)
+
+    def clear(self) -> None:
+        self.memory.clear()
+
+    def backed_by(self, store: PersistentStore | None) -> ParseCache:
+        """A cache sharing this one's memory, over `store`."""
+        return ParseCache(store=store, memory=self.memory)
 
     def session(self) -> CachedSummaries:
         """A summary source for one validation; call `close()` when it is done."""
         return CachedSummaries(self)
+
+    def close(self) -> None:
+        """Close the disk store, if any (the memory stays)."""
+        if self.store is not None:
+            self.store.close()
 
 
 class CachedSummaries:
@@ -183,6 +215,7 @@ def default_cache() -> ParseCache:
 
 
 def open_persistent(directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseCache:
-    """A new in-memory cache backed by a store on disk under `directory` (created 0700 when
-    missing), for a CLI run. A store that cannot be opened leaves it in memory only."""
-    return ParseCache(max_bytes, store=PersistentStore.open(directory, max_bytes=max_bytes))
+    """The process's in-memory cache backed by a store on disk under `directory` (created
+    0700 when missing), for CLI runs. A store that cannot be opened leaves it in memory
+    only. Each call opens its own store: `close()` it when done (or let it be collected)."""
+    return default_cache().backed_by(PersistentStore.open(directory, max_bytes=max_bytes))

@@ -16,7 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.assembly import build_graph
-from memsync.validators.cache import ParseCache, Uncached, open_persistent
+from memsync.validators.cache import ParseCache, Uncached
+from memsync.validators.cachestore import PersistentStore
 from memsync.validators.crossfile import GraphVerdict
 from memsync.validators.graph import validate_graph
 from memsync.validators.tree import MODE_FILE, MODE_SYMLINK, Entry, TreeView
@@ -173,6 +174,11 @@ def edits(draw: st.DrawFn, files: dict[str, bytes | None], base: str) -> dict[st
     return out
 
 
+def disk_cache(directory: Path) -> ParseCache:
+    """A cache with its own (empty) memory over the disk store in `directory`."""
+    return ParseCache(store=PersistentStore.open(directory, max_bytes=1 << 26))
+
+
 def reference(tree: TreeView, profile: str, root: str | None) -> GraphVerdict:
     graph, problems = build_graph(tree, profile, root_path=root)
     return GraphVerdict(tuple(problems), graph.files, graph.evidence_files, len(graph.items))
@@ -200,12 +206,14 @@ def test_cached_verdicts_equal_the_full_parse(case: tuple[str, st.DataObject]) -
     base = "dist/" if profile == "mf" else ""
     files = data.draw(roots(base))
     with tempfile.TemporaryDirectory() as tmp:
-        memory, disk = ParseCache(), open_persistent(Path(tmp))
+        memory, disk = ParseCache(), disk_cache(Path(tmp))
         check(files, profile, [memory, disk])
         for _ in range(data.draw(st.integers(1, 3))):
             files = data.draw(edits(files, base))
             check(files, profile, [memory, disk])
         # A new process: an empty memory over the same disk store.
-        fresh = open_persistent(Path(tmp))
+        fresh = disk_cache(Path(tmp))
         check(files, profile, [fresh])
         assert fresh.misses == 0  # every summary came from the disk store
+        disk.close()
+        fresh.close()
