@@ -26,6 +26,7 @@ from memsync.validators.summary import FileSummary, summarize_bytes
 from memsync.validators.tree import TreeView
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+STATE_CACHE_DIR = "cache"  # under the state dir: `<state_dir>/cache/parse-cache.sqlite3`
 _CONTENT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 

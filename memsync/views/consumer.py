@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsync.validators.graph import CacheChoice
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
 from memsync.views.manifest import check_files, check_package_bytes
@@ -53,11 +54,14 @@ def check_package(
     heading: str,
     limits: ArchiveLimits,
     thorough: bool = False,
+    cache: CacheChoice = None,
 ) -> Checked:
     """Check the archive at `package` (`length` bytes hashing to `sha256`) against
     `manifest` (None: an unsigned share) and extract it into `into`, a new directory the
     caller owns (it stays when the package is valid; the extractor leaves nothing when the
-    archive is refused)."""
+    archive is refused). The graph files are parsed through `cache` (None: the process's),
+    keyed by the SHA-256 the extractor computed, so files unchanged since a package seen
+    before are not parsed again."""
     problems: list[Problem] = []
     reason: str | None = None
 
@@ -77,7 +81,9 @@ def check_package(
     except ArchiveError as exc:
         fail(exc.problems, "the package archive was refused")
         return Checked(tuple(problems), reason)
-    report = validate_package(read_tree(into), view_id=view_id, heading=heading)
+    report = validate_package(
+        read_tree(into), view_id=view_id, heading=heading, hashes=hashes, cache=cache
+    )
     found = [*report.problems, *(check_files(manifest, hashes) if manifest else [])]
     if found:
         fail(found, "the package failed validation")

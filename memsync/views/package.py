@@ -6,6 +6,10 @@ at the top (`view.md`, `recipe.toml`, `rightmemory-shared-view.toml`) and `dist/
 Every path a package comes in by (an import from any source, the hub's upload check,
 `views verify`) reaches it through the one consumer check, `consumer.check_package`; the
 publisher runs it before signing. It is pure over the package's bytes.
+
+The package's graph is validated through the parse cache: a file whose SHA-256 the caller
+knows (the extractor computes every file's) and whose summary is cached is not parsed
+again, so a new revision that changes one file costs one file's parse.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from memsync.validators.graph import build_graph
+from memsync.validators.graph import CacheChoice, validate_graph
 from memsync.validators.paths import check_text, printable
 from memsync.validators.problems import ProblemList, Report
-from memsync.validators.tree import TreeView
+from memsync.validators.tree import MODE_FILE, Entry, TreeView
 
 PACKAGE_META = "rightmemory-shared-view.toml"
 RECIPE = "recipe.toml"
@@ -32,11 +36,20 @@ _META_KEYS = frozenset({"version", "view_id", "kind", "ref", "title", "descripti
 _DIST_KEYS = frozenset({"version", "view_id", "document_kind"})
 
 
-def validate_package(files: Mapping[str, bytes], *, view_id: str, heading: str) -> Report:
+def validate_package(
+    files: Mapping[str, bytes],
+    *,
+    view_id: str,
+    heading: str,
+    hashes: Mapping[str, str] | None = None,
+    cache: CacheChoice = None,
+) -> Report:
     """Every problem of one package: layout, metadata, bytes, the MF graph, resources.
 
     `view_id` is the provider's view id the metadata must name; `heading` is the local
     heading id whose namespace (`MF#<heading>`) the package's graph is parsed under.
+    `hashes` are the SHA-256 (hex) of the files' bytes when the caller has them: the parse
+    cache (`cache`, None for the process's) then knows a file without hashing it again.
     """
     found = ProblemList()
     for path in sorted(files):
@@ -58,9 +71,18 @@ def validate_package(files: Mapping[str, bytes], *, view_id: str, heading: str) 
             texts[path] = data.decode("utf-8")
     _metadata(texts, view_id, found)
     if DIST_MEMORY in files:
-        tree = TreeView.from_bytes({p: b for p, b in files.items() if p.startswith("dist/")})
-        graph, problems = build_graph(tree, "mf", root_path=DIST_MEMORY, namespace=f"MF#{heading}")
-        found.items.extend(problems)
+        known = hashes or {}
+        tree = TreeView(
+            {
+                p: Entry(MODE_FILE, len(b), oid=known.get(p), data=b)
+                for p, b in files.items()
+                if p.startswith("dist/")
+            }
+        )
+        graph = validate_graph(
+            tree, "mf", root_path=DIST_MEMORY, namespace=f"MF#{heading}", cache=cache
+        )
+        found.items.extend(graph.problems)
         used = {*graph.files, *graph.evidence_files, DIST_MANIFEST}
         for path in sorted(files):
             if path.startswith("dist/") and path not in used and _DIST.fullmatch(path):
@@ -69,9 +91,7 @@ def validate_package(files: Mapping[str, bytes], *, view_id: str, heading: str) 
                     path,
                     f"'{path}' is not referenced by the package's memory graph",
                 )
-        return found.report(
-            files=len(graph.files) + len(graph.evidence_files), items=len(graph.items)
-        )
+        return found.report(files=len(graph.files) + len(graph.evidence_files), items=graph.items)
     return found.report()
 
 

@@ -27,6 +27,7 @@ from memsync.errors import MemsyncError, require
 from memsync.roots.lock import RootLock
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
+from memsync.validators.cache import STATE_CACHE_DIR, ParseCache, open_persistent
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
 from memsync.views.consumer import check_package
@@ -96,12 +97,23 @@ async def pull_views(
     allow_http = any(
         isinstance(v.source, HttpSourceSettings) and v.source.allow_http for v in views
     )
-    async with HttpClient(allow_http=allow_http) as client:
-        return list(await asyncio.gather(*(_locked(v, state_dir, client, now) for v in views)))
+    # Parsed package files by content, in memory and under the state dir: a revision that
+    # changes one file parses one file, in the daemon and across CLI runs alike.
+    cache = await asyncio.to_thread(open_persistent, state_dir / STATE_CACHE_DIR)
+    try:
+        async with HttpClient(allow_http=allow_http) as client:
+            pulls = (_locked(v, state_dir, client, now, cache) for v in views)
+            return list(await asyncio.gather(*pulls))
+    finally:
+        cache.close()
 
 
 async def _locked(
-    view: ViewSettings, state_dir: Path, client: HttpClient, now: datetime | None
+    view: ViewSettings,
+    state_dir: Path,
+    client: HttpClient,
+    now: datetime | None,
+    cache: ParseCache | None = None,
 ) -> ViewResult:
     lock = RootLock(
         view_state_dir(state_dir, view.name) / "lock", wait=0, label=f"view {view.name}"
@@ -116,7 +128,7 @@ async def _locked(
         )
     try:
         try:
-            puller = Puller(view, state_dir, open_source(view, client, state_dir), now)
+            puller = Puller(view, state_dir, open_source(view, client, state_dir), now, cache)
         except MemsyncError as exc:  # a name the store refuses: nothing was touched
             return ViewResult(view.name, UNAVAILABLE, None, None, exc.message)
         return await puller.run()
@@ -136,9 +148,15 @@ class Puller:
     """
 
     def __init__(
-        self, view: ViewSettings, state_dir: Path, source: ViewSource, now: datetime | None
+        self,
+        view: ViewSettings,
+        state_dir: Path,
+        source: ViewSource,
+        now: datetime | None,
+        cache: ParseCache | None = None,
     ) -> None:
         self.view = view
+        self.cache = cache
         self.source = source
         self.now = now or timefmt.now()
         self.dir = view_state_dir(state_dir, view.name)
@@ -208,6 +226,7 @@ class Puller:
             view_id=self.view.view_id,
             heading=self.view.heading,
             limits=self.limits,
+            cache=self.cache,
         )
         if not checked.ok:
             raise Refused(checked.reason or "the package was refused", checked.problems)
