@@ -6,9 +6,15 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, sync, validate, views
+from bench import daemon, startup, sync, validate, views
 
-SUITES = {"b1": validate.run, "sync": sync.run, "views": views.run, "daemon": daemon.run}
+SUITES = {
+    "b1": validate.run,
+    "sync": sync.run,
+    "views": views.run,
+    "daemon": daemon.run,
+    "startup": startup.run,
+}
 
 
 def main() -> int:

@@ -3,13 +3,39 @@
 `load_config` validates a file into the pydantic `Config`; `settings_from` turns that into
 the frozen `Settings` (`config.model`) the core uses; `resolve` reads a `SecretRef` when it
 is needed.
+
+The names below load on first use: `memsync --version` and `memsync status` import
+`config.paths` and `config.statedir` without the schema, YAML and pydantic.
 """
 
-from memsync.config.load import find_config_path, format_problem, load_config, load_config_text
-from memsync.config.model import settings_from
-from memsync.config.sample import SAMPLE
-from memsync.config.schema import Config
-from memsync.config.secrets import SecretRef, resolve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memsync.config.load import (
+        find_config_path,
+        format_problem,
+        load_config,
+        load_config_text,
+    )
+    from memsync.config.model import settings_from
+    from memsync.config.sample import SAMPLE
+    from memsync.config.schema import Config
+    from memsync.config.secrets import SecretRef, resolve
+
+_HOME = {
+    "SAMPLE": "sample",
+    "Config": "schema",
+    "SecretRef": "secrets",
+    "find_config_path": "load",
+    "format_problem": "load",
+    "load_config": "load",
+    "load_config_text": "load",
+    "resolve": "secrets",
+    "settings_from": "model",
+}
 
 __all__ = [
     "SAMPLE",
@@ -22,3 +48,12 @@ __all__ = [
     "resolve",
     "settings_from",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"memsync.config.{module}"), name)
+    globals()[name] = value
+    return value

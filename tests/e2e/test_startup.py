@@ -51,14 +51,6 @@ HEAVY = (
     "memsync.status",
 )
 
-# Until memsync/config/__init__.py loads its names on first use (a change its owner makes:
-# see the startup helper's report), importing `config.paths` or `config.statedir` loads the
-# schema and pydantic, and the two tests that count imports cannot pass.
-LAZY_CONFIG = hasattr(importlib.import_module("memsync.config"), "__getattr__")
-waits_for_lazy_config = pytest.mark.xfail(
-    not LAZY_CONFIG, reason="memsync/config/__init__.py still imports the schema", strict=True
-)
-
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
 PROBE = """
 import sys
@@ -124,7 +116,6 @@ def test_version_loads_neither_click_nor_the_commands(tmp_path: Path) -> None:
     assert memsync("--version").stdout == out  # python -m memsync, the same entry
 
 
-@waits_for_lazy_config
 def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     code, heavy, out, _ = probe("--help", env=env)
@@ -133,7 +124,6 @@ def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
         assert re.search(rf"^  {name}\s+\S", out, re.MULTILINE), out
 
 
-@waits_for_lazy_config
 def test_status_through_the_daemon_loads_nothing_heavy_and_prints_what_the_model_would(
     running: tuple[Daemon, dict[str, str]], tmp_path: Path
 ) -> None:
