@@ -1,0 +1,206 @@
+"""B5, one changed file (design/BENCHMARKS.md): pulling a new revision of a 30k-item view
+that changes one of its files, against `curl` downloading the package plus `unzip`
+(Python's zipfile) extracting it, measured in the same run.
+
+The view is 30 detail files of 1,000 nodes each behind F# headings (about 3 MiB of
+Markdown); each new revision appends one node to one file, so every other file keeps its
+bytes. The pull is `pull_views` in-process, as `memsync views pull` runs it: conditional
+manifest fetch, signature and claims check, package download and hash, safe extraction,
+package and graph validation (through the parse cache, which the first pull fills) and the
+atomic swap. The hub and the signing key are bench/views.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.views import KEY, Hub
+from memsync import timefmt
+from memsync.config.model import HttpSourceSettings, ViewSettings
+from memsync.config.secrets import SecretRef
+from memsync.roots.create import init_root
+from memsync.views.archive import write_zip
+from memsync.views.keys import public_key_text
+from memsync.views.manifest import build_signed, sign_manifest
+from memsync.views.pull import pull_views
+
+PARTS = 30
+NODES = 1_000
+RUNS = 7
+
+
+def view_files(revision: int) -> dict[str, bytes]:
+    """Revision `revision` of the view: revision r > 1 added one node to part r % PARTS."""
+    words = [hashlib.sha256(str(i).encode()).hexdigest()[:8] for i in range(4096)]
+    memory = ["# Bench {#bench}", ""]
+    files: dict[str, bytes] = {}
+    for part in range(PARTS):
+        rng = random.Random(part)
+        lines = [
+            f"- `p{part}-n{n}` {' '.join(rng.choice(words) for _ in range(10))} → []"
+            for n in range(NODES)
+        ]
+        lines += [f"- `p{part}-r{r}` learned in revision {r} → []" for r in _edits(revision, part)]
+        files[f"dist/MEMORY_part{part}.md"] = ("\n".join(lines) + "\n").encode()
+        memory.append(f"## Part {part} {{F#part{part}}}")
+    files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
+    files["view.md"] = b"# Bench\n"
+    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
+    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
+    files["dist/manifest.toml"] = (
+        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
+    )
+    return files
+
+
+def _edits(revision: int, part: int) -> list[int]:
+    return [r for r in range(2, revision + 1) if r % PARTS == part]
+
+
+def publish(static: Path, revision: int) -> Path:
+    """Sign revision `revision` into `static/v1/views/bench/` as bench/views.py lays it."""
+    files = view_files(revision)
+    archive = write_zip(files)
+    now = timefmt.now()
+    signed = build_signed(
+        "bench",
+        revision,
+        len(archive),
+        hashlib.sha256(archive).hexdigest(),
+        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        published_at=now,
+        expires=now + timedelta(days=1),
+    )
+    target = static / "v1" / "views" / "bench"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "package").write_bytes(archive)
+    (target / "manifest").write_bytes(sign_manifest(signed, [KEY]))
+    return target
+
+
+def _upload(hub: Hub, view_dir: Path) -> None:
+    subprocess.run(
+        [
+            "curl",
+            "-s",
+            "-f",
+            "-o",
+            "/dev/null",
+            "-H",
+            f"Authorization: Bearer {hub.token}",
+            "-F",
+            f"manifest=@{view_dir / 'manifest'}",
+            "-F",
+            f"package=@{view_dir / 'package'}",
+            f"{hub.url}/v1/views/bench/revisions",
+        ],
+        check=True,
+    )
+
+
+def _view(base: Path, hub: Hub) -> ViewSettings:
+    root = base / "consumer"
+    init_root(root)
+    os.environ["BENCH_TOKEN"] = hub.token
+    return ViewSettings(
+        name="bench",
+        root="consumer",
+        root_path=root,
+        heading="bench",
+        view_id="bench",
+        source=HttpSourceSettings(
+            url=f"{hub.url}/v1/views/bench", token=SecretRef.parse({"env": "BENCH_TOKEN"})
+        ),
+        keys=(public_key_text(KEY),),
+        threshold=1,
+        allow_unsigned=False,
+        refresh=timedelta(minutes=5),
+        max_stale=timedelta(days=7),
+    )
+
+
+def b5_one_file(base: Path) -> list[dict[str, Any]]:
+    static = base / "static"
+    publish(static, 1)
+    hub = Hub(base, static)
+    try:
+        view = _view(base, hub)
+        state = base / "state"
+
+        def pull() -> str:
+            return asyncio.run(pull_views([view], state))[0].status
+
+        started = time.perf_counter()
+        if pull() != "pulled":
+            raise RuntimeError("the first pull failed")
+        first = (time.perf_counter() - started) * 1000
+        pulls, raws = [], []
+        for revision in range(2, 2 + RUNS):
+            _upload(hub, publish(static, revision))
+            started = time.perf_counter()
+            status = pull()
+            pulls.append((time.perf_counter() - started) * 1000)
+            if status != "pulled":
+                raise RuntimeError(f"pull of revision {revision}: {status}")
+            scratch = base / f"raw-{revision}"
+            started = time.perf_counter()
+            subprocess.run(
+                [
+                    "curl",
+                    "-s",
+                    "-f",
+                    "-o",
+                    str(base / "pkg.zip"),
+                    "-H",
+                    f"Authorization: Bearer {hub.token}",
+                    f"{hub.url}/v1/views/bench/package",
+                ],
+                check=True,
+            )
+            with zipfile.ZipFile(base / "pkg.zip") as archive:
+                archive.extractall(scratch)
+            raws.append((time.perf_counter() - started) * 1000)
+            shutil.rmtree(scratch)
+    finally:
+        hub.stop()
+    size = (static / "v1" / "views" / "bench" / "package").stat().st_size / 2**20
+    items = PARTS * NODES
+    mine, raw = statistics.median(pulls), statistics.median(raws)
+    return [
+        {
+            "name": f"B5 pull of a revision changing 1 file of a {items}-item "
+            f"{size:.1f} MiB view (vs curl + unzip)",
+            "memsync_ms": mine,
+            "raw_ms": raw,
+            "ratio": mine / raw,
+            "target": "<= 1.5x",
+            "runs": RUNS,
+        },
+        {
+            "name": f"B5 first pull of that {items}-item view, parse cache cold (vs curl + unzip)",
+            "memsync_ms": first,
+            "raw_ms": raw,
+            "ratio": first / raw,
+            "target": "info",
+            "runs": 1,
+        },
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="memsync-viewpull-bench-") as tmp:
+        base = Path(tmp)
+        (base / "nginx" / "tmp").mkdir(parents=True)
+        return b5_one_file(base)
