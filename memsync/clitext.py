@@ -71,6 +71,9 @@ def print_status(report: Mapping[str, Any]) -> None:
         )
         if r["message"]:
             click.echo(f"{'':<16} {r['message']}")
+        cycles = _cycles(r)
+        if cycles:
+            click.echo(f"{'':<16} {cycles}")
     if report["views"]:
         click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
         for v in report["views"]:
@@ -81,6 +84,27 @@ def print_status(report: Mapping[str, Any]) -> None:
             )
             if v["message"] and v["status"] != "current":
                 click.echo(f"{'':<16} {v['message']}")
+
+
+def _cycles(root: Mapping[str, Any]) -> str:
+    """One line for the enabled maintenance cycles: where each stands, how the last ended."""
+    parts = []
+    insight, prune = root["insight"], root["prune"]
+    if insight["enabled"]:
+        parts.append(
+            f"insight {insight['points']}/{insight['threshold']} points"
+            + _last(insight["last_result"], insight["last_run_at"])
+        )
+    if prune["enabled"]:
+        parts.append(
+            f"prune {_num(prune['commits'])}/{_num(prune['generation_commits'])} commits"
+            + _last(prune["last_result"], prune["last_run_at"])
+        )
+    return "; ".join(parts)
+
+
+def _last(result: str | None, at: str | None) -> str:
+    return f", last {result} at {at}" if result and at else ""
 
 
 def _duration(seconds: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
-from memsync.cycles.pressure import Pressure
+from memsync.cycles.pressure import Pressure, PruneState
 from memsync.errors import GitError
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
@@ -35,6 +35,7 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     state = RootState.load(layout.state_file)
     pending = len(Journal(layout.journal_dir).unsettled())
     pressure = Pressure.load(layout.base / "insight.json")
+    prune = PruneState.load(layout.base / "prune.json")
     head = branch = None
     dirty: bool | None = None
     ahead = behind = None
@@ -69,6 +70,9 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
         prune=CycleStatus(
             enabled=settings.prune_enabled,
             generation_commits=settings.prune_generation_commits,
+            commits=prune.commits,
+            last_result=prune.last_result,
+            last_run_at=prune.last_run_at,
         ),
         insight=InsightStatus(
             enabled=settings.insight_enabled,

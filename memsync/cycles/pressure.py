@@ -88,6 +88,44 @@ class Pressure:
         )
 
 
+@dataclass(frozen=True)
+class PruneState:
+    """What `status` shows of pruning, in `<state_dir>/roots/<root>/prune.json`: the
+    generation count at the last check (memory commits since the boundary) and the last
+    turn's result. Only a record: prune_due recounts from git every time."""
+
+    commits: int | None = None
+    boundary: str | None = None
+    last_result: str | None = None  # artifact | noop | failed
+    last_run_at: str | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> PruneState:
+        raw = read_json(path)
+        if not isinstance(raw, dict):
+            return cls()
+        commits, boundary = raw.get("commits"), raw.get("boundary")
+        result, at = raw.get("last_result"), raw.get("last_run_at")
+        return cls(
+            commits=commits if type(commits) is int and commits >= 0 else None,
+            boundary=boundary if isinstance(boundary, str) else None,
+            last_result=result if isinstance(result, str) else None,
+            last_run_at=at if isinstance(at, str) else None,
+        )
+
+    def save(self, path: Path) -> None:
+        write_json(path, asdict(self))
+
+    def counted(self, due: PruneDue) -> PruneState:
+        return replace(self, commits=due.count, boundary=due.boundary)
+
+    def completed(self, result: str) -> PruneState:
+        """A landed prune starts a new generation: its count restarts at 0."""
+        stamp = timefmt.rfc3339(timefmt.now())
+        commits = 0 if result == "artifact" else self.commits
+        return replace(self, commits=commits, last_result=result, last_run_at=stamp)
+
+
 def memory_commits(git: Git, head: str, since: str | None) -> int:
     """Memory-touching commits reachable from `head` and not from `since`."""
     args = ["rev-list", "--count", head]

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from memsync.config.model import RootSettings
 from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
-from memsync.cycles.pressure import Pressure, count_new, prune_due
+from memsync.cycles.pressure import Pressure, PruneState, count_new, prune_due
 from memsync.cycles.prunefacts import (
     PruneFacts,
     grace_problems,
@@ -164,6 +164,7 @@ class _Turn:
         self.policy = SyncPolicy(max_file_size=root.max_file_size)
         self.records = journal.Journal(layout.journal_dir)
         self.pressure_path = layout.base / "insight.json"
+        self.prune_path = layout.base / "prune.json"
         self._facts: dict[str, PruneFacts] = {}
 
     def result(self, status: str, message: str, **fields: object) -> CycleResult:
@@ -196,6 +197,7 @@ class _Turn:
             basis, context = claim, {"points": str(claimed.active_points)}
         else:
             due = prune_due(git, head, self.cycle.threshold)
+            PruneState.load(self.prune_path).counted(due).save(self.prune_path)
             if not due.due and not force:
                 return self.result(NOT_DUE, f"prune not due: {due.reason}")
             basis = due.boundary or "root"
@@ -385,3 +387,5 @@ class _Turn:
     def _completed(self, result: str) -> None:
         if self.cycle.kind == "insight":
             Pressure.load(self.pressure_path).completed(result).save(self.pressure_path)
+        else:
+            PruneState.load(self.prune_path).completed(result).save(self.prune_path)

@@ -119,6 +119,9 @@ class DaemonStatus(_Wire):
 class CycleStatus(_Wire):
     enabled: bool
     generation_commits: int | None = None
+    commits: int | None = None  # memory commits since the latest prune, at the last check
+    last_result: str | None = None  # artifact | noop | failed
+    last_run_at: str | None = None
 
 
 class InsightStatus(_Wire):

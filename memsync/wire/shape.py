@@ -49,7 +49,13 @@ _ROOT: Shape = {
     "behind": "int?",
     "pending_operations": "int",
     "trusted_upstream": "str?",
-    "prune": {"enabled": "bool", "generation_commits": "int?"},
+    "prune": {
+        "enabled": "bool",
+        "generation_commits": "int?",
+        "commits": "int?",
+        "last_result": "str?",
+        "last_run_at": "str?",
+    },
     "insight": {
         "enabled": "bool",
         "points": "int",

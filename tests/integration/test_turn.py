@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
+from memsync.status import root_status
 from memsync.transports.process import Deadline
 from tests.conftest import Team
 from tests.helpers import GIT_ENV, commit, git, snapshot
@@ -166,3 +167,26 @@ def test_a_turn_whose_paths_changed_meanwhile_is_not_replayed(team: Team) -> Non
     result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
     assert result.status == "failed" and "retried later" in result.message
     assert (team.bob.path / "insight_logs" / "2026-11-30-120000.md").read_text() == "# Mine\n"
+
+
+def test_status_shows_each_cycle_where_it_stands_and_how_it_last_ended(team: Team) -> None:
+    settings = team.bob.settings
+    prune = CycleSettings("prune", True, threshold=3)
+    git(team.bob.path, "commit", "-q", "--allow-empty", "-m", "prune: checkpoint")
+    commit(team.bob.path, {"MEMORY_g1.md": "# one\n"})
+    commit(team.bob.path, {"MEMORY_g2.md": "# two\n"})
+    assert run_cycle(settings, prune, Script("true"), team.bob.state_dir).status == "not-due"
+    shown = root_status(settings, team.bob.state_dir).prune
+    assert (shown.commits, shown.last_result) == (2, None)
+
+    commit(team.bob.path, {"MEMORY_g3.md": "# three\n"})
+    role = Script("git commit -q --allow-empty -m 'prune: checkpoint'")
+    assert run_cycle(settings, prune, role, team.bob.state_dir).status == "landed"
+    shown = root_status(settings, team.bob.state_dir).prune
+    assert (shown.commits, shown.last_result) == (0, "artifact")
+    assert shown.last_run_at is not None
+
+    _pressure(team, 2)
+    assert run_cycle(settings, INSIGHT, Script(WRITE_LOG), team.bob.state_dir).status == "landed"
+    insight = root_status(settings, team.bob.state_dir).insight
+    assert (insight.points, insight.last_result) == (0, "artifact")
