@@ -22,6 +22,7 @@ from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, decide, questions
+from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes
 from memsync.roots.push import Outgoing
 from memsync.roots.result import SyncResult, SyncStatus
@@ -102,6 +103,7 @@ class _Cycle:
         self.start = ""
         self.autocommitted: tuple[str, ...] = ()
         self.repairer: Repairer | None = None  # made when a repair role is configured
+        self.prefetch: Prefetch | None = None  # the first fetch, beside the preflight status
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -113,6 +115,8 @@ class _Cycle:
         updated = self.state.recorded(
             result.status, result.message, result.files, result.head, result.upstream, self.trusted
         )
+        if self.upstream_branch:
+            updated = replace(updated, fetch_branch=self.upstream_branch)
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
@@ -120,6 +124,13 @@ class _Cycle:
     # -- the cycle ---------------------------------------------------------------------------
 
     def run(self) -> SyncResult:
+        try:
+            return self._run()
+        finally:
+            if self.prefetch is not None:
+                self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
+
+    def _run(self) -> SyncResult:
         try:
             early = self._preflight()
             if early is not None:
@@ -147,6 +158,9 @@ class _Cycle:
             )
         if recovery.needed(self.journal, self.layout) and not self.options.dry_run:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
+        guess = self.state.fetch_branch
+        if guess:  # the branch the last cycle fetched: fetch it while git status runs
+            self.prefetch = Prefetch(self.git, remote, guess, f"refs/remotes/{remote}/{guess}")
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
         state = self.git.work_state()
@@ -241,7 +255,15 @@ class _Cycle:
         return self.result(SyncStatus.ERROR, f"autocommit failed: {message}", head=start)
 
     def _fetch(self, local: str) -> tuple[str | None, SyncResult | None]:
-        outcome, detail = self.git.fetch(self.settings.remote, self.upstream_branch, self.tracking)
+        prefetched, self.prefetch = self.prefetch, None  # a second round fetches again
+        if prefetched is not None and prefetched.branch == self.upstream_branch:
+            outcome, detail = prefetched.answer()
+        else:
+            if prefetched is not None:
+                prefetched.wait()  # the guess was wrong: it fetched another branch
+            outcome, detail = self.git.fetch(
+                self.settings.remote, self.upstream_branch, self.tracking
+            )
         if outcome is FetchOutcome.UNREACHABLE:
             if self.git.remote_url(self.settings.remote) is None:
                 return None, self.result(

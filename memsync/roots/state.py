@@ -28,6 +28,7 @@ class RootState:
     last_failure_at: str | None = None
     last_head: str | None = None
     last_upstream: str | None = None
+    fetch_branch: str | None = None  # the upstream branch fetched last: the next prefetch's
 
     @classmethod
     def load(cls, path: Path) -> RootState:
