@@ -7,7 +7,10 @@ and a model turn that had settled (its commit prepared or published) is never ru
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from memsync.wire.cli import CycleReport
 from tests.conftest import Team
 from tests.e2e.test_cli import memsync
 from tests.fakes.chat_server import ChatServer, ChatState, answer, chat_server_thread
-from tests.helpers import commit, git
+from tests.helpers import GIT_ENV, commit, git, wait_for
 
 # Every point a turn passes: its own, then the admission's and the publisher's.
 SETTLED = ("after-prepared", "after-worktree-update", "after-ref-update", "after-publish")
@@ -183,3 +186,73 @@ def test_an_openai_turn_killed_mid_cycle_converges(
     subjects = git(root, "log", "--format=%s").splitlines()
     assert subjects.count("insight: crash test") == 1
     assert memsync("validate", str(root)).returncode == 0
+
+
+HOLDING_AGENT = """\
+#!/bin/sh
+set -eu
+cat > /dev/null
+echo run >> '{counter}'
+if [ ! -e '{released}' ]; then echo $$ > '{pidfile}'; cat '{fifo}' > /dev/null; fi
+mkdir -p insight_logs
+printf '# Shape\\n\\nIt holds.\\n' > insight_logs/crash-test.md
+git add -f insight_logs/crash-test.md
+git -c user.name=insight -c user.email=insight@localhost commit -q -m 'insight: crash test'
+"""
+
+
+def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
+    team: Team, tmp_path: Path
+) -> None:
+    """SIGKILL of `memsync cycle` while the agent itself is still running (blocked on a
+    fifo): nothing lands, nothing is left open, and the next run asks the agent again and
+    lands exactly one insight."""
+    fifo, pidfile, released = tmp_path / "hold", tmp_path / "agent.pid", tmp_path / "released"
+    os.mkfifo(fifo)
+    script = tmp_path / "insight.sh"
+    script.write_text(
+        HOLDING_AGENT.format(
+            counter=tmp_path / "runs", released=released, pidfile=pidfile, fifo=fifo
+        )
+    )
+    script.chmod(0o755)
+    cfg = configure(
+        team, tmp_path, "insight", f"insight: {{executor: command, command: [{script}]}}"
+    )
+    commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
+    before = git(team.bob.path, "rev-parse", "HEAD")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memsync",
+            "--config",
+            str(cfg),
+            "cycle",
+            "insight",
+            "bob",
+            "--force",
+        ],
+        env={**os.environ, **GIT_ENV, "MEMSYNC_FAULT": ""},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    agent = 0
+    try:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 60, "the agent")
+        agent = int(pidfile.read_text())
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if agent:  # the orphaned agent is still blocked on the fifo: end it by its pid
+            os.kill(agent, signal.SIGKILL)
+    assert git(team.bob.path, "rev-parse", "HEAD") == before
+    released.touch()
+    code, out = run(cfg, "insight")
+    assert code == 0, out
+    assert CycleReport.model_validate_json(out).status == "landed"
+    assert starts(tmp_path) == 2
+    assert_converged(team, tmp_path, "insight")
