@@ -114,6 +114,9 @@ class Admitter:
         self.journal = records
         self.layout = layout
         self.policy = policy
+        # Whether the admission being run is `once`: only then does anyone ask `done` for its
+        # key, so only then must the key file be durable.
+        self._durable_key = True
 
     def admit(
         self,
@@ -130,6 +133,7 @@ class Admitter:
         settled = self.journal.done(key) if admission.once else None
         if settled is not None:
             return AlreadyDone(settled)
+        self._durable_key = admission.once
         op = self.journal.begin(
             admission.kind, admission.branch, admission.start, admission.upstream, key=key
         )
@@ -198,4 +202,4 @@ class Admitter:
         recovery.remove_candidate(self.git, self.layout, op.id, ref=ref)
         if not remember:  # a dry run settles without claiming the key
             op = replace(op, key="")
-        self.journal.advance(op, phase, message=message, files=files)
+        self.journal.advance(op, phase, message=message, files=files, durable_key=self._durable_key)

@@ -152,11 +152,12 @@ class _Cycle:
         path, remote = self.settings.path, self.settings.remote
         if not path.is_dir():
             return self.result(SyncStatus.UNCONFIGURED, f"the root path {path} does not exist")
-        if self.git.git_dir() is None:
+        git_dir = self.git.git_dir()
+        if git_dir is None:
             return self.result(
                 SyncStatus.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
             )
-        if recovery.needed(self.journal, self.layout) and not self.options.dry_run:
+        if recovery.needed(self.journal, self.layout, git_dir) and not self.options.dry_run:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
         guess = self.state.fetch_branch
         if guess:  # the branch the last cycle fetched: fetch it while git status runs

@@ -105,7 +105,11 @@ class Journal:
             key=key or operation_key(kind, start, upstream),
         )
         private_dir(self.open_dir)
-        write_json(self._open_path(op.id), op.to_json())
+        # Not fsynced: a `running` record says only that the root is untouched. The
+        # `prepared` record that replaces it is made durable (file and directory) before
+        # publication starts; a power cut that loses a running record loses nothing else
+        # (its candidate ref or worktree is swept by the next recovery).
+        write_json(self._open_path(op.id), op.to_json(), durable=False)
         return op
 
     def advance(
@@ -116,7 +120,11 @@ class Journal:
         message: str | None = None,
         candidate: str | None = None,
         files: tuple[str, ...] | None = None,
+        durable_key: bool = True,
     ) -> Operation:
+        """Record `phase`. `durable_key=False` when nobody asks `done` for this key (an
+        admission that is not `once`): the key file is then written without fsync, since its
+        loss after a power cut changes no decision. The records themselves always are."""
         updated = replace(
             op,
             phase=phase,
@@ -132,7 +140,11 @@ class Journal:
             write_json(self._settled_path(op.id), updated.to_json())
             if phase in DONE and op.key:
                 private_dir(self._key_path(op.key).parent)
-                write_json(self._key_path(op.key), {"operation_id": op.id, "phase": phase})
+                write_json(
+                    self._key_path(op.key),
+                    {"operation_id": op.id, "phase": phase},
+                    durable=durable_key,
+                )
             self._open_path(op.id).unlink(missing_ok=True)
             self._trim()
         return updated

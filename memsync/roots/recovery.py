@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
@@ -34,9 +35,19 @@ class Recovered:
     message: str
 
 
-def needed(records: journal.Journal, layout: RootLayout) -> bool:
+def needed(records: journal.Journal, layout: RootLayout, git_dir: Path | None = None) -> bool:
+    """Whether anything is left to settle or sweep. With the root's `git_dir`, a loose
+    candidate ref no record owns counts too (a `running` record is not fsynced: a power
+    cut may lose it and keep the ref it had pinned)."""
     wt = layout.worktrees_dir
-    return bool(records.unsettled()) or (wt.is_dir() and any(wt.iterdir()))
+    if records.unsettled() or (wt.is_dir() and any(wt.iterdir())):
+        return True
+    if git_dir is None:
+        return False
+    try:
+        return any((git_dir / CANDIDATE_REFS).iterdir())
+    except OSError:
+        return False
 
 
 def recover(
