@@ -6,12 +6,13 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, startup, sync, validate, views
+from bench import daemon, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
     "sync": sync.run,
     "views": views.run,
+    "viewpull": viewpull.run,
     "daemon": daemon.run,
     "startup": startup.run,
 }

@@ -156,9 +156,11 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def validate(path: Path, rev: str | None, as_json: bool) -> int:
     """Check a root's paths, modes, names and memory graph (work tree, or one commit)."""
+    from memsync.config.schema import default_state_dir  # noqa: PLC0415
     from memsync.roots.disktree import disk_tree_view  # noqa: PLC0415
     from memsync.roots.repoconfig import repo_config_problems  # noqa: PLC0415
     from memsync.transports.git import Git  # noqa: PLC0415
+    from memsync.validators.cache import STATE_CACHE_DIR, open_persistent  # noqa: PLC0415
     from memsync.validators.gate import validate_tree  # noqa: PLC0415
     from memsync.validators.policy import SyncPolicy  # noqa: PLC0415
     from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
@@ -176,7 +178,17 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         tree = git.tree_view(commit)
     else:
         tree = disk_tree_view(path)
-    report = validate_tree(tree, policy, default_graph_validator(enforce_capacity=True))
+    # Files parsed by an earlier run (same bytes) are not parsed again; the store is only a
+    # cache: damaged or foreign entries are ignored, and it may be deleted at any time.
+    state_dir = default_state_dir()
+    with contextlib.suppress(OSError):  # no usable state dir: the cache stays in memory
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cache = open_persistent(state_dir / STATE_CACHE_DIR)
+    try:
+        graph = default_graph_validator(enforce_capacity=True, cache=cache)
+        report = validate_tree(tree, policy, graph)
+    finally:
+        cache.close()
     # The repository's own config is the root's too, whichever commit is checked.
     problems = [*report.problems, *repo_config_problems(path)]
     out = ValidateReport(

@@ -55,6 +55,25 @@ def test_init_creates_a_root_that_validates(tmp_path: Path) -> None:
     assert ValidateReport.model_validate_json(checked.stdout).valid
 
 
+def test_validate_keeps_a_parse_cache_that_is_never_trusted_over_the_bytes(tmp_path: Path) -> None:
+    root, state = tmp_path / "mem", tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(state)}
+    assert memsync("init", str(root), env=env).returncode == 0
+    (root / "MEMORY.md").write_text(
+        "# User Context\n\n# Notes {#notes}\n\n- `dup` one → []\n- `dup` two → []\n"
+    )
+    first = memsync("validate", str(root), "--json", env=env)
+    store = state / "memsync" / "cache" / "parse-cache.sqlite3"
+    assert store.is_file()
+    assert (state / "memsync").stat().st_mode & 0o077 == 0
+    warm = memsync("validate", str(root), "--json", env=env)
+    store.write_bytes(b"not a database, and not ours to believe")
+    spoiled = memsync("validate", str(root), "--json", env=env)
+    assert first.returncode == warm.returncode == spoiled.returncode == 1
+    assert first.stdout == warm.stdout == spoiled.stdout
+    assert "duplicate-id" in first.stdout
+
+
 def test_init_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "notes.txt").write_text("mine")
