@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -133,3 +135,28 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "
             return
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
+    """Run `memsync *memsync_args` until its agent script has written its pid to `pidfile`
+    (and blocks, e.g. on a fifo), SIGKILL memsync there, then end the orphaned agent by its
+    own pid. Returns the agent's pid (gone or a zombie when this returns)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memsync", *memsync_args],
+        env={**os.environ, **GIT_ENV, "MEMSYNC_FAULT": ""},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    agent = 0
+    try:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 60, "the agent")
+        agent = int(pidfile.read_text())
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if agent:  # the agent was left blocked: end it by its own pid
+            os.kill(agent, signal.SIGKILL)
+    return agent

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from memsync.wire.cli import CycleReport
 from tests.conftest import Team
 from tests.e2e.test_cli import memsync
 from tests.fakes.chat_server import ChatServer, ChatState, answer, chat_server_thread
-from tests.helpers import GIT_ENV, commit, git, wait_for
+from tests.helpers import commit, git, kill_while_agent_holds
 
 # Every point a turn passes: its own, then the admission's and the publisher's.
 SETTLED = ("after-prepared", "after-worktree-update", "after-ref-update", "after-publish")
@@ -221,34 +219,7 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
     )
     commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
     before = git(team.bob.path, "rev-parse", "HEAD")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memsync",
-            "--config",
-            str(cfg),
-            "cycle",
-            "insight",
-            "bob",
-            "--force",
-        ],
-        env={**os.environ, **GIT_ENV, "MEMSYNC_FAULT": ""},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    agent = 0
-    try:
-        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 60, "the agent")
-        agent = int(pidfile.read_text())
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if agent:  # the orphaned agent is still blocked on the fifo: end it by its pid
-            os.kill(agent, signal.SIGKILL)
+    kill_while_agent_holds(["--config", str(cfg), "cycle", "insight", "bob", "--force"], pidfile)
     assert git(team.bob.path, "rev-parse", "HEAD") == before
     released.touch()
     code, out = run(cfg, "insight")

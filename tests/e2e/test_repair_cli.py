@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from memsync.roots.faults import POINTS
 from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV, commit, git, snapshot, wait_for
+from tests.helpers import commit, git, kill_while_agent_holds, snapshot, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "agents" / "repair-merge.sh"
@@ -127,24 +126,7 @@ def test_a_kill_while_the_agent_runs_converges_without_running_it_again(
     pidfile = tmp_path / "agent.pid"
     config, runs = scene(team, tmp_path, f'echo $$ > "{pidfile}"\ncat "{fifo}" > /dev/null')
     before = snapshot(team.bob.path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memsync", "--config", str(config), "sync-now", "--json"],
-        env={**os.environ, **GIT_ENV},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    agent = 0
-    try:
-        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 60, "the agent")
-        agent = int(pidfile.read_text())
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if agent:  # the agent was left blocked on the fifo: end it by its own pid
-            os.kill(agent, signal.SIGKILL)
+    agent = kill_while_agent_holds(["--config", str(config), "sync-now", "--json"], pidfile)
     wait_for(lambda: not _alive(agent), 10, "the agent to exit")
 
     done = sync_now(config)
