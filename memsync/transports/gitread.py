@@ -77,7 +77,7 @@ _IMPORT_LOCK = threading.Lock()
 
 
 @functools.cache
-def _load_gitpython() -> None:
+def load_gitpython() -> None:
     """Import GitPython once, unable to start git.
 
     Its import runs `git version` unless told where git is; pointing it at `_NO_GIT` (with
@@ -136,7 +136,7 @@ class Handles:
         cached = self._cache.get(worktree)
         if cached is not None and cached.identity == identity:
             return cached
-        _load_gitpython()
+        load_gitpython()
         from git.exc import InvalidGitRepositoryError, NoSuchPathError  # noqa: PLC0415
         from git.repo import Repo  # noqa: PLC0415
 

@@ -20,7 +20,9 @@ from memsync.transports import gitmemo, gitparse
 from memsync.transports.gitcore import GitCore
 from memsync.transports.gitenv import OID
 from memsync.transports.gitmemo import KeptListing
+from memsync.transports.gitobjects import ObjectFiles
 from memsync.transports.gitparse import DiffRecord
+from memsync.transports.gitread import HANDLES, Read
 from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
 
 MODE_GITLINK = 0o160000
@@ -210,6 +212,18 @@ class TreeReads(GitCore):
         wanted = sorted(set(oids))
         sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in sizes]
+        objects = self._object_files() if missing or tree_of is not None else None
+        if objects is not None:  # a few objects: read in-process
+            for oid in missing:
+                found = objects.header(oid)
+                if found is not None and found[0] == "blob":
+                    sizes[oid] = found[1]
+                    gitmemo.SIZES.put(oid, found[1])
+            missing = [oid for oid in missing if oid not in sizes]
+            tree = None if tree_of is None else objects.commit_tree(tree_of)
+            if tree is not None and tree_of is not None:
+                gitmemo.TREES.put(tree_of, tree)
+                tree_of = None
         asked = missing + ([f"{tree_of}^{{tree}}"] if tree_of is not None else [])
         if not asked:
             return sizes
@@ -232,6 +246,14 @@ class TreeReads(GitCore):
         wanted = sorted(set(oids))
         blobs = {oid: data for oid in wanted if (data := gitmemo.BLOBS.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in blobs]
+        objects = self._object_files() if missing else None
+        if objects is not None:
+            for oid in missing:
+                found = objects.read(oid, gitmemo.BLOB_KEPT)
+                if found is not None and found[0] == "blob":
+                    blobs[oid] = found[1]
+                    gitmemo.BLOBS.put(oid, found[1])
+            missing = [oid for oid in missing if oid not in blobs]
         if missing:
             raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
             for oid, data in gitparse.parse_batch(raw).items():
@@ -239,6 +261,13 @@ class TreeReads(GitCore):
                 if len(data) <= gitmemo.BLOB_KEPT:
                     gitmemo.BLOBS.put(oid, data)
         return blobs
+
+    def _object_files(self) -> ObjectFiles | None:
+        """The repository's object files, when they can be read without git."""
+        if isinstance(HANDLES.open(self.cwd), Read):
+            return None  # not a plain repository, or GitPython cannot tell: git decides
+        common = self.common_dir()
+        return None if common is None else ObjectFiles(common / "objects")
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""

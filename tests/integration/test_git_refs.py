@@ -30,7 +30,8 @@ def _spy(tmp_path: Path, *, real: bool = True) -> tuple[Path, Path]:
     folder.mkdir(parents=True)
     log = tmp_path / "git-runs.log"
     then = f'exec {real_git} "$@"\n' if real else "exit 97\n"
-    record = f"{{ printf '%s\\037' \"$@\"; echo; }} >> {log}\n"  # one line, unit-separated
+    # One line per run, unit-separated, in one write: runs may overlap (the prefetch).
+    record = f"line=$(printf '%s\\037' \"$@\"); printf '%s\\n' \"$line\" >> {log}\n"
     (folder / "git").write_text(f"#!/bin/sh\n{record}{then}")
     (folder / "git").chmod(0o755)
     return folder, log
@@ -62,7 +63,7 @@ def test_a_no_op_cycle_costs_two_git_processes(
         with monkeypatch.context() as env:
             env.setenv("PATH", f"{folder}:{os.environ['PATH']}")
             assert team.bob.sync().status == "current"
-        assert _runs(log) == ["status", "fetch"]
+        assert sorted(_runs(log)) == ["fetch", "status"]  # side by side (the prefetch)
 
 
 def _scene(tmp_path: Path) -> tuple[Path, Path]:

@@ -1,0 +1,81 @@
+"""Object files read in-process (gitobjects.py) say what `git cat-file` says, for loose and
+packed (deltified) objects, and answer None whenever they cannot be certain."""
+
+from __future__ import annotations
+
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsync.transports import gitobjects
+from memsync.transports.gitobjects import ObjectFiles
+from tests.helpers import commit, git
+
+
+def _repo(path: Path) -> Path:
+    git(path.parent, "init", "-q", "-b", "main", str(path))
+    git(path, "config", "user.name", "T")
+    git(path, "config", "user.email", "t@example.invalid")
+    return path
+
+
+def _raw(repo: Path, oid: str) -> bytes:
+    done = subprocess.run(
+        ["git", "cat-file", "blob", oid], cwd=repo, capture_output=True, check=True
+    )
+    return done.stdout
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    versions=st.lists(st.binary(min_size=0, max_size=3000), min_size=1, max_size=4),
+    packed=st.booleans(),
+)
+def test_sizes_and_bytes_equal_cat_file(
+    tmp_path_factory: pytest.TempPathFactory, versions: list[bytes], packed: bool
+) -> None:
+    repo = _repo(tmp_path_factory.mktemp("objects") / "repo")
+    base = b"shared prefix for deltas\n" * 40
+    blobs = []
+    for number, data in enumerate(versions):  # each version differs from the last
+        head = commit(repo, {"MEMORY.md": base + b"%d\n" % number + data}, "v")
+        blobs.append(git(repo, "rev-parse", f"{head}:MEMORY.md"))
+    if packed:
+        git(repo, "gc", "-q", "--aggressive")  # deltas against each other
+    files = ObjectFiles(repo / ".git" / "objects")
+    for oid in blobs:
+        size = int(git(repo, "cat-file", "-s", oid))
+        assert files.header(oid) == ("blob", size)
+        assert files.read(oid, 1 << 20) == ("blob", _raw(repo, oid))
+        assert files.read(oid, size - 1 if size else -1) is None  # over the limit: not read
+    assert files.commit_tree(head) == git(repo, "rev-parse", f"{head}^{{tree}}")
+
+
+def test_a_corrupt_or_missing_object_answers_none(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    head = commit(repo, {"MEMORY.md": "# A\n"})
+    oid = git(repo, "rev-parse", f"{head}:MEMORY.md")
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob 4\0# B\n"))  # well framed, wrong bytes for the id
+    files = ObjectFiles(repo / ".git" / "objects")
+    assert files.header(oid) == ("blob", 4)  # the frame is read...
+    assert files.read(oid, 100) is None  # ...but bytes that do not hash to the id are not
+    path.write_bytes(b"not zlib at all")
+    assert ObjectFiles(repo / ".git" / "objects").header(oid) is None
+    assert files.header("0" * 40) is None
+    assert files.header("0" * 64) is None  # SHA-256 ids: git decides
+
+
+def test_too_many_packs_ask_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = _repo(tmp_path / "repo")
+    head = commit(repo, {"MEMORY.md": "# A\n"})
+    git(repo, "repack", "-q", "-a", "-d")
+    oid = git(repo, "rev-parse", f"{head}:MEMORY.md")
+    assert ObjectFiles(repo / ".git" / "objects").header(oid) == ("blob", 4)
+    monkeypatch.setattr(gitobjects, "MAX_PACKS", 0)
+    assert ObjectFiles(repo / ".git" / "objects").header(oid) is None
