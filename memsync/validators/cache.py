@@ -20,13 +20,19 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.validators.cachestore import PersistentStore
 from memsync.validators.summary import FileSummary, summarize_bytes
 from memsync.validators.tree import TreeView
 
+if TYPE_CHECKING:
+    from memsync.validators.graphmodel import Profile
+    from memsync.validators.lineage import Lineage
+
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 STATE_CACHE_DIR = "cache"  # under the state dir: `<state_dir>/cache/parse-cache.sqlite3`
+MAX_LINEAGES = 4  # cross-file states kept for incremental joins (a few roots, profiles)
 _CONTENT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -54,6 +60,7 @@ class _Memory:
         self.entries: OrderedDict[str, tuple[FileSummary, int]] = OrderedDict()
         self.bytes = 0
         self.lock = threading.Lock()
+        self.lineages: list[Lineage] = []  # the most recently used last
 
     def get(self, key: str) -> FileSummary | None:
         with self.lock:
@@ -79,6 +86,7 @@ class _Memory:
         with self.lock:
             self.entries.clear()
             self.bytes = 0
+            self.lineages.clear()
 
 
 class ParseCache:
@@ -98,6 +106,23 @@ class ParseCache:
         self.store = store
         self.hits = 0
         self.misses = 0
+        self.joins = 0  # full cross-file passes
+        self.steps = 0  # incremental ones (a kept lineage advanced)
+
+    def take_lineages(self, profile: Profile) -> list[Lineage]:
+        """The kept lineages of `profile`, most recent first, taken out of the cache so that
+        one validation owns them; `give_lineages` puts back the ones still good."""
+        memory = self.memory
+        with memory.lock:
+            taken = [kept for kept in memory.lineages if kept.profile == profile]
+            memory.lineages = [kept for kept in memory.lineages if kept.profile != profile]
+        return taken[::-1]
+
+    def give_lineages(self, lineages: list[Lineage]) -> None:
+        """Keep `lineages` (most recent first, as taken), at most MAX_LINEAGES in all."""
+        memory = self.memory
+        with memory.lock:
+            memory.lineages = [*memory.lineages, *lineages[::-1]][-MAX_LINEAGES:]
 
     def __len__(self) -> int:
         return len(self.memory.entries)

@@ -22,7 +22,7 @@ from memsync.validators.assembly import describe
 from memsync.validators.graphmodel import MEMORY, MEMORY_ONLY_KINDS, PURSUIT, Profile
 from memsync.validators.problems import Problem
 from memsync.validators.summary import CHAR_KINDS, NODE, FileSummary
-from memsync.validators.tree import TreeView
+from memsync.validators.tree import Entry, TreeView
 
 # An F# reference to follow: target file, owner heading's line, the scope it hands down.
 _Ref = tuple[str, int, str | None]
@@ -72,7 +72,12 @@ class _Join:
         self.tree = tree
         self.profile = profile
         self.source = source
-        self.problems: list[Problem] = []
+        self.problems: list[Problem] = []  # what the files' structure decides
+        self.local: dict[int, list[Problem]] = {}  # a file's own problems, by load index
+        self.edge_found: dict[int, list[Problem]] = {}  # a file's edge problems
+        self.focus_found: list[Problem] = []
+        self.consulted: dict[str, int | None] = {}  # path -> mode of every entry looked at
+        self.undecoded: list[tuple[str, bool]] = []  # (path, pursuit) read but not UTF-8
         self.loaded: list[_Loaded] = []
         self.by_path: dict[str, _Loaded] = {}
         self.owner: dict[str, int] = {}  # item id -> index of the file that keeps it
@@ -86,7 +91,7 @@ class _Join:
 
     def run(self) -> GraphVerdict:
         for path, tree in self.profile.roots:
-            entry = self.tree.get(path)
+            entry = self.entry(path)
             if entry is None:
                 what = "MF Memory document" if self.profile.name == "mf" else "root document"
                 self.problem("missing-root-document", path, None, f"{what} '{path}' is missing")
@@ -100,27 +105,63 @@ class _Join:
             else:
                 self.load(path, tree)
         for loaded in self.loaded:
-            self.edges(loaded)
-        self.check_focus()
-        self.problems.sort(key=lambda p: (p.path or "", p.line or 0, p.code, p.message))
+            found = self.edges(loaded)
+            if found:
+                self.edge_found[loaded.index] = found
+        self.focus_found = self.check_focus()
+        return self.verdict()
+
+    def verdict(self) -> GraphVerdict:
+        problems = list(self.problems)
+        for found in self.local.values():
+            problems += found
+        for found in self.edge_found.values():
+            problems += found
+        problems += self.focus_found
+        problems.sort(key=lambda p: (p.path or "", p.line or 0, p.code, p.message))
         return GraphVerdict(
-            tuple(self.problems),
+            tuple(problems),
             tuple(loaded.path for loaded in self.loaded),
             tuple(self.evidence),
             len(self.owner),
         )
+
+    def entry(self, path: str) -> Entry | None:
+        """The tree's entry at `path`, remembered: the verdict depends on it."""
+        entry = self.tree.get(path)
+        self.consulted[path] = None if entry is None else entry.mode
+        return entry
 
     # -- loading, in assembly's order ------------------------------------------------------
 
     def read(self, path: str, tree: str, scope: str | None) -> _Loaded | None:
         summary = self.source.summary(self.tree, path, pursuit=tree == PURSUIT)
         if not summary.decoded:
+            self.undecoded.append((path, tree == PURSUIT))
             return None
         loaded = _Loaded(len(self.loaded), path, summary, tree, scope)
         self.loaded.append(loaded)
         self.by_path[path] = loaded
-        self.problems += [Problem(code, path, line, text) for code, line, text in summary.problems]
+        found = self.local_problems(loaded)
+        if found:
+            self.local[loaded.index] = found
         return loaded
+
+    def local_problems(self, loaded: _Loaded) -> list[Problem]:
+        """What the file alone decides: its scanner problems and, in MF, its orphan prose."""
+        summary, path = loaded.summary, loaded.path
+        found = [Problem(code, path, line, text) for code, line, text in summary.problems]
+        if self.profile.addressed_prose:
+            for line, before_first in summary.orphans:
+                where = (
+                    "before the first heading" if before_first else "under a heading without an id"
+                )
+                message = (
+                    f"text {where}: in a shared view every line must belong to an "
+                    "addressable heading"
+                )
+                found.append(Problem("mf-orphan-prose", path, line, message))
+        return found
 
     def load(self, root: str, tree: str) -> None:
         top = self.read(root, tree, None)
@@ -182,18 +223,6 @@ class _Join:
                 refs.append((target, summary.lines[item], self.resolve(loaded, item)))
         if self.profile.focus:
             self.focus += [(target, path, line) for target, line in summary.focus]
-        if self.profile.addressed_prose:
-            for line, before_first in summary.orphans:
-                where = (
-                    "before the first heading" if before_first else "under a heading without an id"
-                )
-                self.problem(
-                    "mf-orphan-prose",
-                    path,
-                    line,
-                    f"text {where}: in a shared view every line must belong to an "
-                    "addressable heading",
-                )
         if refs:
             self.source.prefetch(
                 self.tree, [ref[0] for ref in refs], pursuit=loaded.tree == PURSUIT
@@ -269,7 +298,7 @@ class _Join:
         return self.claim(path, line, kind, item_id, backing_path)
 
     def claim(self, path: str, line: int, kind: str, item_id: str, backing: str) -> str | None:
-        entry = self.tree.get(backing)
+        entry = self.entry(backing)
         first = self.claims.setdefault(backing.casefold(), (item_id, kind, path, line))
         if (first[0], first[1]) != (item_id, kind):
             self.problem(
@@ -297,15 +326,18 @@ class _Join:
 
     # -- edges and Focus, once every file is loaded ----------------------------------------
 
-    def edges(self, loaded: _Loaded) -> None:
+    def edges(self, loaded: _Loaded) -> list[Problem]:
+        """The file's edge problems: its own (for kept items), then dangling and containment
+        edges, which depend on every file."""
         summary, path = loaded.summary, loaded.path
+        found: list[Problem] = []
         if not (summary.item_problems or summary.pending):
-            return
+            return found
         lines = summary.lines
         dropped = loaded.dropped or ()
         for item, code, message in summary.item_problems:
             if item not in dropped:
-                self.problem(code, path, lines[item], message)
+                found.append(Problem(code, path, lines[item], message))
         namespace = self.profile.namespace
         owner = self.owner
         for item, kind, target in summary.pending:
@@ -314,15 +346,14 @@ class _Join:
             item_id = summary.ids[item]
             if target not in owner:
                 message = f"edge `{kind}:{target}` of `{item_id}` names no item in {namespace}"
-                self.problem("dangling-edge", path, lines[item], message)
+                found.append(Problem("dangling-edge", path, lines[item], message))
             elif kind == "rel" and self.is_ancestor(loaded, item, target):
-                self.problem(
-                    "containment-edge",
-                    path,
-                    lines[item],
+                message = (
                     f"`rel:{target}` of `{item_id}` points at a heading it is already nested "
-                    "under; remove the edge, the nesting says it",
+                    "under; remove the edge, the nesting says it"
                 )
+                found.append(Problem("containment-edge", path, lines[item], message))
+        return found
 
     def parent_of(self, loaded: _Loaded, item: int) -> str | None:
         return self.resolve(loaded, loaded.summary.parents[item])
@@ -336,28 +367,24 @@ class _Join:
             current = self.parent_of(where, where.summary.ids.index(current))
         return False
 
-    def check_focus(self) -> None:
+    def check_focus(self) -> list[Problem]:
+        found: list[Problem] = []
         seen: set[str] = set()
         for target, file, line in self.focus:
             if target in seen:
-                self.problem(
-                    "duplicate-focus", file, line, f"Focus lists `{target}` more than once"
-                )
+                message = f"Focus lists `{target}` more than once"
+                found.append(Problem("duplicate-focus", file, line, message))
                 continue
             seen.add(target)
             index = self.owner.get(target)
             if index is None:
-                self.problem(
-                    "dangling-focus", file, line, f"Focus names `{target}`, which is no item"
-                )
+                message = f"Focus names `{target}`, which is no item"
+                found.append(Problem("dangling-focus", file, line, message))
                 continue
             where = self.loaded[index]
             kind = where.summary.kinds[where.summary.ids.index(target)]
             if kind == NODE or where.tree != PURSUIT:
                 what = "a node" if kind == NODE else "a Memory heading"
-                self.problem(
-                    "focus-not-heading",
-                    file,
-                    line,
-                    f"Focus must name Pursuit headings; `{target}` is {what}",
-                )
+                message = f"Focus must name Pursuit headings; `{target}` is {what}"
+                found.append(Problem("focus-not-heading", file, line, message))
+        return found

@@ -22,8 +22,9 @@ from typing import Protocol
 
 from memsync.validators.assembly import _gc_paused, build_graph
 from memsync.validators.cache import CachedSummaries, ParseCache, Uncached, default_cache
-from memsync.validators.crossfile import GraphVerdict, judge
+from memsync.validators.crossfile import GraphVerdict, _Join, judge
 from memsync.validators.graphmodel import Profile
+from memsync.validators.lineage import Lineage
 from memsync.validators.problems import Report
 from memsync.validators.tree import TreeView
 
@@ -50,14 +51,44 @@ def validate_graph(
     with only the files not in `cache` read and parsed."""
     rules = Profile.named(profile, root_path, namespace)
     if isinstance(cache, Uncached):
-        source: Uncached | CachedSummaries = cache
-    else:
-        source = (default_cache() if cache is None else cache).session()
+        with _gc_paused():
+            return judge(tree, rules, cache)
+    chosen = default_cache() if cache is None else cache
+    source = chosen.session()
     try:
         with _gc_paused():
-            return judge(tree, rules, source)
+            return _join(tree, rules, source, chosen)
     finally:
         source.close()
+
+
+def _join(
+    tree: TreeView, rules: Profile, source: CachedSummaries, cache: ParseCache
+) -> GraphVerdict:
+    """Advance a kept lineage of this profile that `tree` follows (`lineage.py`), else run
+    the full cross-file pass and keep its lineage for the next tree."""
+    taken = cache.take_lineages(rules)
+    try:
+        for lineage in list(taken):
+            changed = lineage.changes(tree, source)
+            if changed is None:
+                continue
+            taken.remove(lineage)
+            verdict = lineage.advance(tree, source, changed)
+            if verdict is not None:
+                cache.steps += 1
+                taken.insert(0, lineage)
+                return verdict
+            break  # a spoiled lineage is dropped
+        join = _Join(tree, rules, source)
+        verdict = join.run()
+        cache.joins += 1
+        kept = Lineage.keep(join, source)
+        if kept is not None:
+            taken.insert(0, kept)
+        return verdict
+    finally:
+        cache.give_lineages(taken)
 
 
 class GraphValidator(Protocol):
