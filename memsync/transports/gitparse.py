@@ -183,6 +183,24 @@ def parse_log_raw(raw: bytes) -> list[RawChange]:
     return found
 
 
+def log_headers(raw: bytes) -> list[tuple[str, tuple[str, ...]]]:
+    """(commit, parents) of every header `parse_log_raw`'s input holds, in order (a merge
+    shown once per parent is listed once per showing). Walked token by token like
+    `parse_log_raw`, so a path that happens to hold `\\x01` and hex is never taken for one."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    tokens = raw.split(b"\0")
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip(b"\n")
+        i += 1
+        if token.startswith(b"\x01"):
+            commit, _, rest = token[1:].decode("ascii").rstrip("\n").partition(" ")
+            found.append((commit, tuple(rest.split())))
+        elif token.startswith(b":"):
+            i += 1  # the path
+    return found
+
+
 def changes_from(records: list[RawChange], sizes: dict[str, int]) -> list[Change]:
     return [
         Change(

@@ -13,7 +13,6 @@ blob it reads twice run git once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from memsync.transports import gitmemo, gitparse
@@ -192,7 +191,7 @@ class TreeReads(GitCore):
         listed = gitparse.parse_log_raw(raw)
         _keep_diffs(raw, listed)
         records = [r for r in listed if not r.is_tree]
-        commits = len(set(re.findall(rb"\x01([0-9a-f]+)", raw)))
+        commits = len({commit for commit, _parents in gitparse.log_headers(raw)})
         sizes = self.blob_sizes(
             [r.oid for r in records if r.oid is not None],
             tree_of=include if OID.fullmatch(include) else None,
@@ -305,11 +304,10 @@ def _keep_diffs(raw: bytes, records: Sequence[gitparse.RawChange]) -> None:
     by_commit: dict[str, list[DiffRecord]] = {}
     for record in records:
         by_commit.setdefault(record.commit, []).append(record.as_diff())
-    for commit, parents in re.findall(rb"\x01([0-9a-f]+) ([0-9a-f ]*)", raw):
-        parent = parents.split()
-        if len(parent) == 1:
-            key = (parent[0].decode("ascii"), commit.decode("ascii"))
-            gitmemo.DIFFS.put(key, tuple(by_commit.get(key[1], ())))
+    for commit, parents in gitparse.log_headers(raw):
+        if len(parents) == 1:
+            key = (parents[0], commit)
+            gitmemo.DIFFS.put(key, tuple(by_commit.get(commit, ())))
 
 
 def _lines(items: Sequence[str]) -> bytes:

@@ -177,3 +177,22 @@ def test_a_warm_one_commit_sync_lists_no_tree(
     # The sizes, the new tree's id and the changed bytes come from the object files.
     assert "cat-file" not in runs
     assert (team.bob.path / "MEMORY_a.md").read_text() == "# A\n\nmore\n"
+
+
+def test_a_path_that_looks_like_a_log_header_is_a_path(tmp_path: Path) -> None:
+    """A path holding `\\x01<hex> <hex>` (git allows it) neither counts as a commit nor
+    plants a diff for made-up commits in the box's memo."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    fake, parent = "a" * 40, "b" * 40
+    stream = (
+        b"commit refs/heads/main\ncommitter T <t@e> 0 +0000\ndata 1\nx\n"
+        b'M 100644 inline "\\001' + f"{fake} {parent}".encode() + b'"\ndata 2\nx\n\n'
+    )
+    git(repo, "fast-import", "--quiet", input=stream)
+    head = git(repo, "rev-parse", "main")
+    gitmemo.forget()
+    count, changes = Git(repo).changes(head, None)
+    assert count == 1
+    assert [c.path for c in changes] == [f"\x01{fake} {parent}"]
+    assert gitmemo.DIFFS.get((parent, fake)) is None
