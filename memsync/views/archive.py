@@ -54,6 +54,7 @@ from memsync.validators.collisions import case_collisions
 from memsync.validators.paths import check_name_fully, printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.views.previous import Previous, sync_tree
 from memsync.views.zipscan import (
     CENTRAL,
     CENTRAL_SIG,
@@ -181,31 +182,90 @@ def extract_zip(
     are created with O_EXCL | O_NOFOLLOW and mode `file_mode` (0600 or 0644), directories
     0700 (0755 with 0644 files). On ArchiveError or any OSError nothing is left at `dest`.
     """
+    unpacked = unpack(path, dest, limits, file_mode=file_mode)
+    if durable:
+        try:
+            sync_tree(dest)
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+    return unpacked.hashes
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """What `unpack` wrote: each file's bytes and SHA-256 hex (in path order, as a tree
+    walk lists them) and the files linked from the previous import."""
+
+    contents: dict[str, bytes]
+    hashes: dict[str, str]
+    linked: frozenset[str] = frozenset()
+
+
+def unpack(
+    path: Path,
+    dest: Path,
+    limits: ArchiveLimits | None = None,
+    *,
+    file_mode: int = 0o600,
+    previous: Previous | None = None,
+) -> Unpacked:
+    """`extract_zip` without the fsyncs (`previous.sync_tree` makes the tree durable),
+    returning the bytes too. A member whose compressed stream `previous` holds is not
+    inflated: the previous import's file is linked when it still holds those bytes."""
     if file_mode not in (0o600, 0o644):
         raise ValueError("file_mode must be 0o600 or 0o644")
-    problems, contents = _load(path, limits or ArchiveLimits())
+    limits = limits or ArchiveLimits()
+    data, problems = _read(path, limits)
+    members: list[Member] = []
+    if not problems:
+        members, problems = _checked_members(data, limits)
+    if problems:
+        raise ArchiveError(problems)
+    files = [m for m in members if not m.is_dir]
+    known = {m.name: h for m in files if previous and (h := previous.same(data, m))}
+    contents, problems = _inflated(data, [m for m in members if m.name not in known])
     if problems:
         raise ArchiveError(problems)
     dest.mkdir(mode=0o700)
     try:
-        _write_tree(dest, contents, file_mode, durable=durable)
+        hashes = _write_tree(dest, data, files, contents, known, file_mode, previous)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    return {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
+    order = sorted(contents, key=lambda name: name.split("/"))
+    return Unpacked(
+        {n: contents[n] for n in order},
+        {n: hashes[n] for n in order},
+        frozenset(previous.linked) if previous else frozenset(),
+    )
 
 
 def _load(path: Path, limits: ArchiveLimits) -> tuple[list[Problem], dict[str, bytes]]:
+    data, problems = _read(path, limits)
+    return (problems, {}) if problems else inspect_bytes(data, limits)
+
+
+def _read(path: Path, limits: ArchiveLimits) -> tuple[bytes, list[Problem]]:
     with path.open("rb") as handle:
         data = handle.read(limits.max_archive + 1)
     if len(data) > limits.max_archive:
         why = f"is over {limits.max_archive} bytes, more than a package within the limits"
-        return [problem(None, why)], {}
-    return inspect_bytes(data, limits)
+        return b"", [problem(None, why)]
+    return data, []
 
 
 def inspect_bytes(data: bytes, limits: ArchiveLimits) -> tuple[list[Problem], dict[str, bytes]]:
     """(problems, file contents by name) for the archive `data`; contents only when clean."""
+    members, problems = _checked_members(data, limits)
+    if problems:
+        return problems, {}
+    contents, problems = _inflated(data, members)
+    return problems, ({} if problems else contents)
+
+
+def _checked_members(data: bytes, limits: ArchiveLimits) -> tuple[list[Member], list[Problem]]:
+    """The entries and every problem short of their content (format, names, kinds, caps)."""
     members, problems = read_archive(data, limits.max_entries)
     for member in members:
         problems += [problem(member.name, why) for why in _entry_reasons(member, limits)]
@@ -214,16 +274,21 @@ def inspect_bytes(data: bytes, limits: ArchiveLimits) -> tuple[list[Problem], di
     if total > limits.max_total:
         why = f"declares {total} uncompressed bytes, over the {limits.max_total}-byte cap"
         problems.append(problem(None, why + " (a zip bomb)"))
-    if problems:
-        return list(dict.fromkeys(problems)), {}
+    return members, list(dict.fromkeys(problems))
+
+
+def _inflated(data: bytes, members: Sequence[Member]) -> tuple[dict[str, bytes], list[Problem]]:
+    """Each member's content, every problem of it checked (directory entries too: they
+    must hold an empty stream); only files are returned."""
     contents: dict[str, bytes] = {}
+    problems: list[Problem] = []
     for member in members:
         out, bad = inflate(data, member)
         if bad is not None:
             problems.append(problem(member.name, bad))
         elif not member.is_dir:
             contents[member.name] = out
-    return problems, ({} if problems else contents)
+    return contents, problems
 
 
 def _entry_reasons(member: Member, limits: ArchiveLimits) -> list[str]:
@@ -332,31 +397,54 @@ def _collisions(members: list[Member]) -> list[Problem]:
 
 
 def _write_tree(
-    dest: Path, contents: Mapping[str, bytes], file_mode: int, *, durable: bool
-) -> None:
-    """Write `contents` under `dest` through directory fds, never following a link."""
+    dest: Path,
+    data: bytes,
+    files: Sequence[Member],
+    contents: dict[str, bytes],
+    known: Mapping[str, str],
+    file_mode: int,
+    previous: Previous | None,
+) -> dict[str, str]:
+    """Write the files under `dest` through directory fds, never following a link: a
+    `known` member is linked from `previous` (else inflated now), the rest are written
+    from `contents`, which gets every file's bytes. Returns each file's SHA-256 hex."""
     dir_mode = 0o755 if file_mode == 0o644 else 0o700
     dirs = {"": os.open(dest, _OPEN_DIR)}
+    hashes: dict[str, str] = {}
     try:
         os.fchmod(dirs[""], 0o700)
-        for name, data in contents.items():
+        for member in files:
+            name = member.name
             parent, _, leaf = name.rpartition("/")
-            fd = os.open(leaf, _OPEN_NEW, file_mode, dir_fd=_directory(dirs, parent, dir_mode))
-            try:
-                os.fchmod(fd, file_mode)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-        if durable:
-            for fd in dirs.values():
-                os.fsync(fd)
+            dir_fd = _directory(dirs, parent, dir_mode)
+            want = known.get(name)
+            if want is not None and previous is not None:
+                linked = previous.link(name, want, member.size, dir_fd, file_mode)
+                if linked is not None:
+                    contents[name], hashes[name] = linked, want
+                    continue
+                out, bad = inflate(data, member)
+                if bad is not None:
+                    raise ArchiveError([problem(name, bad)])
+                contents[name] = out
+            body = contents[name]
+            _write_file(dir_fd, leaf, body, file_mode)
+            hashes[name] = hashlib.sha256(body).hexdigest()
     finally:
         for fd in dirs.values():
             os.close(fd)
+    return hashes
+
+
+def _write_file(dir_fd: int, leaf: str, body: bytes, file_mode: int) -> None:
+    fd = os.open(leaf, _OPEN_NEW, file_mode, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, file_mode)
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _directory(dirs: dict[str, int], path: str, mode: int) -> int:

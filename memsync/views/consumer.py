@@ -21,9 +21,10 @@ from pathlib import Path
 
 from memsync.validators.graph import CacheChoice
 from memsync.validators.problems import Problem
-from memsync.views.archive import ArchiveError, ArchiveLimits, extract_zip
+from memsync.views.archive import ArchiveError, ArchiveLimits, unpack
 from memsync.views.manifest import check_files, check_package_bytes
 from memsync.views.package import validate_package
+from memsync.views.previous import Previous, Syncer
 from memsync.wire.manifest import Manifest
 
 
@@ -55,13 +56,16 @@ def check_package(
     limits: ArchiveLimits,
     thorough: bool = False,
     cache: CacheChoice = None,
+    durable: bool = True,
+    previous: Previous | None = None,
 ) -> Checked:
     """Check the archive at `package` (`length` bytes hashing to `sha256`) against
     `manifest` (None: an unsigned share) and extract it into `into`, a new directory the
     caller owns (it stays when the package is valid; the extractor leaves nothing when the
     archive is refused). The graph files are parsed through `cache` (None: the process's),
     keyed by the SHA-256 the extractor computed, so files unchanged since a package seen
-    before are not parsed again."""
+    before are not parsed again. With `durable`, `into` is on disk (fsynced while the
+    graph is validated) when this returns; `previous` lends unchanged files."""
     problems: list[Problem] = []
     reason: str | None = None
 
@@ -77,13 +81,19 @@ def check_package(
             if not thorough:
                 return Checked(tuple(problems), reason)
     try:
-        hashes = extract_zip(package, into, limits)
+        unpacked = unpack(package, into, limits, previous=previous)
     except ArchiveError as exc:
         fail(exc.problems, "the package archive was refused")
         return Checked(tuple(problems), reason)
-    report = validate_package(
-        read_tree(into), view_id=view_id, heading=heading, hashes=hashes, cache=cache
-    )
+    syncer = Syncer(into, unpacked.linked) if durable else None
+    try:
+        hashes = unpacked.hashes
+        report = validate_package(
+            unpacked.contents, view_id=view_id, heading=heading, hashes=hashes, cache=cache
+        )
+    finally:
+        if syncer is not None:
+            syncer.wait()
     found = [*report.problems, *(check_files(manifest, hashes) if manifest else [])]
     if found:
         fail(found, "the package failed validation")
@@ -122,6 +132,7 @@ def check_published(
             view_id=view_id,
             heading=heading or view_id,
             limits=limits or ArchiveLimits(),
+            durable=False,  # removed right afterwards
         )
         return list(checked.problems)
     finally:

@@ -13,6 +13,7 @@ serving and reports `stale` (or `unavailable` when there is none).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -30,11 +31,12 @@ from memsync.transports.process import Deadline
 from memsync.validators.cache import STATE_CACHE_DIR, ParseCache, open_persistent
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
-from memsync.views.consumer import check_package
+from memsync.views.consumer import Checked, check_package
 from memsync.views.gitsource import GitSource
 from memsync.views.httpsource import HttpSource
 from memsync.views.layout import view_state_dir
 from memsync.views.manifest import ManifestError, Verdict, parse_manifest, verify_manifest
+from memsync.views.previous import KEPT_PACKAGE, Previous
 from memsync.views.source import ErrorKind, PackageFetch, SourceError, ViewSource
 from memsync.views.store import ImportStore
 from memsync.views.trust import PULLED, STALE, UNAVAILABLE, TrustState
@@ -216,18 +218,7 @@ class Puller:
         fetched = await self._package(target, manifest, deadline)
         candidate = await asyncio.to_thread(self.store.candidate_dir)
         candidate.rmdir()  # the extractor wants to create it itself
-        checked = await asyncio.to_thread(
-            check_package,
-            target,
-            candidate,
-            manifest=manifest,
-            length=fetched.length,
-            sha256=fetched.sha256,
-            view_id=self.view.view_id,
-            heading=self.view.heading,
-            limits=self.limits,
-            cache=self.cache,
-        )
+        checked = await asyncio.to_thread(self._check, target, candidate, manifest, fetched)
         if not checked.ok:
             raise Refused(checked.reason or "the package was refused", checked.problems)
         identity: Identity
@@ -236,7 +227,7 @@ class Puller:
             identity = (signed.revision, signed.package.sha256, signed.expires, verdict.signed_by)
         else:
             identity = (self._unsigned_revision(fetched.sha256), fetched.sha256, None, ())
-        return await asyncio.to_thread(self._install, candidate, identity, body, got.etag)
+        return await asyncio.to_thread(self._install, candidate, identity, body, got.etag, target)
 
     async def _package(
         self, target: Path, manifest: Manifest | None, deadline: Deadline
@@ -256,6 +247,38 @@ class Puller:
                 f"the server sends more than the {length} bytes the manifest declares",
             )
             raise Refused("the package is longer than its manifest says", [problem]) from exc
+
+    def _check(
+        self, target: Path, candidate: Path, manifest: Manifest | None, fetched: PackageFetch
+    ) -> Checked:
+        return check_package(
+            target,
+            candidate,
+            manifest=manifest,
+            length=fetched.length,
+            sha256=fetched.sha256,
+            view_id=self.view.view_id,
+            heading=self.view.heading,
+            limits=self.limits,
+            cache=self.cache,
+            previous=self._previous() if manifest is not None else None,
+        )
+
+    def _previous(self) -> Previous | None:
+        """The active import as a source of unchanged files: the kept package of the
+        trusted revision and the trusted manifest's file hashes (`previous.py` checks both
+        against the trust state and the files on disk before anything is reused)."""
+        copy = self._trusted_copy() if self.store.exists() else None
+        if copy is None:
+            return None
+        return Previous.load(
+            self.dir / KEPT_PACKAGE,
+            sha256=self.trust.sha256,
+            files=parse_manifest(copy).signed.files,
+            import_dir=self.store.active_path,
+            max_archive=self.limits.max_archive,
+            max_entries=self.limits.max_entries,
+        )
 
     def _stored_copy(self) -> bytes | None:
         try:
@@ -314,6 +337,7 @@ class Puller:
         identity: Identity,
         body: bytes | None,
         etag: str | None,
+        package: Path,
     ) -> ViewResult:
         revision, sha, expires, keys = identity
         self.trust = self.trust.accepted(
@@ -324,9 +348,13 @@ class Puller:
             now=self.now,
             manifest_etag=etag,
         )
-        self.store.promote(candidate, revision, trust=self.trust)
+        self.store.promote(candidate, revision, trust=self.trust, synced=True)
         if body is not None:
             write_bytes(self.manifest_copy, body)
+        # The next revision reuses unchanged files through it; a stale or missing copy
+        # (a crash right here) only means that it does not.
+        with contextlib.suppress(OSError):
+            package.replace(self.dir / KEPT_PACKAGE)
         return self._report(promoted=True, message=f"imported revision {revision}")
 
     def _report(self, *, promoted: bool, message: str) -> ViewResult:

@@ -45,7 +45,6 @@ from typing import Any, cast
 from memsync import timefmt
 from memsync.atomicfile import (
     fsync_dir,
-    fsync_file,
     private_dir,
     read_json,
     write_bytes,
@@ -53,6 +52,7 @@ from memsync.atomicfile import (
 )
 from memsync.roots.faults import fault
 from memsync.views.layout import candidates_dir, import_dir, runtime_dir
+from memsync.views.previous import sync_tree
 from memsync.views.trust import TrustState, ViewStateError, check_name, trust_path
 
 AT_FDCWD = -100
@@ -108,14 +108,6 @@ def exchange(a: Path, b: Path, *, use_libc: bool = True) -> bool:
     if err in _UNSUPPORTED:
         return False
     raise OSError(err, os.strerror(err), str(a), None, str(b))
-
-
-def _fsync_tree(top: Path) -> None:
-    """Make an extracted tree durable before it goes live (no empty files after a power cut)."""
-    for dirpath, _dirs, files in os.walk(top):
-        for name in files:
-            fsync_file(Path(dirpath, name))
-        fsync_dir(Path(dirpath))
 
 
 def _remove(path: Path) -> bool:
@@ -248,9 +240,18 @@ class ImportStore:
 
     # -- promotion --------------------------------------------------------------------
 
-    def promote(self, candidate: Path, revision: int, *, trust: TrustState | None = None) -> None:
+    def promote(
+        self,
+        candidate: Path,
+        revision: int,
+        *,
+        trust: TrustState | None = None,
+        synced: bool = False,
+    ) -> None:
         """Make `candidate` (from `candidate_dir()`, extracted and validated) the active
         import, then record `trust` (or the current state with this revision) in trust.json.
+        `synced`: the caller already made the candidate's tree durable (`check_package`
+        does); otherwise it is fsynced here, before the promotion record.
         """
         fault("view-after-extract")
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
@@ -264,6 +265,8 @@ class ImportStore:
         try:
             self._ensure_layout()
             self._settle_record()
+            if not synced:
+                sync_tree(candidate)
             self._move(candidate, identity, revision, trust)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -280,7 +283,6 @@ class ImportStore:
         gone = "none" if current.revision is None else str(current.revision)
         old = self.candidates_dir / f"{self.heading}+old-{gone}"
         _remove(old)
-        _fsync_tree(candidate)
         record = {
             "heading": self.heading,
             "revision": revision,
