@@ -18,7 +18,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,10 +29,12 @@ from memsync.validators.tree import TreeView
 if TYPE_CHECKING:
     from memsync.validators.graphmodel import Profile
     from memsync.validators.lineage import Lineage
+    from memsync.validators.problems import Problem
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 STATE_CACHE_DIR = "cache"  # under the state dir: `<state_dir>/cache/parse-cache.sqlite3`
 MAX_LINEAGES = 4  # cross-file states kept for incremental joins (a few roots, profiles)
+MAX_VERDICTS = 16  # auxiliary-file verdicts kept by their inputs' content ids
 _CONTENT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -61,6 +63,7 @@ class _Memory:
         self.bytes = 0
         self.lock = threading.Lock()
         self.lineages: list[Lineage] = []  # the most recently used last
+        self.verdicts: OrderedDict[Hashable, tuple[Problem, ...]] = OrderedDict()
 
     def get(self, key: str) -> FileSummary | None:
         with self.lock:
@@ -87,6 +90,7 @@ class _Memory:
             self.entries.clear()
             self.bytes = 0
             self.lineages.clear()
+            self.verdicts.clear()
 
 
 class ParseCache:
@@ -123,6 +127,24 @@ class ParseCache:
         memory = self.memory
         with memory.lock:
             memory.lineages = [*memory.lineages, *lineages[::-1]][-MAX_LINEAGES:]
+
+    def recall(self, key: Hashable) -> tuple[Problem, ...] | None:
+        """A verdict remembered under a key naming all its inputs by content (see
+        `rightmemory.RootValidator`), or None."""
+        memory = self.memory
+        with memory.lock:
+            found = memory.verdicts.get(key)
+            if found is not None:
+                memory.verdicts.move_to_end(key)
+            return found
+
+    def remember(self, key: Hashable, problems: tuple[Problem, ...]) -> None:
+        memory = self.memory
+        with memory.lock:
+            memory.verdicts[key] = problems
+            memory.verdicts.move_to_end(key)
+            while len(memory.verdicts) > MAX_VERDICTS:
+                memory.verdicts.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self.memory.entries)
@@ -166,11 +188,16 @@ class CachedSummaries:
         self.cache = cache
         self.fresh: dict[str, FileSummary] = {}
         self.used: list[str] = []
+        self.hashed: dict[str, str] = {}  # path -> SHA-256 of bytes read in this session
 
     def key(self, tree: TreeView, path: str, *, pursuit: bool) -> str:
+        """The cache key of a file of `tree` (one tree per session): by its content id, or
+        else by the SHA-256 of its bytes, computed once per session."""
         known = content_id(tree, path)
         if known is None:
-            known = hashlib.sha256(tree.content(path)).hexdigest()
+            known = self.hashed.get(path)
+            if known is None:
+                known = self.hashed[path] = hashlib.sha256(tree.content(path)).hexdigest()
         return cache_key(known, path, pursuit=pursuit)
 
     def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:
@@ -217,6 +244,7 @@ class CachedSummaries:
             self.cache.store.put_many(self.fresh, touched=self.used)
         self.fresh = {}
         self.used = []
+        self.hashed = {}
 
 
 class Uncached:

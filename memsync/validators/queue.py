@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, NoReturn, TypeVar
@@ -31,6 +31,7 @@ CANDIDATE_PATH = re.compile(r"update_queue/candidates/([0-9a-f]{32})\.json")
 RECOVERY_PATH = re.compile(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
 RECORD_PATH = re.compile(r"update_records/(update-batch-[0-9a-f]{64})\.json")
 SCHEMA_VERSION = 1
+_PREFIXES = ("update_queue/", "update_records/")
 
 _UID = re.compile(r"[0-9a-f]{32}")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -295,13 +296,21 @@ class _Checker:
         return None
 
 
-def check_queue(tree: TreeView) -> list[Problem]:
+def queue_paths(tree: TreeView) -> list[str]:
+    """The sorted paths under `update_queue/` and `update_records/`: all the queue rules read.
+    One prefix test per entry, so that a big tree costs little here."""
+    return sorted(p for p in tree.entries if p.startswith(_PREFIXES))
+
+
+def check_queue(tree: TreeView, paths: Sequence[str] | None = None) -> list[Problem]:
     """`queue-invalid` problems of `update_queue/`: each file, then the references between them.
+    `paths`: `queue_paths(tree)` when the caller has it.
 
     A reference to a candidate whose file exists but is itself broken is not reported again.
     """
-    names = {p: m.group(1) for p in sorted(tree.entries) if (m := CANDIDATE_PATH.fullmatch(p))}
-    recovery_paths = sorted(p for p in tree.entries if RECOVERY_PATH.fullmatch(p))
+    listed = queue_paths(tree) if paths is None else paths
+    names = {p: m.group(1) for p in listed if (m := CANDIDATE_PATH.fullmatch(p))}
+    recovery_paths = [p for p in listed if RECOVERY_PATH.fullmatch(p)]
     tree.preload([*names, *recovery_paths, LEASE_PATH])
     check = _Checker(tree, "queue-invalid")
     candidates: dict[str, Candidate] = {}
@@ -351,9 +360,11 @@ def check_queue(tree: TreeView) -> list[Problem]:
     return check.problems
 
 
-def check_records(tree: TreeView) -> list[Problem]:
-    """`records-invalid` problems of `update_records/update-batch-<sha256>.json` files."""
-    paths = sorted(p for p in tree.entries if RECORD_PATH.fullmatch(p))
+def check_records(tree: TreeView, listed: Sequence[str] | None = None) -> list[Problem]:
+    """`records-invalid` problems of `update_records/update-batch-<sha256>.json` files.
+    `listed`: `queue_paths(tree)` when the caller has it."""
+    listed = queue_paths(tree) if listed is None else listed
+    paths = [p for p in listed if RECORD_PATH.fullmatch(p)]
     tree.preload(paths)
     check = _Checker(tree, "records-invalid")
     for path in paths:

@@ -8,31 +8,70 @@ the Agent Correction collections, the guidance inbox and the update queue and re
 
 from __future__ import annotations
 
-from memsync.validators.corrections import check_collections, check_corrections
+from memsync.validators.cache import Uncached, content_id, default_cache
+from memsync.validators.corrections import (
+    COLLECTION_PATHS,
+    CORRECTIONS_PATH,
+    check_collections,
+    check_corrections,
+)
 from memsync.validators.graph import CacheChoice, GraphValidator, MemoryGraphValidator
-from memsync.validators.inbox import check_inbox
-from memsync.validators.problems import Report
-from memsync.validators.queue import check_queue, check_records
+from memsync.validators.inbox import INBOX_PATH, check_inbox
+from memsync.validators.problems import Problem, Report
+from memsync.validators.queue import check_queue, check_records, queue_paths
 from memsync.validators.tree import TreeView
 
 
 class RootValidator:
-    """A GraphValidator for a local memory root, auxiliary files included."""
+    """A GraphValidator for a local memory root, auxiliary files included.
+
+    The auxiliary verdict is a function of the auxiliary files' entries and bytes; when the
+    tree names every one of them by content id, it is kept in the parse cache under those
+    ids, and a tree whose auxiliary files did not change reads none of them.
+    """
 
     def __init__(self, *, enforce_capacity: bool, cache: CacheChoice = None) -> None:
         self.enforce_capacity = enforce_capacity
+        self.cache = cache
         self.graph = MemoryGraphValidator("local", cache=cache)
 
     def validate(self, tree: TreeView) -> Report:
         report = self.graph.validate(tree)
-        extra = [
+        extra = self.auxiliary(tree)
+        return Report(problems=(*report.problems, *extra), files=report.files, items=report.items)
+
+    def auxiliary(self, tree: TreeView) -> tuple[Problem, ...]:
+        listed = queue_paths(tree)
+        memo = None if isinstance(self.cache, Uncached) else (self.cache or default_cache())
+        key = None if memo is None else self.key(tree, listed)
+        if memo is not None and key is not None:
+            found = memo.recall(key)
+            if found is not None:
+                return found
+        extra = (
             *check_corrections(tree, enforce_capacity=self.enforce_capacity),
             *check_collections(tree),
             *check_inbox(tree),
-            *check_queue(tree),
-            *check_records(tree),
-        ]
-        return Report(problems=(*report.problems, *extra), files=report.files, items=report.items)
+            *check_queue(tree, listed),
+            *check_records(tree, listed),
+        )
+        if memo is not None and key is not None:
+            memo.remember(key, extra)
+        return extra
+
+    def key(self, tree: TreeView, listed: list[str]) -> tuple[object, ...] | None:
+        """Every auxiliary path with its mode and content id; None when one has no id."""
+        parts: list[object] = ["aux", self.enforce_capacity]
+        for path in (CORRECTIONS_PATH, *COLLECTION_PATHS, INBOX_PATH, *listed):
+            entry = tree.get(path)
+            if entry is None:
+                parts.append(path)
+                continue
+            known = content_id(tree, path) if entry.is_regular else entry.oid
+            if known is None:
+                return None
+            parts.append((path, entry.mode, known))
+        return tuple(parts)
 
 
 def default_graph_validator(
