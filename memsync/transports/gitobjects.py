@@ -15,7 +15,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memsync.transports.gitenv import OID
 from memsync.transports.gitread import load_gitpython
@@ -29,7 +29,10 @@ MAX_PACKS = 64
 
 
 class ObjectFiles:
-    """The objects of one repository's object directory, opened on first use."""
+    """The objects of one repository's object directory, opened on first use and let go
+    by `close` (a `with` block): gitdb maps pack windows through one process-wide manager
+    that keeps them, and their open files, until it is told to collect; a daemon must not
+    hold a pack `git gc` deleted."""
 
     def __init__(self, objects: Path) -> None:
         self._objects = objects
@@ -49,6 +52,21 @@ class ObjectFiles:
             except Exception:  # an unreadable directory, gitdb refusing it: git decides
                 self._usable = False
         return self._db if self._usable else None
+
+    def __enter__(self) -> ObjectFiles:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        opened, self._db, self._usable = self._db, None, False
+        if opened is not None:
+            _untie(opened)
+            del opened
+            from gitdb.util import mman  # type: ignore[import-untyped]  # noqa: PLC0415
+
+            mman.collect()  # unmaps the windows no one uses any more, closing their files
 
     def header(self, oid: str) -> tuple[str, int] | None:
         """(type, size) of an object, without reading a blob's bytes."""
@@ -84,6 +102,42 @@ class ObjectFiles:
             return None
         tree = found[1][5 : found[1].find(b"\n")].decode("ascii", "replace")
         return tree if _sha1(tree) else None
+
+
+def _untie(db: GitDB) -> None:
+    """Drop what the pack readers hold: a pack index keeps bound methods of itself (a
+    cycle only the garbage collector would break), and with them its mapped window."""
+    try:
+        for sub in _held(db).get("_dbs") or ():
+            for item in _held(sub).get("_entities") or ():
+                entity = item[1]
+                for part in (_held(entity).get("_index"), _held(entity).get("_pack")):
+                    if part is not None:
+                        _clear(part)
+                _clear(entity)
+                item.clear()
+    except Exception:  # noqa: S110 - another gitdb layout: its windows wait for the collector
+        pass
+
+
+def _held(obj: object) -> dict[str, Any]:
+    """The attributes `obj` holds now (in its dict or its slots), none computed lazily."""
+    found = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            try:
+                found[name] = object.__getattribute__(obj, name)
+            except AttributeError:
+                continue
+    return found
+
+
+def _clear(obj: object) -> None:
+    for name in _held(obj):
+        try:
+            object.__delattr__(obj, name)
+        except AttributeError:
+            continue
 
 
 def _sha1(oid: str) -> bool:

@@ -25,6 +25,8 @@ from memsync.transports.gitread import HANDLES, Read
 from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
 
 MODE_GITLINK = 0o160000
+# Up to this many objects are read from the object files in-process; more ask `cat-file`.
+IN_PROCESS_OBJECTS = 64
 _BATCH_CHECK = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
 
 
@@ -211,15 +213,16 @@ class TreeReads(GitCore):
         wanted = sorted(set(oids))
         sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in sizes]
-        objects = self._object_files() if missing or tree_of is not None else None
+        objects = self._object_files(len(missing) + (tree_of is not None))
         if objects is not None:  # a few objects: read in-process
-            for oid in missing:
-                found = objects.header(oid)
-                if found is not None and found[0] == "blob":
-                    sizes[oid] = found[1]
-                    gitmemo.SIZES.put(oid, found[1])
+            with objects:
+                for oid in missing:
+                    found = objects.header(oid)
+                    if found is not None and found[0] == "blob":
+                        sizes[oid] = found[1]
+                        gitmemo.SIZES.put(oid, found[1])
+                tree = None if tree_of is None else objects.commit_tree(tree_of)
             missing = [oid for oid in missing if oid not in sizes]
-            tree = None if tree_of is None else objects.commit_tree(tree_of)
             if tree is not None and tree_of is not None:
                 gitmemo.TREES.put(tree_of, tree)
                 tree_of = None
@@ -245,13 +248,14 @@ class TreeReads(GitCore):
         wanted = sorted(set(oids))
         blobs = {oid: data for oid in wanted if (data := gitmemo.BLOBS.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in blobs]
-        objects = self._object_files() if missing else None
+        objects = self._object_files(len(missing))
         if objects is not None:
-            for oid in missing:
-                found = objects.read(oid, gitmemo.BLOB_KEPT)
-                if found is not None and found[0] == "blob":
-                    blobs[oid] = found[1]
-                    gitmemo.BLOBS.put(oid, found[1])
+            with objects:
+                for oid in missing:
+                    found = objects.read(oid, gitmemo.BLOB_KEPT)
+                    if found is not None and found[0] == "blob":
+                        blobs[oid] = found[1]
+                        gitmemo.BLOBS.put(oid, found[1])
             missing = [oid for oid in missing if oid not in blobs]
         if missing:
             raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
@@ -261,9 +265,10 @@ class TreeReads(GitCore):
                     gitmemo.BLOBS.put(oid, data)
         return blobs
 
-    def _object_files(self) -> ObjectFiles | None:
-        """The repository's object files, when they can be read without git."""
-        if isinstance(HANDLES.open(self.cwd), Read):
+    def _object_files(self, count: int) -> ObjectFiles | None:
+        """The repository's object files, for `count` objects (a few: many are one
+        `cat-file` process's work), when they can be read without git."""
+        if not 0 < count <= IN_PROCESS_OBJECTS or isinstance(HANDLES.open(self.cwd), Read):
             return None  # not a plain repository, or GitPython cannot tell: git decides
         common = self.common_dir()
         return None if common is None else ObjectFiles(common / "objects")

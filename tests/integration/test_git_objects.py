@@ -3,6 +3,7 @@ packed (deltified) objects, and answer None whenever they cannot be certain."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -79,3 +80,22 @@ def test_too_many_packs_ask_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert ObjectFiles(repo / ".git" / "objects").header(oid) == ("blob", 4)
     monkeypatch.setattr(gitobjects, "MAX_PACKS", 0)
     assert ObjectFiles(repo / ".git" / "objects").header(oid) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_no_pack_stays_open_after_a_read(tmp_path: Path) -> None:
+    """A daemon must not keep a pack `git gc` deletes: every window is let go on close."""
+    repo = _repo(tmp_path / "repo")
+    head = commit(repo, {"MEMORY.md": "# A\n"})
+    git(repo, "repack", "-q", "-a", "-d")
+    oid = git(repo, "rev-parse", f"{head}:MEMORY.md")
+
+    def open_packs() -> list[str]:
+        fds = Path("/proc/self/fd")
+        found = [str(os.readlink(fds / fd)) for fd in os.listdir(fds) if (fds / fd).exists()]
+        maps = Path("/proc/self/maps").read_text().splitlines()
+        return [p for p in found + maps if str(repo) in p and "/pack/" in p]
+
+    with ObjectFiles(repo / ".git" / "objects") as files:
+        assert files.read(oid, 100) == ("blob", b"# A\n")
+    assert open_packs() == []
