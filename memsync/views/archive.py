@@ -45,6 +45,7 @@ import shutil
 import stat
 import zlib
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import cast
@@ -82,6 +83,8 @@ _DOS_DEVICE = 0x40
 _DOS_REPARSE_POINT = 0x400
 _DRIVE = re.compile(r"[A-Za-z]:")
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_PARALLEL_FROM = MiB  # below this, starting threads costs more than it saves
 _OPEN_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -224,12 +227,13 @@ def unpack(
         raise ArchiveError(problems)
     files = [m for m in members if not m.is_dir]
     known = {m.name: h for m in files if previous and (h := previous.same(data, m))}
-    contents, problems = _inflated(data, [m for m in members if m.name not in known])
+    fresh = [m for m in members if m.name not in known]
+    contents, problems, hashes = _inflated(data, fresh, digest=True)
     if problems:
         raise ArchiveError(problems)
     dest.mkdir(mode=0o700)
     try:
-        hashes = _write_tree(dest, data, files, contents, known, file_mode, previous)
+        _write_tree(dest, data, files, (contents, hashes), known, file_mode, previous)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
@@ -260,7 +264,7 @@ def inspect_bytes(data: bytes, limits: ArchiveLimits) -> tuple[list[Problem], di
     members, problems = _checked_members(data, limits)
     if problems:
         return problems, {}
-    contents, problems = _inflated(data, members)
+    contents, problems, _ = _inflated(data, members)
     return problems, ({} if problems else contents)
 
 
@@ -277,18 +281,35 @@ def _checked_members(data: bytes, limits: ArchiveLimits) -> tuple[list[Member], 
     return members, list(dict.fromkeys(problems))
 
 
-def _inflated(data: bytes, members: Sequence[Member]) -> tuple[dict[str, bytes], list[Problem]]:
+def _inflated(
+    data: bytes, members: Sequence[Member], *, digest: bool = False
+) -> tuple[dict[str, bytes], list[Problem], dict[str, str]]:
     """Each member's content, every problem of it checked (directory entries too: they
-    must hold an empty stream); only files are returned."""
+    must hold an empty stream), and with `digest` each file's SHA-256 hex; only files are
+    returned. Large archives are inflated on several threads (zlib and hashlib run
+    without the GIL); the results keep the members' order."""
     contents: dict[str, bytes] = {}
     problems: list[Problem] = []
-    for member in members:
-        out, bad = inflate(data, member)
+    work = functools.partial(_inflate_one, data, digest)
+    workers = min(_WORKERS, len(members))
+    if workers > 1 and sum(m.size for m in members) >= _PARALLEL_FROM:
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(work, members))
+    else:
+        results = [work(member) for member in members]
+    hashes: dict[str, str] = {}
+    for member, (out, bad, sha) in zip(members, results, strict=True):
         if bad is not None:
             problems.append(problem(member.name, bad))
         elif not member.is_dir:
             contents[member.name] = out
-    return contents, problems
+            hashes[member.name] = sha
+    return contents, problems, hashes
+
+
+def _inflate_one(data: bytes, digest: bool, member: Member) -> tuple[bytes, str | None, str]:
+    out, bad = inflate(data, member)
+    return out, bad, hashlib.sha256(out).hexdigest() if digest and bad is None else ""
 
 
 def _entry_reasons(member: Member, limits: ArchiveLimits) -> list[str]:
@@ -400,17 +421,17 @@ def _write_tree(
     dest: Path,
     data: bytes,
     files: Sequence[Member],
-    contents: dict[str, bytes],
+    inflated: tuple[dict[str, bytes], dict[str, str]],
     known: Mapping[str, str],
     file_mode: int,
     previous: Previous | None,
-) -> dict[str, str]:
+) -> None:
     """Write the files under `dest` through directory fds, never following a link: a
     `known` member is linked from `previous` (else inflated now), the rest are written
-    from `contents`, which gets every file's bytes. Returns each file's SHA-256 hex."""
+    from `inflated` (bytes, SHA-256 hex), which gets every file's."""
+    contents, hashes = inflated
     dir_mode = 0o755 if file_mode == 0o644 else 0o700
     dirs = {"": os.open(dest, _OPEN_DIR)}
-    hashes: dict[str, str] = {}
     try:
         os.fchmod(dirs[""], 0o700)
         for member in files:
@@ -423,17 +444,14 @@ def _write_tree(
                 if linked is not None:
                     contents[name], hashes[name] = linked, want
                     continue
-                out, bad = inflate(data, member)
+                out, bad, hashes[name] = _inflate_one(data, True, member)
                 if bad is not None:
                     raise ArchiveError([problem(name, bad)])
                 contents[name] = out
-            body = contents[name]
-            _write_file(dir_fd, leaf, body, file_mode)
-            hashes[name] = hashlib.sha256(body).hexdigest()
+            _write_file(dir_fd, leaf, contents[name], file_mode)
     finally:
         for fd in dirs.values():
             os.close(fd)
-    return hashes
 
 
 def _write_file(dir_fd: int, leaf: str, body: bytes, file_mode: int) -> None:

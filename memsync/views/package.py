@@ -31,6 +31,7 @@ DIST_MEMORY = "dist/MEMORY.md"
 DIST_MANIFEST = "dist/manifest.toml"
 REQUIRED = (VIEW_DOC, RECIPE, PACKAGE_META, DIST_MEMORY, DIST_MANIFEST)
 _TOP = frozenset({VIEW_DOC, RECIPE, PACKAGE_META})
+_TOML = frozenset({RECIPE, PACKAGE_META, DIST_MANIFEST})
 _DIST = re.compile(r"dist/(?:MEMORY\.md|manifest\.toml|MEMORY_(?:SKILL_)?[A-Za-z0-9_.-]+\.md)")
 _META_KEYS = frozenset({"version", "view_id", "kind", "ref", "title", "description"})
 _DIST_KEYS = frozenset({"version", "view_id", "document_kind"})
@@ -67,7 +68,7 @@ def validate_package(
         problem = check_text(path, data)
         if problem is not None:
             found.items.append(problem)
-        else:
+        elif path in _TOML:  # the only texts read here; the graph decodes its own
             texts[path] = data.decode("utf-8")
     _metadata(texts, view_id, found)
     if DIST_MEMORY in files:
