@@ -15,43 +15,31 @@ from __future__ import annotations
 import binascii
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memsync.transports.gitenv import OID
 from memsync.transports.gitread import load_gitpython
 
-if TYPE_CHECKING:
-    from gitdb import GitDB  # type: ignore[import-untyped]
-
-# Past this many packs (a repository nobody has repacked for a long time) each lookup
-# searches too many indexes: git is asked instead.
+# Past this many packs (a repository nobody has repacked for a long time) a missing object
+# means searching too many indexes: git is asked instead.
 MAX_PACKS = 64
 
 
 class ObjectFiles:
-    """The objects of one repository's object directory, opened on first use and let go
-    by `close` (a `with` block): gitdb maps pack windows through one process-wide manager
-    that keeps them, and their open files, until it is told to collect; a daemon must not
-    hold a pack `git gc` deleted."""
+    """The objects of one repository's object directory, read through gitdb's loose and pack
+    readers, and let go by `close` (a `with` block): gitdb maps pack windows through one
+    process-wide manager that keeps them, and their open files, until told to collect; a
+    daemon must not hold a pack `git gc` deleted.
+
+    Packs are searched newest first and opened one at a time: each fetch leaves one pack
+    (the object check makes git index what it receives), and what a cycle reads is what
+    its fetch just brought, so one pack index is usually all that is read.
+    """
 
     def __init__(self, objects: Path) -> None:
         self._objects = objects
-        self._db: GitDB | None = None
-        self._usable: bool | None = None
-
-    def _open(self) -> GitDB | None:
-        if self._usable is None:
-            try:
-                packs = sum(1 for _ in (self._objects / "pack").glob("*.pack"))
-                self._usable = self._objects.is_dir() and packs <= MAX_PACKS
-                if self._usable:
-                    load_gitpython()
-                    from gitdb import GitDB  # noqa: PLC0415 - loaded with GitPython
-
-                    self._db = GitDB(str(self._objects))
-            except Exception:  # an unreadable directory, gitdb refusing it: git decides
-                self._usable = False
-        return self._db if self._usable else None
+        self._packs: list[Path] | None = None  # newest first; [] when unusable
+        self._opened: dict[Path, Any] = {}  # pack path -> gitdb PackEntity
 
     def __enter__(self) -> ObjectFiles:
         return self
@@ -60,33 +48,74 @@ class ObjectFiles:
         self.close()
 
     def close(self) -> None:
-        opened, self._db, self._usable = self._db, None, False
-        if opened is not None:
-            _untie(opened)
-            del opened
+        opened, self._opened, self._packs = self._opened, {}, []
+        if opened:
+            for entity in opened.values():
+                _untie(entity)
             from gitdb.util import mman  # type: ignore[import-untyped]  # noqa: PLC0415
 
             mman.collect()  # unmaps the windows no one uses any more, closing their files
 
+    def _pack_paths(self) -> list[Path]:
+        if self._packs is None:
+            try:
+                found = [(p.stat().st_mtime_ns, p) for p in (self._objects / "pack").glob("*.pack")]
+            except OSError:
+                found = []
+            usable = len(found) <= MAX_PACKS
+            self._packs = [p for _mtime, p in sorted(found, reverse=True)] if usable else []
+        return self._packs
+
+    def _locate(self, oid: str) -> tuple[str, Any, int] | None:
+        """Where an object is: ("loose", the loose reader, 0) or ("pack", entity, index)."""
+        if not _sha1(oid):
+            return None  # SHA-256 repositories: git decides
+        binsha = binascii.unhexlify(oid)
+        load_gitpython()  # gitdb comes with it; neither starts a process
+        if (self._objects / oid[:2] / oid[2:]).is_file():
+            from gitdb.db.loose import LooseObjectDB  # type: ignore[import-untyped]  # noqa: PLC0415
+
+            return "loose", LooseObjectDB(str(self._objects)), 0
+        for path in self._pack_paths():
+            entity = self._opened.get(path)
+            if entity is None:
+                from gitdb.pack import PackEntity  # type: ignore[import-untyped]  # noqa: PLC0415
+
+                entity = self._opened[path] = PackEntity(str(path))
+            index = entity.index().sha_to_index(binsha)
+            if index is not None:
+                return "pack", entity, index
+        return None
+
     def header(self, oid: str) -> tuple[str, int] | None:
         """(type, size) of an object, without reading a blob's bytes."""
-        db = self._open()
-        if db is None or not _sha1(oid):
-            return None
         try:
-            info = db.info(binascii.unhexlify(oid))
+            found = self._locate(oid)
+            if found is None:
+                return None
+            where, reader, index = found
+            if where == "loose":
+                info = reader.info(binascii.unhexlify(oid))
+            else:
+                info = reader.info_at_index(index)
             return info.type.decode("ascii"), int(info.size)
-        except Exception:  # missing here, or anything gitdb cannot read: git decides
+        except Exception:  # anything gitdb cannot read: git decides
             return None
 
     def read(self, oid: str, limit: int) -> tuple[str, bytes] | None:
         """(type, content) of an object of at most `limit` bytes, checked against its id."""
         found = self.header(oid)
-        db = self._db
-        if found is None or db is None or found[1] > limit:
+        if found is None or found[1] > limit:
             return None
         try:
-            data = db.stream(binascii.unhexlify(oid)).read()
+            located = self._locate(oid)
+            if located is None:
+                return None
+            where, reader, index = located
+            if where == "loose":
+                data = reader.stream(binascii.unhexlify(oid)).read()
+            else:
+                data = reader.stream_at_index(index).read()
         except Exception:  # a broken delta chain, an unreadable pack: git decides
             return None
         kind, size = found
@@ -104,18 +133,14 @@ class ObjectFiles:
         return tree if _sha1(tree) else None
 
 
-def _untie(db: GitDB) -> None:
-    """Drop what the pack readers hold: a pack index keeps bound methods of itself (a
-    cycle only the garbage collector would break), and with them its mapped window."""
+def _untie(entity: Any) -> None:
+    """Drop what a pack reader holds: a pack index keeps bound methods of itself (a cycle
+    only the garbage collector would break), and with them its mapped window."""
     try:
-        for sub in _held(db).get("_dbs") or ():
-            for item in _held(sub).get("_entities") or ():
-                entity = item[1]
-                for part in (_held(entity).get("_index"), _held(entity).get("_pack")):
-                    if part is not None:
-                        _clear(part)
-                _clear(entity)
-                item.clear()
+        for part in (_held(entity).get("_index"), _held(entity).get("_pack")):
+            if part is not None:
+                _clear(part)
+        _clear(entity)
     except Exception:  # noqa: S110 - another gitdb layout: its windows wait for the collector
         pass
 

@@ -99,3 +99,17 @@ def test_no_pack_stays_open_after_a_read(tmp_path: Path) -> None:
     with ObjectFiles(repo / ".git" / "objects") as files:
         assert files.read(oid, 100) == ("blob", b"# A\n")
     assert open_packs() == []
+
+
+def test_an_object_in_an_older_pack_is_found(tmp_path: Path) -> None:
+    """Packs are searched newest first, and every one of them is searched."""
+    repo = _repo(tmp_path / "repo")
+    first = commit(repo, {"MEMORY.md": "# A\n"})
+    git(repo, "repack", "-q", "-d")
+    second = commit(repo, {"MEMORY_b.md": "# B\n"})
+    git(repo, "repack", "-q", "-d")  # a second pack holding only the new objects
+    assert len(list((repo / ".git" / "objects" / "pack").glob("*.pack"))) == 2
+    with ObjectFiles(repo / ".git" / "objects") as files:
+        for rev, path, data in ((first, "MEMORY.md", b"# A\n"), (second, "MEMORY_b.md", b"# B\n")):
+            oid = git(repo, "rev-parse", f"{rev}:{path}")
+            assert files.read(oid, 100) == ("blob", data)
