@@ -49,6 +49,13 @@ EDGE_RE = re.compile(rf"({_TYPE}):[ \t]*({_ID})")
 # A whole list of well-formed tokens (the common case), read with one findall.
 _CLEAN_LIST = re.compile(rf"[ \t]*{_TYPE}:[ \t]*{_ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{_ID})*[ \t]*")
 _AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
+# The common node line in one match: a valid id, then a clean (or empty) edge list closing
+# the line. A clean list holds no arrow or bracket, so its arrow is the line's last one: the
+# same edge list `_edge_list` finds, with no problem to report. Anything else takes the
+# general path (`_BULLET`, `_Scanner.node`).
+_FAST_NODE = re.compile(
+    rf"[ \t]*-[ \t]+`({_ID})`(?=[ \t]).*[ \t](?:→|->)[ \t]*\[((?:{_CLEAN_LIST.pattern})?)\][ \t]*$"
+)
 
 _ID_HINT = "use only letters, digits, '.', '_' and '-'"
 _F_MOVE = (
@@ -130,6 +137,11 @@ class Fence(NamedTuple):
 
 
 Block = Heading | Node | FocusRef | Prose | Fence
+
+
+def _new_node(fields: tuple[int, str, tuple[Edge, ...], tuple[str, ...], Span, int]) -> Node:
+    """A Node from its fields, without the generated `__new__`'s call (the hot path)."""
+    return tuple.__new__(Node, fields)
 
 
 @dataclass(frozen=True)
@@ -236,11 +248,15 @@ class _Scanner:
 
     def run(self) -> None:
         fence: tuple[str, int, int, int] | None = None  # char, length, start line, parent
+        fast_node, findall, add = _FAST_NODE.match, EDGE_RE.findall, self.blocks.append
+        stack = self.stack
         for number, line in enumerate(self.lines, 1):
             if fence is not None:
                 if _closes(line, fence[0], fence[1]):
                     self.blocks.append(Fence(fence[2], number, fence[3], True))
                     fence = None
+                continue
+            if not line:  # every other path leaves an empty line alone
                 continue
             first = line[:1]
             if first == "#" and _HEADING.match(line):
@@ -252,14 +268,22 @@ class _Scanner:
                     self.flush()
                     fence = (opened[1][0], len(opened[1]), number, self.parent)
                     continue
-            if self.pursuit:
-                field = _FIELD.match(line) if first in ("*", " ", "\t") else None
-                if field is not None:
-                    self.in_next = field[1].lower() == "next"
-                    self.prose(number, line)
-                    continue
-                if self.in_next:
-                    self.prose(number, line)
+            if self.pursuit and self.pursuit_prose(number, line, first):
+                continue
+            if first in ("-", " ", "\t") and not self.in_focus:
+                fast = fast_node(line)
+                if fast is not None:  # what `node` does for such a line, inline
+                    parent = -1
+                    if stack:
+                        top = stack[-1]
+                        if top.terminal or top.f_owner:
+                            self.misplaced_node(number, top)
+                        parent = top.index
+                    if self.prose_start:
+                        self.flush()
+                    listed = fast[2]
+                    edges = tuple(findall(listed)) if listed else ()
+                    add(_new_node((number, fast[1], edges, (), fast.span(2), parent)))
                     continue
             bullet = _BULLET.match(line) if first in ("-", " ", "\t") else None
             if bullet is None:
@@ -359,6 +383,24 @@ class _Scanner:
         edges, bad = parse_edge_list(listed[1])
         span = (listed.start(1), listed.end(1))
         self.blocks.append(Node(number, item_id, edges, bad, span, opened.index if opened else -1))
+
+    def pursuit_prose(self, number: int, line: str, first: str) -> bool:
+        """A legacy Pursuit field, or a line of a `**Next:**` field: prose, nothing else."""
+        field = _FIELD.match(line) if first in ("*", " ", "\t") else None
+        if field is not None:
+            self.in_next = field[1].lower() == "next"
+            self.prose(number, line)
+            return True
+        if self.in_next:
+            self.prose(number, line)
+            return True
+        return False
+
+    def misplaced_node(self, number: int, opened: _Open) -> None:
+        if opened.terminal:
+            self.problem("node-under-terminal", number, opened.terminal)
+        if opened.f_owner:
+            self.problem("node-under-f", number, "node", opened.f_owner)
 
     def focus(self, number: int, line: str, target: str) -> None:
         if not ID_RE.fullmatch(target):

@@ -24,11 +24,10 @@ from typing import Final
 from memsync.validators.document import (
     EDGE_TYPES,
     Document,
-    Fence,
+    Edge,
     FocusRef,
     Heading,
     Node,
-    Prose,
     decode,
     scan,
 )
@@ -131,34 +130,38 @@ def summarize(doc: Document) -> FileSummary:
     orphans: list[tuple[int, bool]] = []
     reported: set[int] = set()
     nearest = [-1] * len(blocks)  # block -> the item of the nearest addressable heading
-    edged: list[tuple[int, Heading | Node]] = []
+    edged: list[tuple[int, tuple[Edge, ...], tuple[str, ...]]] = []
+    add_id, add_line, add_parent, add_kind = ids.append, lines.append, parents.append, kinds.append
     for index, block in enumerate(blocks):
-        if isinstance(block, Node):
-            item = len(ids)
-            ids.append(intern(block.item_id))
-            lines.append(block.line)
-            parents.append(nearest[block.parent] if block.parent >= 0 else -1)
-            kinds.append(NODE)
-            if block.edges or block.bad_edges:
-                edged.append((item, block))
-        elif isinstance(block, Heading):
-            up = nearest[block.parent] if block.parent >= 0 else -1
-            if block.item_id is not None and block.kind is not None:
+        cls = type(block)
+        if cls is Node:  # the common block: unpacked, not looked up field by field
+            line, item_id, edges, bad, _span, parent = block  # type: ignore[misc]
+            if edges or bad:
+                edged.append((len(ids), edges, bad))
+            add_id(intern(item_id))
+            add_line(line)
+            add_parent(nearest[parent] if parent >= 0 else -1)
+            add_kind(NODE)
+        elif cls is Heading:
+            heading: Heading = block  # type: ignore[assignment]
+            up = nearest[heading.parent] if heading.parent >= 0 else -1
+            if heading.item_id is not None and heading.kind is not None:
                 item = len(ids)
-                ids.append(intern(block.item_id))
-                lines.append(block.line)
-                parents.append(up)
-                kinds.append(KIND_CHARS[block.kind])
-                if block.kind != "#":
+                add_id(intern(heading.item_id))
+                add_line(heading.line)
+                add_parent(up)
+                add_kind(KIND_CHARS[heading.kind])
+                if heading.kind != "#":
                     specials.append(item)
-                if block.edges or block.bad_edges:
-                    edged.append((item, block))
+                if heading.edges or heading.bad_edges:
+                    edged.append((item, heading.edges, heading.bad_edges))
                 nearest[index] = item
             else:
                 nearest[index] = up
-        elif isinstance(block, FocusRef):
-            focus.append((intern(block.target), block.line))
-        elif isinstance(block, Prose | Fence) and block.parent not in reported:
+        elif cls is FocusRef:
+            ref: FocusRef = block  # type: ignore[assignment]
+            focus.append((intern(ref.target), ref.line))
+        elif block.parent not in reported:  # Prose or Fence
             owner = blocks[block.parent] if block.parent >= 0 else None
             if not (isinstance(owner, Heading) and owner.item_id is not None):
                 reported.add(block.parent)
@@ -179,25 +182,33 @@ def summarize(doc: Document) -> FileSummary:
 
 
 def _edges(
-    ids: list[str], edged: list[tuple[int, Heading | Node]]
+    ids: list[str], edged: list[tuple[int, tuple[Edge, ...], tuple[str, ...]]]
 ) -> tuple[tuple[Pending, ...], tuple[ItemProblem, ...]]:
     """Each item's edge problems that one file decides (rules 25-28, in edges.py's order:
     malformed, duplicate, self, unknown type) and the edges left for the graph to judge."""
     if not edged:
         return (), ()
     local = set(ids)
+    intern = sys.intern
+    types = EDGE_TYPES
     pending: list[Pending] = []
     found: list[ItemProblem] = []
-    for item, block in edged:
+    for item, edges, bad in edged:
         item_id = ids[item]
-        found += [
-            (item, "malformed-edge", f"edge `{token}` of `{item_id}` is not of the form type:id")
-            for token in block.bad_edges
-        ]
-        seen: set[tuple[str, str]] = set()
-        for edge in block.edges:
+        if bad:
+            found += [
+                (
+                    item,
+                    "malformed-edge",
+                    f"edge `{token}` of `{item_id}` is not of the form type:id",
+                )
+                for token in bad
+            ]
+        # No edge twice (the usual case): no need to remember which were seen.
+        seen: set[Edge] | None = None if len(set(edges)) == len(edges) else set()
+        for edge in edges:
             kind, target = edge
-            if edge in seen:
+            if seen is not None and edge in seen:
                 found.append(
                     (item, "duplicate-edge", f"`{item_id}` lists edge `{kind}:{target}` twice")
                 )
@@ -205,12 +216,13 @@ def _edges(
                 found.append(
                     (item, "self-edge", f"`{item_id}` has an edge `{kind}:{target}` to itself")
                 )
-            elif kind not in EDGE_TYPES:
+            elif kind not in types:
                 known = ", ".join(sorted(EDGE_TYPES))
                 message = f"edge type `{kind}` of `{item_id}` is unknown; use one of {known}"
                 found.append((item, "unknown-edge-type", message))
             elif kind == "rel" or target not in local:
                 # A target defined in this file is an item whichever occurrence is kept.
-                pending.append((item, sys.intern(kind), sys.intern(target)))
-            seen.add(edge)
+                pending.append((item, intern(kind), intern(target)))
+            if seen is not None:
+                seen.add(edge)
     return tuple(pending), tuple(found)
