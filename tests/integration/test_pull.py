@@ -212,7 +212,7 @@ async def test_flaky_server_never_leaves_a_corrupt_import(
         Fault.HANGUP,
     ]
     state = FlakyState(default=lambda: rng.choice(faults))
-    bodies = {0: None}
+    bodies: dict[int, str] = {}
     revision = 1
     state.manifest, state.package = release(revision, "rev 1")
     bodies[revision] = "rev 1"
