@@ -139,11 +139,6 @@ class Fence(NamedTuple):
 Block = Heading | Node | FocusRef | Prose | Fence
 
 
-def _new_node(fields: tuple[int, str, tuple[Edge, ...], tuple[str, ...], Span, int]) -> Node:
-    """A Node from its fields, without the generated `__new__`'s call (the hot path)."""
-    return tuple.__new__(Node, fields)
-
-
 @dataclass(frozen=True)
 class Document:
     """One scanned file: its lines (without terminators), blocks and one-file problems."""
@@ -249,6 +244,7 @@ class _Scanner:
     def run(self) -> None:
         fence: tuple[str, int, int, int] | None = None  # char, length, start line, parent
         fast_node, findall, add = _FAST_NODE.match, EDGE_RE.findall, self.blocks.append
+        new = tuple.__new__
         stack = self.stack
         for number, line in enumerate(self.lines, 1):
             if fence is not None:
@@ -283,7 +279,8 @@ class _Scanner:
                         self.flush()
                     listed = fast[2]
                     edges = tuple(findall(listed)) if listed else ()
-                    add(_new_node((number, fast[1], edges, (), fast.span(2), parent)))
+                    # A Node without the generated `__new__`'s Python-level call.
+                    add(new(Node, (number, fast[1], edges, (), fast.span(2), parent)))
                     continue
             bullet = _BULLET.match(line) if first in ("-", " ", "\t") else None
             if bullet is None:
