@@ -13,7 +13,9 @@ so it tolerates files that are not valid UTF-8 (it skips them; the gate reports 
 Validation does not build the MemoryGraph: `validate_graph` runs the per-file pass
 (`summary.py`, through the parse cache of `cache.py`) and the cross-file pass
 (`crossfile.py`), whose verdict equals `build_graph`'s problem for problem. `build_graph`
-stays for the readers that need the graph itself (the editor, renders, cycles).
+stays for the readers that need the graph itself (the editor, renders, cycles). With a
+parse cache, the cross-file state of the last trees validated is kept too (`lineage.py`),
+and a tree that changes a few files of one of them is joined from it incrementally.
 """
 
 from __future__ import annotations
