@@ -15,7 +15,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, require
-from memsync.roots import journal, recovery
+from memsync.roots import journal, packs, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -125,10 +125,15 @@ class _Cycle:
 
     def run(self) -> SyncResult:
         try:
-            return self._run()
+            result = self._run()
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
+        if not self.options.dry_run and self.start:  # the root was a repository with a head
+            # Still under the root lock, outside the cycle's deadline: fold the packs that
+            # fetches left once there are many (two directory listings otherwise).
+            packs.keep_small(Git(self.settings.path, timeout=self.timeout), self.timeout)
+        return result
 
     def _run(self) -> SyncResult:
         try:

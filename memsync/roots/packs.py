@@ -1,0 +1,61 @@
+"""A root's object store stays small: the box has git check every object it fetches (so
+each fetch keeps its own pack) and turns git's automatic gc off (it would run at unknown
+times, under no deadline). After a sync cycle, when the packs or the loose objects pass a
+limit, one geometric repack folds them: `git repack -d -l --geometric=2` merges only the
+small recent packs (and the loose objects) so that the pack sizes keep doubling; its cost
+follows what arrived since, not the size of the memory. Unreachable objects are never
+pruned here: nothing is deleted that a rescue ref or a person might still want.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from memsync.errors import GitError
+from memsync.transports.git import Git
+
+log = logging.getLogger(__name__)
+
+PACK_LIMIT = 16  # git's own gc.autoPackLimit is 50; lookups probe every pack index
+LOOSE_LIMIT = 27  # loose objects in objects/17: git's gc.auto (6700) / 256, its own sample
+
+
+def objects_dir(git_dir: Path) -> Path:
+    """The object store of a repository or of a linked worktree (its common dir)."""
+    common = git_dir / "commondir"
+    if common.is_file():
+        try:
+            return (git_dir / common.read_text().strip()) / "objects"
+        except OSError:
+            pass
+    return git_dir / "objects"
+
+
+def _count(directory: Path, suffix: str = "") -> int:
+    try:
+        with os.scandir(directory) as entries:
+            return sum(1 for e in entries if e.name.endswith(suffix))
+    except OSError:
+        return 0
+
+
+def crowded(objects: Path) -> bool:
+    """Two directory listings: too many packs, or (sampled as git samples) too many loose
+    objects."""
+    return _count(objects / "pack", ".pack") > PACK_LIMIT or _count(objects / "17") > LOOSE_LIMIT
+
+
+def keep_small(git: Git, timeout: float) -> bool:
+    """Repack when the store is crowded; True when a repack ran. A failure is logged and
+    changes nothing: the next cycle tries again."""
+    git_dir = git.git_dir()
+    if git_dir is None or not crowded(objects_dir(git_dir)):
+        return False
+    try:
+        git.run("repack", "-d", "-l", "-q", "--geometric=2", timeout=timeout)
+    except GitError as exc:
+        log.warning("repacking %s failed: %s", git.cwd, exc.message)
+        return False
+    return True
