@@ -348,27 +348,37 @@ class Puller:
             now=self.now,
             manifest_etag=etag,
         )
+        # The report is part of the trust state the promotion records: one write, not two.
+        result = self._reported(promoted=True, message=f"imported revision {revision}")
         self.store.promote(candidate, revision, trust=self.trust, synced=True)
         if body is not None:
-            write_bytes(self.manifest_copy, body)
+            # Not fsynced: a copy lost in a power cut is older than the trust state, so it
+            # is not used (`_trusted_copy`) and the next refresh fetches the manifest.
+            write_bytes(self.manifest_copy, body, durable=False)
         # The next revision reuses unchanged files through it; a stale or missing copy
         # (a crash right here) only means that it does not.
         with contextlib.suppress(OSError):
             package.replace(self.dir / KEPT_PACKAGE)
-        return self._report(promoted=True, message=f"imported revision {revision}")
+        return result
 
     def _report(self, *, promoted: bool, message: str) -> ViewResult:
+        result = self._reported(promoted=promoted, message=message)
+        self.trust.save(self.store.trust_path)
+        return result
+
+    def _reported(self, *, promoted: bool, message: str) -> ViewResult:
+        """The result of a refresh that succeeded (the import exists); `self.trust` becomes
+        the state to save."""
         status = self.trust.status(
             now=self.now,
             max_stale=self.view.max_stale,
-            has_import=self.store.exists(),
+            has_import=promoted or self.store.exists(),
             refresh_failed=False,
             promoted=promoted,
         )
         if status == STALE and self.trust.is_expired(self.now):
             message = f"{message}; the manifest has expired"
         self.trust = self.trust.reported(status, message)
-        self.trust.save(self.store.trust_path)
         return ViewResult(self.view.name, status, self.trust.revision, self.previous, message)
 
     def _fail(self, message: str, problems: Sequence[Problem] = ()) -> ViewResult:
