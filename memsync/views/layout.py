@@ -3,7 +3,10 @@
     <root>/.runtime/                                 memsync's own (`.gitignore` is `*`)
     <root>/.runtime/shared_views/imports/<heading>/  the active import (RightMemory's place)
     <root>/.runtime/shared_views/candidates/         extraction targets, old imports
-    <state_dir>/views/<view>/                        trust.json, promotion.json, lock, git-cache
+    <state_dir>/views/<view>/                        trust.json, promotion.json, lock, git-cache,
+                                                     manifest.json (the trusted manifest),
+                                                     imported.zip (the active revision's
+                                                     package: `previous.py` reuses from it)
 
 `views/store.py` says how the import directories are replaced; this module only names them.
 """
