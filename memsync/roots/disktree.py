@@ -57,8 +57,7 @@ def entry_for(path: Path) -> Entry | None:
 def disk_tree_view(root: Path) -> TreeView:
     root = root.absolute()
     git = Git(root)
-    top = git.toplevel()
-    if top is not None and top.resolve() == root.resolve():
+    if git.git_dir() is not None:  # root is the top level of a work tree (read from files)
         # The allowlist .gitignore hides legacy reference files; they must still be seen.
         names = sorted(
             {
