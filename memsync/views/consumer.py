@@ -100,15 +100,6 @@ def check_package(
     return Checked(tuple(problems), reason, report.files, report.items)
 
 
-def read_tree(directory: Path) -> dict[str, bytes]:
-    """The files of an extracted package (the extractor made only regular files and dirs)."""
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file() and not path.is_symlink()
-    }
-
-
 def check_published(
     manifest: Manifest,
     package: Path,
