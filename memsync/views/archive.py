@@ -33,6 +33,11 @@ everything SECURITY.md lists (each refusal is an `archive-invalid` problem):
 
 Empty directory entries are accepted and ignored: extraction creates exactly the
 directories that file names need, so the extracted tree is exactly the returned mapping.
+
+`unpack` is the extraction `views pull` uses: it returns the bytes with their hashes,
+leaves the fsyncs to the caller (`previous.sync_tree`, run while the package is
+validated), and takes the members whose compressed stream the previous import's package
+held from that import instead of inflating them (`previous.py` says when that is exact).
 """
 
 from __future__ import annotations
