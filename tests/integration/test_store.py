@@ -216,13 +216,14 @@ def test_readers_never_see_a_mix_or_a_missing_import(tmp_path: Path) -> None:
         try:
             found, torn = read_tree_at(fd)
             mine = os.fstat(fd)
-        finally:
-            os.close(fd)
-        try:
+            # stat while the fd is open: a removed directory's inode number cannot be
+            # reused by a newer import meanwhile and pass for the one that was read
             now = os.stat(store.active_path)
         except FileNotFoundError:
             problems.append("the active import was missing")
             return
+        finally:
+            os.close(fd)
         revisions = {data.split(b"rev=")[1].split(b"\n")[0] for data in found.values()}
         if len(revisions) > 1:
             problems.append(f"a mix of revisions {sorted(revisions)}")
