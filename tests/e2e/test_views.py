@@ -295,3 +295,6 @@ def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> 
     assert report.results[0].revision == 2
     assert imported(scene.bob).read_text() == new
     assert list((scene.bob / ".runtime" / "shared_views").glob("candidates/*")) == []
+    # unchanged files were linked from the old import: no second name survives the crash
+    files = [p for p in imported(scene.bob).parents[1].rglob("*") if not p.is_dir()]
+    assert files and all(p.lstat().st_nlink == 1 and p.is_file() for p in files), files
