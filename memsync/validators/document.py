@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import NamedTuple
 
 from memsync.validators.problems import Problem
+from memsync.validators.scanwords import MESSAGES
 
 EDGE_TYPES = frozenset(
     {"dep", "emb", "bak", "agg", "ver", "ext", "up", "rel", "loc", "run", "cfg", "out"}
@@ -49,36 +51,22 @@ EDGE_RE = re.compile(rf"({_TYPE}):[ \t]*({_ID})")
 # A whole list of well-formed tokens (the common case), read with one findall.
 _CLEAN_LIST = re.compile(rf"[ \t]*{_TYPE}:[ \t]*{_ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{_ID})*[ \t]*")
 _AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
-# The common node line in one match: a valid id, then a clean (or empty) edge list closing
-# the line. A clean list holds no arrow or bracket, so its arrow is the line's last one: the
-# same edge list `_edge_list` finds, with no problem to report. Anything else takes the
-# general path (`_BULLET`, `_Scanner.node`).
-_FAST_NODE = re.compile(
-    rf"[ \t]*-[ \t]+`({_ID})`(?=[ \t]).*[ \t](?:→|->)[ \t]*\[((?:{_CLEAN_LIST.pattern})?)\][ \t]*$"
+# The common node line: a valid id, then a clean (or empty) edge list closing the line. A
+# clean list holds no arrow or bracket, so its arrow is the line's last one: the same edge
+# list `_edge_list` finds, with no problem to report. Anything else takes the general path
+# (`_BULLET`, `_Scanner.node`). `_FAST_RUN` finds, in one pass over the whole text, each run
+# of such lines with only empty lines between (no part of it matches a `\n`; the arrow is
+# found by the literal with a look-behind for the blank before it, as `.*[ \t](?:→|->)`
+# would, without its backtracking). In a line `_FAST_RUN` took, the first backquoted text is
+# the id and the last `[...]` the edge list: `_FAST_NODE` reads a run's nodes in one
+# `findall` (id, edge list, the empty lines after).
+_CLEAN = f"(?:{_CLEAN_LIST.pattern})?"
+_FAST_RUN = re.compile(
+    rf"^(?:[ \t]*-[ \t]+`{_ID}`(?=[ \t])(?:.*→(?<=[ \t]→)|.*->(?<=[ \t]->))"
+    rf"[ \t]*\[{_CLEAN}\][ \t]*$\n*)+",
+    re.MULTILINE,
 )
-
-_ID_HINT = "use only letters, digits, '.', '_' and '-'"
-_F_MOVE = (
-    "an F# heading keeps only its body here; "
-    "move this {0} into the backing file of the F# heading at line {1}"
-)
-_MESSAGES = {
-    "heading-under-f": _F_MOVE,
-    "node-under-f": _F_MOVE,
-    "heading-under-terminal": "the `####` terminal reference at line {0} cannot contain headings",
-    "node-under-terminal": "the `####` terminal reference at line {0} cannot contain nodes",
-    "heading-too-deep": "headings deeper than `####` are not allowed",
-    "terminal-kind": "a `####` heading must be a terminal reference: "
-    "{{F#id}}, {{M#id}}, {{S#id}}, {{MF#id}} or {{MQ#id}}",
-    "terminal-parent": "a `####` terminal reference must sit directly under a `###` heading",
-    "malformed-edge-list": "after the anchor of heading `{0}` only an edge list such as "
-    "`→ [dep:other-id]` may follow",
-    "invalid-id": f"heading id `{{0}}` is not valid: {_ID_HINT}",
-    "unsupported-marker": "heading marker `{0}` is not one of #, F#, M#, S#, MF#, MQ#",
-    "invalid-node-id": f"node id `{{0}}` is not valid: {_ID_HINT}",
-    "node-missing-edges": "node `{0}` needs an edge list at the end of its line, such as `→ []`",
-    "invalid-focus-id": f"Focus reference `{{0}}` is not a valid id: {_ID_HINT}",
-}
+_FAST_NODE = re.compile(r"^[^`]*`([^`]*)`.*\[(.*)\][ \t]*$(\n*)", re.MULTILINE)
 
 Span = tuple[int, int]
 Edge = tuple[str, str]
@@ -137,6 +125,17 @@ class Fence(NamedTuple):
 
 
 Block = Heading | Node | FocusRef | Prose | Fence
+
+
+class NodeRun(NamedTuple):
+    """Nodes of consecutive common lines (empty lines between) under one parent, as the
+    summary pass takes them (`scan_blocks`): what their `Node` blocks would say, with no
+    object per node. Their edge lists are clean (no problem), not yet split into edges."""
+
+    lines: list[int]
+    ids: tuple[str, ...]
+    lists: tuple[str, ...]
+    parent: int
 
 
 @dataclass(frozen=True)
@@ -203,11 +202,12 @@ class _Open:
 
 
 class _Scanner:
-    def __init__(self, path: str, lines: Sequence[str], pursuit: bool) -> None:
+    def __init__(self, path: str, lines: Sequence[str], pursuit: bool, *, runs: bool) -> None:
         self.path = path
         self.lines = lines
         self.pursuit = pursuit
-        self.blocks: list[Block] = []
+        self.runs = runs  # NodeRun blocks for the common node lines, not Node blocks
+        self.blocks: list[Block | NodeRun] = []
         self.problems: list[Problem] = []
         self.stack: list[_Open] = []
         self.first_heading = 0
@@ -217,7 +217,7 @@ class _Scanner:
         self.in_next = False
 
     def problem(self, code: str, line: int, *values: object) -> None:
-        message = _MESSAGES[code].format(*values)
+        message = MESSAGES[code].format(*values)
         self.problems.append(Problem(code, self.path, line, message))
 
     @property
@@ -239,14 +239,19 @@ class _Scanner:
         heading = opened.heading
         body_end = (opened.first_child or end_line + 1) - 1
         body = (heading.line + 1, body_end) if body_end > heading.line else None
-        self.blocks[opened.index] = heading._replace(end_line=end_line, body=body)
+        # What `_replace(end_line=..., body=...)` makes, without its Python-level calls.
+        fields = (heading[0], end_line, *heading[2:10], body)
+        self.blocks[opened.index] = tuple.__new__(Heading, fields)
 
-    def run(self) -> None:
+    def run(self, text: str) -> None:
+        """Scan `self.lines`; `text` is what they were split from (for `_Runs`)."""
         fence: tuple[str, int, int, int] | None = None  # char, length, start line, parent
-        fast_node, findall, add = _FAST_NODE.match, EDGE_RE.findall, self.blocks.append
-        new = tuple.__new__
-        stack = self.stack
-        for number, line in enumerate(self.lines, 1):
+        lines = self.lines
+        runs = _Runs(text)
+        number = 0
+        while number < len(lines):
+            line = lines[number]
+            number += 1
             if fence is not None:
                 if _closes(line, fence[0], fence[1]):
                     self.blocks.append(Fence(fence[2], number, fence[3], True))
@@ -266,23 +271,13 @@ class _Scanner:
                     continue
             if self.pursuit and self.pursuit_prose(number, line, first):
                 continue
-            if first in ("-", " ", "\t") and not self.in_focus:
-                fast = fast_node(line)
-                if fast is not None:  # what `node` does for such a line, inline
-                    parent = -1
-                    if stack:
-                        top = stack[-1]
-                        if top.terminal or top.f_owner:
-                            self.misplaced_node(number, top)
-                        parent = top.index
-                    if self.prose_start:
-                        self.flush()
-                    listed = fast[2]
-                    edges = tuple(findall(listed)) if listed else ()
-                    # A Node without the generated `__new__`'s Python-level call.
-                    add(new(Node, (number, fast[1], edges, (), fast.span(2), parent)))
-                    continue
-            bullet = _BULLET.match(line) if first in ("-", " ", "\t") else None
+            if first not in ("-", " ", "\t"):
+                self.prose(number, line)
+                continue
+            if not self.in_focus and (run := runs.starting(number)) is not None:
+                number = self.fast_nodes(runs.body, run, number)
+                continue
+            bullet = _BULLET.match(line)
             if bullet is None:
                 self.prose(number, line)
             elif self.in_focus:
@@ -290,10 +285,35 @@ class _Scanner:
             else:
                 self.node(number, line, bullet)
         if fence is not None:
-            self.blocks.append(Fence(fence[2], len(self.lines), fence[3], False))
+            self.blocks.append(Fence(fence[2], len(lines), fence[3], False))
         self.flush()
         while self.stack:
-            self.close(self.stack.pop(), len(self.lines))
+            self.close(self.stack.pop(), len(lines))
+
+    def fast_nodes(self, body: str, run: re.Match[str], at: int) -> int:
+        """The nodes of a run of common lines starting at line `at`: what `node` does for
+        each, with one parent (no heading between). Returns the run's last node line."""
+        top = self.stack[-1] if self.stack else None
+        parent = top.index if top is not None else -1
+        if self.prose_start:
+            self.flush()
+        start, end = run.span()
+        ids, lists, gaps = zip(*_FAST_NODE.findall(body, start, end), strict=True)
+        numbers = list(accumulate(map(len, gaps[:-1]), initial=at))
+        if top is not None and (top.terminal or top.f_owner):
+            for number in numbers:
+                self.misplaced_node(number, top)
+        if self.runs:
+            self.blocks.append(NodeRun(numbers, ids, lists, parent))
+            return numbers[-1]
+        findall, new, add = EDGE_RE.findall, tuple.__new__, self.blocks.append
+        for number, fast in zip(numbers, _FAST_NODE.finditer(body, start, end), strict=True):
+            listed, first = fast[2], fast.start()
+            edges = tuple(findall(listed)) if listed else ()
+            span = (fast.start(2) - first, fast.end(2) - first)
+            # A Node without the generated `__new__`'s Python-level call.
+            add(new(Node, (number, fast[1], edges, (), span, parent)))
+        return numbers[-1]
 
     def heading(self, number: int, line: str) -> None:
         depth = len(line) - len(line.lstrip("#"))
@@ -418,6 +438,30 @@ def _edge_list(line: str, start: int) -> re.Match[str] | None:
     return _NODE_EDGES.match(line, start)
 
 
+class _Runs:
+    """The runs of common node lines of one text, in order, with their first lines."""
+
+    __slots__ = ("at", "body", "coming", "found")
+
+    def __init__(self, text: str) -> None:
+        self.body = text.replace("\r\n", "\n") if "\r" in text else text  # same line numbers
+        self.found = _FAST_RUN.finditer(self.body)
+        self.coming = next(self.found, None)
+        self.at = self.body.count("\n", 0, self.coming.start()) + 1 if self.coming else 0
+
+    def starting(self, number: int) -> re.Match[str] | None:
+        """The run whose first line is `number`, if any. Runs before it are passed over: in a
+        fence, a Focus section or a Pursuit field, a run's lines are all there or all not."""
+        while self.coming is not None and self.at <= number:
+            run, first = self.coming, self.at
+            self.coming = next(self.found, None)
+            if self.coming is not None:
+                self.at += self.body.count("\n", run.start(), self.coming.start())
+            if first == number:
+                return run
+        return None
+
+
 def _closes(line: str, char: str, length: int) -> bool:
     stripped = line.lstrip(" ")
     if len(line) - len(stripped) > 3 or not stripped.startswith(char * length):
@@ -428,14 +472,24 @@ def _closes(line: str, char: str, length: int) -> bool:
 def scan(text: str, path: str, *, pursuit: bool = False) -> Document:
     """Scan one document. `pursuit` turns on Focus sections and legacy Pursuit fields."""
     lines = split_lines(text)
-    scanner = _Scanner(path, lines, pursuit)
-    scanner.run()
+    scanner = _Scanner(path, lines, pursuit, runs=False)
+    scanner.run(text)
     first = scanner.first_heading or len(lines) + 1
     return Document(
         path=path,
         lines=tuple(lines),
-        blocks=tuple(scanner.blocks),
+        blocks=tuple(scanner.blocks),  # type: ignore[arg-type]  # no NodeRun without runs
         problems=tuple(scanner.problems),
         pursuit=pursuit,
         body=(1, first - 1) if first > 1 else None,
     )
+
+
+def scan_blocks(
+    text: str, path: str, *, pursuit: bool = False
+) -> tuple[list[Block | NodeRun], list[Problem]]:
+    """What `scan` finds, for the summary pass: the blocks, with a `NodeRun` for each run
+    of common node lines where `scan` has their `Node` blocks, and the problems."""
+    scanner = _Scanner(path, split_lines(text), pursuit, runs=True)
+    scanner.run(text)
+    return scanner.blocks, scanner.problems

@@ -19,18 +19,25 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, cast
 
 from memsync.validators.document import (
+    EDGE_RE,
     EDGE_TYPES,
+    Block,
     Document,
     Edge,
+    Fence,
     FocusRef,
     Heading,
     Node,
+    NodeRun,
+    Prose,
     decode,
-    scan,
+    scan_blocks,
 )
+from memsync.validators.problems import Problem
 
 # One character per item: a node, or the anchor kind of an addressable heading.
 NODE = "n"
@@ -39,6 +46,8 @@ CHAR_KINDS: Final = {char: kind for kind, char in KIND_CHARS.items()}
 
 # (item index, edge type, target): an edge whose verdict needs the whole graph.
 Pending = tuple[int, str, str]
+# (item index, its well-formed edges, its malformed edge tokens): an item with an edge list.
+Edged = tuple[int, tuple[Edge, ...], tuple[str, ...]]
 # (item index, code, message): a problem reported at the item's line if the item is kept.
 ItemProblem = tuple[int, str, str]
 # (code, line, message): a problem of the file whatever else the graph holds.
@@ -100,7 +109,7 @@ class FileSummary:
     def weight(self) -> int:
         """An estimate of the bytes this summary holds, for the cache's bound."""
         count = len(self.ids)
-        text = sum(len(item_id) for item_id in self.ids)
+        text = sum(map(len, self.ids))
         extra = len(self.pending) + len(self.item_problems) + len(self.problems)
         extra += len(self.orphans) + len(self.focus) + len(self.specials)
         return 400 + count * 70 + text + extra * 160
@@ -114,13 +123,18 @@ def summarize_bytes(data: bytes, path: str, *, pursuit: bool) -> FileSummary:
     text = decode(data)
     if text is None:
         return UNDECODABLE
-    return summarize(scan(text, path, pursuit=pursuit))
+    blocks, problems = scan_blocks(text, path, pursuit=pursuit)
+    return summarize_blocks(blocks, problems)
 
 
 def summarize(doc: Document) -> FileSummary:
     """The summary of one scanned document."""
+    return summarize_blocks(doc.blocks, doc.problems)
+
+
+def summarize_blocks(blocks: Sequence[Block | NodeRun], problems: Sequence[Problem]) -> FileSummary:
+    """The summary of one document's blocks (`NodeRun`s or not) and one-file problems."""
     intern = sys.intern
-    blocks = doc.blocks
     ids: list[str] = []
     lines = array("I")
     parents = array("i")
@@ -129,8 +143,9 @@ def summarize(doc: Document) -> FileSummary:
     focus: list[tuple[str, int]] = []
     orphans: list[tuple[int, bool]] = []
     reported: set[int] = set()
-    nearest = [-1] * len(blocks)  # block -> the item of the nearest addressable heading
-    edged: list[tuple[int, tuple[Edge, ...], tuple[str, ...]]] = []
+    # block -> the item of the nearest addressable heading; nearest[-1] is the document's
+    nearest = [-1] * (len(blocks) + 1)
+    edged: list[Edged] = []
     add_id, add_line, add_parent, add_kind = ids.append, lines.append, parents.append, kinds.append
     for index, block in enumerate(blocks):
         cls = type(block)
@@ -142,6 +157,9 @@ def summarize(doc: Document) -> FileSummary:
             add_line(line)
             add_parent(nearest[parent] if parent >= 0 else -1)
             add_kind(NODE)
+        elif cls is NodeRun:
+            run: NodeRun = block  # type: ignore[assignment]
+            _add_run(run, nearest[run.parent], (ids, lines, parents, kinds), edged)
         elif cls is Heading:
             heading: Heading = block  # type: ignore[assignment]
             up = nearest[heading.parent] if heading.parent >= 0 else -1
@@ -161,11 +179,11 @@ def summarize(doc: Document) -> FileSummary:
         elif cls is FocusRef:
             ref: FocusRef = block  # type: ignore[assignment]
             focus.append((intern(ref.target), ref.line))
-        elif block.parent not in reported:  # Prose or Fence
-            owner = blocks[block.parent] if block.parent >= 0 else None
+        elif (text := cast(Prose | Fence, block)).parent not in reported:
+            owner = blocks[text.parent] if text.parent >= 0 else None
             if not (isinstance(owner, Heading) and owner.item_id is not None):
-                reported.add(block.parent)
-                orphans.append((block.line, owner is None))
+                reported.add(text.parent)
+                orphans.append((text.line, owner is None))
     pending, item_problems = _edges(ids, edged)
     return FileSummary(
         ids=tuple(ids),
@@ -175,14 +193,36 @@ def summarize(doc: Document) -> FileSummary:
         specials=tuple(specials),
         pending=pending,
         item_problems=item_problems,
-        problems=tuple((p.code, p.line or 0, p.message) for p in doc.problems),
+        problems=tuple((p.code, p.line or 0, p.message) for p in problems),
         orphans=tuple(orphans),
         focus=tuple(focus),
     )
 
 
+def _add_run(
+    run: NodeRun,
+    parent: int,  # its nearest addressable heading's item, or -1
+    items: tuple[list[str], array[int], array[int], list[str]],
+    edged: list[Edged],
+) -> None:
+    """Add the items of a run of nodes (ids, lines, parents, kinds), and their edges (clean
+    lists: no malformed token)."""
+    ids, lines, parents, kinds = items
+    base = len(ids)
+    ids += map(sys.intern, run.ids)
+    lines.extend(run.lines)
+    parents.extend(array("i", (parent,)) * len(run.ids))
+    kinds.append(NODE * len(run.ids))
+    findall = EDGE_RE.findall
+    edged += [
+        (base + offset, tuple(findall(listed)), ())
+        for offset, listed in enumerate(run.lists)
+        if listed
+    ]
+
+
 def _edges(
-    ids: list[str], edged: list[tuple[int, tuple[Edge, ...], tuple[str, ...]]]
+    ids: list[str], edged: list[Edged]
 ) -> tuple[tuple[Pending, ...], tuple[ItemProblem, ...]]:
     """Each item's edge problems that one file decides (rules 25-28, in edges.py's order:
     malformed, duplicate, self, unknown type) and the edges left for the graph to judge."""
