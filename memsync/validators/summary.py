@@ -47,7 +47,7 @@ CHAR_KINDS: Final = {char: kind for kind, char in KIND_CHARS.items()}
 # (item index, edge type, target): an edge whose verdict needs the whole graph.
 Pending = tuple[int, str, str]
 # (item index, its well-formed edges, its malformed edge tokens): an item with an edge list.
-Edged = tuple[int, tuple[Edge, ...], tuple[str, ...]]
+Edged = tuple[int, Sequence[Edge], tuple[str, ...]]
 # (item index, code, message): a problem reported at the item's line if the item is kept.
 ItemProblem = tuple[int, str, str]
 # (code, line, message): a problem of the file whatever else the graph holds.
@@ -215,7 +215,7 @@ def _add_run(
     kinds.append(NODE * len(run.ids))
     findall = EDGE_RE.findall
     edged += [
-        (base + offset, tuple(findall(listed)), ())
+        (base + offset, findall(listed), ())
         for offset, listed in enumerate(run.lists)
         if listed
     ]
