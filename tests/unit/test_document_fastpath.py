@@ -47,7 +47,17 @@ def node_lines(draw: st.DrawFn) -> str:
     after = part((" ", "\t"), "", "x ")
     filler = draw(
         st.sampled_from(
-            ["", "text ", "a → b ", "see [dep:q] ", "x -> [dep:z] ", "`c` ", "[x] `y` ", "\t→ [] "]
+            [
+                "",
+                "text ",
+                "text",
+                "a → b ",
+                "see [dep:q] ",
+                "x -> [dep:z] ",
+                "`c` ",
+                "[x] `y` ",
+                "\t→ [] ",
+            ]
         )
     )
     arrow = part(("→", "->"), "-->", "→→", "")
