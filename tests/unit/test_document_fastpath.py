@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memsync.validators import document
@@ -88,6 +88,18 @@ def blocks_and_problems(doc: Document) -> tuple[object, ...]:
     return doc.blocks, doc.problems, doc.lines, doc.body
 
 
+# Runs the fast path must pass over (in a fence, a Focus section, a `**Next:**` field), then
+# one it takes.
+PASSED_OVER = (
+    "```\n- `a` x → []\n```\n- `b` y → [dep:a]",
+    "## Focus\n- `a` x → []\n## Other\n- `b` y → [dep:a]",
+    "**Next:**\n- `a` x → []\n# H\n\n- `b` → []",
+)
+
+
+@example(PASSED_OVER[0], False)
+@example(PASSED_OVER[1], True)
+@example(PASSED_OVER[2], True)
 @given(texts(), st.booleans())
 def test_the_fast_path_scans_like_the_general_one(text: str, pursuit: bool) -> None:
     fast = scan(text, "MEMORY_x.md", pursuit=pursuit)
@@ -96,6 +108,9 @@ def test_the_fast_path_scans_like_the_general_one(text: str, pursuit: bool) -> N
     assert blocks_and_problems(fast) == blocks_and_problems(general)
 
 
+@example(PASSED_OVER[0], False)
+@example(PASSED_OVER[1], True)
+@example(PASSED_OVER[2], True)
 @given(texts(), st.booleans())
 def test_the_summary_of_node_runs_is_the_summary_of_the_general_blocks(
     text: str, pursuit: bool
