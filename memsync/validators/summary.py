@@ -215,9 +215,7 @@ def _add_run(
     kinds.append(NODE * len(run.ids))
     findall = EDGE_RE.findall
     edged += [
-        (base + offset, findall(listed), ())
-        for offset, listed in enumerate(run.lists)
-        if listed
+        (base + offset, findall(listed), ()) for offset, listed in enumerate(run.lists) if listed
     ]
 
 
