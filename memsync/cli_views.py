@@ -239,6 +239,7 @@ async def _verify(
                     heading=heading or manifest.signed.view_id,
                     limits=limits,
                     thorough=True,
+                    durable=False,
                 )
                 problems += checked.problems
                 files, items = checked.files, checked.items
