@@ -50,6 +50,13 @@ _TYPE = r"[A-Za-z][A-Za-z0-9_-]*"
 EDGE_RE = re.compile(rf"({_TYPE}):[ \t]*({_ID})")
 # A whole list of well-formed tokens (the common case), read with one findall.
 _CLEAN_LIST = re.compile(rf"[ \t]*{_TYPE}:[ \t]*{_ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{_ID})*[ \t]*")
+# The same, possessive (no token can give back a character the next one needs): the fast
+# path's pattern, which runs over every common line, does not keep backtracking points.
+_ID_P = r"[A-Za-z0-9_.-]++"
+_TYPE_P = r"[A-Za-z][A-Za-z0-9_-]*+"
+_CLEAN_P = (
+    rf"(?:[ \t]*+{_TYPE_P}:[ \t]*+{_ID_P}(?:[ \t]*+,[ \t]*+{_TYPE_P}:[ \t]*+{_ID_P})*+[ \t]*+)?"
+)
 _AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
 # The common node line: a valid id, then a clean (or empty) edge list closing the line. A
 # clean list holds no arrow or bracket, so its arrow is the line's last one: the same edge
@@ -60,10 +67,9 @@ _AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
 # would, without its backtracking). In a line `_FAST_RUN` took, the first backquoted text is
 # the id and the last `[...]` the edge list: `_FAST_NODE` reads a run's nodes in one
 # `findall` (id, edge list, the empty lines after).
-_CLEAN = f"(?:{_CLEAN_LIST.pattern})?"
 _FAST_RUN = re.compile(
-    rf"^(?:[ \t]*-[ \t]+`{_ID}`(?=[ \t])(?:.*→(?<=[ \t]→)|.*->(?<=[ \t]->))"
-    rf"[ \t]*\[{_CLEAN}\][ \t]*$\n*)+",
+    rf"^(?:[ \t]*+-[ \t]++`{_ID_P}`(?=[ \t])(?:.*→(?<=[ \t]→)|.*->(?<=[ \t]->))"
+    rf"[ \t]*+\[{_CLEAN_P}\][ \t]*+$\n*+)++",
     re.MULTILINE,
 )
 _FAST_NODE = re.compile(r"^[^`]*`([^`]*)`.*\[(.*)\][ \t]*$(\n*)", re.MULTILINE)
