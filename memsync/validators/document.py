@@ -310,7 +310,7 @@ class _Scanner:
             for number in numbers:
                 self.misplaced_node(number, top)
         if self.runs:
-            self.blocks.append(NodeRun(numbers, ids, lists, parent))
+            self.blocks.append(tuple.__new__(NodeRun, (numbers, ids, lists, parent)))
             return numbers[-1]
         findall, new, add = EDGE_RE.findall, tuple.__new__, self.blocks.append
         for number, fast in zip(numbers, _FAST_NODE.finditer(body, start, end), strict=True):
@@ -323,22 +323,32 @@ class _Scanner:
 
     def heading(self, number: int, line: str) -> None:
         depth = len(line) - len(line.lstrip("#"))
-        self.flush()
-        while self.stack and self.stack[-1].depth >= depth:
-            self.close(self.stack.pop(), number - 1)
-        parent = self.stack[-1] if self.stack else None
+        if self.prose_start:
+            self.flush()
+        stack = self.stack
+        while stack and stack[-1].depth >= depth:
+            self.close(stack.pop(), number - 1)
+        parent = stack[-1] if stack else None
         if parent is None:
             self.first_heading = self.first_heading or number
         elif not parent.first_child:
             parent.first_child = number
-        title, kind, item_id, edge_text, edge_span = self.anchor(number, line)
+        full = _ANCHOR.match(line)
+        if full is not None:  # the usual anchor, read here rather than by `anchor`
+            title, kind, item_id, edge_text = full.group(1, 2, 3, 4)
+            title = title.strip()
+            edge_span = full.span(4) if edge_text is not None else None
+        else:
+            title, kind, item_id, edge_text, edge_span = self.anchor(number, line)
         edges, bad = parse_edge_list(edge_text) if edge_text else ((), ())
-        f_owner = parent.f_owner if parent else 0
-        terminal = parent.terminal if parent else 0
-        if f_owner:
-            self.problem("heading-under-f", number, "heading", f_owner)
-        if terminal:
-            self.problem("heading-under-terminal", number, terminal)
+        if parent is not None:
+            f_owner, terminal = parent.f_owner, parent.terminal
+            if f_owner:
+                self.problem("heading-under-f", number, "heading", f_owner)
+            if terminal:
+                self.problem("heading-under-terminal", number, terminal)
+        else:
+            f_owner = terminal = 0
         if depth > 4:
             self.problem("heading-too-deep", number)
         elif depth == 4:
@@ -350,11 +360,13 @@ class _Scanner:
             self.in_next = False
             if depth <= 2:
                 self.in_focus = _FOCUS_HEADING.match(line) is not None
-        heading = Heading(
+        # A Heading without the generated `__new__`'s Python-level call.
+        fields = (
             number, number, depth, title, kind, item_id, edges, bad, edge_span,
             parent.index if parent else -1, None,
         )  # fmt: skip
-        self.stack.append(
+        heading = tuple.__new__(Heading, fields)
+        stack.append(
             _Open(
                 len(self.blocks),
                 heading,
@@ -367,11 +379,8 @@ class _Scanner:
     def anchor(
         self, number: int, line: str
     ) -> tuple[str, str | None, str | None, str, Span | None]:
-        """Title, kind, id, edge-list text and its span; problems for a bad anchor."""
-        full = _ANCHOR.match(line)
-        if full is not None:
-            span = (full.start(4), full.end(4)) if full[4] is not None else None
-            return full[1].strip(), full[2], full[3], full[4] or "", span
+        """Title, kind, id, edge-list text and its span of a heading `_ANCHOR` does not
+        match (no anchor, or a bad one: its problems)."""
         title = line.lstrip("#").strip()
         known = _KNOWN_MARKER.search(line)
         if known is not None:

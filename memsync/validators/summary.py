@@ -243,7 +243,9 @@ def _edges(
                 for token in bad
             ]
         # No edge twice (the usual case): no need to remember which were seen.
-        seen: set[Edge] | None = None if len(set(edges)) == len(edges) else set()
+        count = len(edges)
+        twice = count > 1 and (edges[0] == edges[1] if count == 2 else len(set(edges)) < count)
+        seen: set[Edge] | None = set() if twice else None
         for edge in edges:
             kind, target = edge
             if seen is not None and edge in seen:
