@@ -450,10 +450,10 @@ _ASK = textwrap.dedent(
     import os, socket, sys
     path, host, out, orphan = sys.argv[1:5]
     if orphan == "1":
-        parent = os.getppid()
+        starter = os.getpid()
         if os.fork():
             os._exit(0)  # the child is reparented away from its starter
-        while os.getppid() == parent:
+        while os.getppid() == starter:  # until the starter is gone (not just forked)
             pass
     answer = b""
     try:
