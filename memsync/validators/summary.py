@@ -20,10 +20,10 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Final, cast
 
 from memsync.validators.document import (
-    EDGE_RE,
     EDGE_TYPES,
     Block,
     Document,
@@ -38,6 +38,7 @@ from memsync.validators.document import (
     scan_blocks,
 )
 from memsync.validators.problems import Problem
+from memsync.validators.runedges import RunLists, expanded, run_edges
 
 # One character per item: a node, or the anchor kind of an addressable heading.
 NODE = "n"
@@ -134,7 +135,6 @@ def summarize(doc: Document) -> FileSummary:
 
 def summarize_blocks(blocks: Sequence[Block | NodeRun], problems: Sequence[Problem]) -> FileSummary:
     """The summary of one document's blocks (`NodeRun`s or not) and one-file problems."""
-    intern = sys.intern
     ids: list[str] = []
     lines = array("I")
     parents = array("i")
@@ -146,6 +146,7 @@ def summarize_blocks(blocks: Sequence[Block | NodeRun], problems: Sequence[Probl
     # block -> the item of the nearest addressable heading; nearest[-1] is the document's
     nearest = [-1] * (len(blocks) + 1)
     edged: list[Edged] = []
+    runs: list[RunLists] = []
     add_id, add_line, add_parent, add_kind = ids.append, lines.append, parents.append, kinds.append
     for index, block in enumerate(blocks):
         cls = type(block)
@@ -153,19 +154,19 @@ def summarize_blocks(blocks: Sequence[Block | NodeRun], problems: Sequence[Probl
             line, item_id, edges, bad, _span, parent = block  # type: ignore[misc]
             if edges or bad:
                 edged.append((len(ids), edges, bad))
-            add_id(intern(item_id))
+            add_id(sys.intern(item_id))
             add_line(line)
             add_parent(nearest[parent] if parent >= 0 else -1)
             add_kind(NODE)
         elif cls is NodeRun:
             run: NodeRun = block  # type: ignore[assignment]
-            _add_run(run, nearest[run.parent], (ids, lines, parents, kinds), edged)
+            _add_run(run, nearest[run.parent], (ids, lines, parents, kinds), runs)
         elif cls is Heading:
             heading: Heading = block  # type: ignore[assignment]
             up = nearest[heading.parent] if heading.parent >= 0 else -1
             if heading.item_id is not None and heading.kind is not None:
                 item = len(ids)
-                add_id(intern(heading.item_id))
+                add_id(sys.intern(heading.item_id))
                 add_line(heading.line)
                 add_parent(up)
                 add_kind(KIND_CHARS[heading.kind])
@@ -178,13 +179,13 @@ def summarize_blocks(blocks: Sequence[Block | NodeRun], problems: Sequence[Probl
                 nearest[index] = up
         elif cls is FocusRef:
             ref: FocusRef = block  # type: ignore[assignment]
-            focus.append((intern(ref.target), ref.line))
+            focus.append((sys.intern(ref.target), ref.line))
         elif (text := cast(Prose | Fence, block)).parent not in reported:
             owner = blocks[text.parent] if text.parent >= 0 else None
             if not (isinstance(owner, Heading) and owner.item_id is not None):
                 reported.add(text.parent)
                 orphans.append((text.line, owner is None))
-    pending, item_problems = _edges(ids, edged)
+    pending, item_problems = _edges(ids, edged, runs)
     return FileSummary(
         ids=tuple(ids),
         lines=lines,
@@ -203,30 +204,32 @@ def _add_run(
     run: NodeRun,
     parent: int,  # its nearest addressable heading's item, or -1
     items: tuple[list[str], array[int], array[int], list[str]],
-    edged: list[Edged],
+    runs: list[RunLists],
 ) -> None:
-    """Add the items of a run of nodes (ids, lines, parents, kinds), and their edges (clean
-    lists: no malformed token)."""
+    """Add the items of a run of nodes (ids, lines, parents, kinds), and its edge lists
+    (clean ones: no malformed token), which `run_edges` reads all at once."""
     ids, lines, parents, kinds = items
     base = len(ids)
     ids += map(sys.intern, run.ids)
     lines.extend(run.lines)
     parents.extend(array("i", (parent,)) * len(run.ids))
     kinds.append(NODE * len(run.ids))
-    findall = EDGE_RE.findall
-    edged += [
-        (base + offset, findall(listed), ()) for offset, listed in enumerate(run.lists) if listed
-    ]
+    runs.append((base, run.lists))
 
 
 def _edges(
-    ids: list[str], edged: list[Edged]
+    ids: list[str], edged: list[Edged], runs: list[RunLists]
 ) -> tuple[tuple[Pending, ...], tuple[ItemProblem, ...]]:
     """Each item's edge problems that one file decides (rules 25-28, in edges.py's order:
-    malformed, duplicate, self, unknown type) and the edges left for the graph to judge."""
-    if not edged:
+    malformed, duplicate, self, unknown type) and the edges left for the graph to judge.
+    The runs' edges are read all at once (`run_edges`) unless one of them needs a word."""
+    if not edged and not runs:
         return (), ()
     local = set(ids)
+    from_runs = run_edges(ids, local, runs) if runs else []
+    if from_runs is None:  # item by item, in item order (each item is in one of the two)
+        edged = sorted([*edged, *expanded(runs)], key=itemgetter(0))
+        from_runs = []
     intern = sys.intern
     types = EDGE_TYPES
     pending: list[Pending] = []
@@ -265,4 +268,6 @@ def _edges(
                 pending.append((item, intern(kind), intern(target)))
             if seen is not None:
                 seen.add(edge)
+    if from_runs:
+        pending = sorted([*pending, *from_runs], key=itemgetter(0)) if pending else from_runs
     return tuple(pending), tuple(found)

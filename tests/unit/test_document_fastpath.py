@@ -62,7 +62,12 @@ def node_lines(draw: st.DrawFn) -> str:
     )
     arrow = part(("→", "->"), "-->", "→→", "")
     inner = part(
-        ("", " ", "dep:b", "dep:b, rel:c", " dep: b , ext:c "),
+        (
+            *("", " ", "dep:b", "dep:b, rel:c", " dep: b , ext:c ", "dep:b-1", "up:x.y_z, dep:a"),
+            # edges the summary's bulk read leaves to the item-by-item pass: a third edge,
+            # an edge twice, an edge to itself (for item `a`), an unknown type
+            *("dep:b, ext:c, up:x.y_z", "dep:b , dep: b", "rel:a", "bogus:b", "ext:b, rel:b"),
+        ),
         "dep:b,",
         "dep=b",
         "dep:b]",
