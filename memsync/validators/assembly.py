@@ -21,8 +21,6 @@ from types import MappingProxyType
 from memsync.validators.document import Document, FocusRef, Heading, Node, decode, scan
 from memsync.validators.edges import check_edges, check_focus
 from memsync.validators.graphmodel import (
-    MEMORY,
-    MEMORY_ONLY_KINDS,
     PURSUIT,
     BackingRef,
     FocusEntry,
@@ -249,30 +247,9 @@ class _Builder:
         """Kind rules for an addressable heading; the F# detail file to load, if any."""
         kind, item_id = block.kind or "", block.item_id or ""
         line = block.line
-        if tree == MEMORY and kind not in self.profile.kinds:
-            self.problem(
-                "kind-not-allowed",
-                path,
-                line,
-                f"{kind} heading `{item_id}` is not valid in {self.profile.namespace}",
-            )
-            return None
-        if tree != MEMORY and kind in MEMORY_ONLY_KINDS:
-            self.problem(
-                "memory-only-kind",
-                path,
-                line,
-                f"{kind} heading `{item_id}` is only valid in Memory, not in Pursuit",
-            )
-            return None
-        if kind == "F#" and tree == PURSUIT and item_id.casefold() == "rules":
-            self.problem(
-                "reserved-id",
-                path,
-                line,
-                f"Pursuit F# id `{item_id}` is reserved (it would map to the legacy "
-                "PURSUIT_RULES.md); choose another id",
-            )
+        refused = self.profile.kind_problem(tree, kind, item_id)
+        if refused is not None:
+            self.problem(refused[0], path, line, refused[1])
             return None
         backing_path = self.profile.backing_path(tree, kind, item_id)
         if backing_path is None:

@@ -19,7 +19,7 @@ from itertools import repeat
 from typing import Protocol
 
 from memsync.validators.assembly import describe
-from memsync.validators.graphmodel import MEMORY, MEMORY_ONLY_KINDS, PURSUIT, Profile
+from memsync.validators.graphmodel import PURSUIT, Profile
 from memsync.validators.problems import Problem
 from memsync.validators.summary import CHAR_KINDS, NODE, FileSummary
 from memsync.validators.tree import Entry, TreeView
@@ -267,30 +267,9 @@ class _Join:
             summary.ids[item],
             summary.lines[item],
         )
-        if tree == MEMORY and kind not in self.profile.kinds:
-            self.problem(
-                "kind-not-allowed",
-                path,
-                line,
-                f"{kind} heading `{item_id}` is not valid in {self.profile.namespace}",
-            )
-            return None
-        if tree != MEMORY and kind in MEMORY_ONLY_KINDS:
-            self.problem(
-                "memory-only-kind",
-                path,
-                line,
-                f"{kind} heading `{item_id}` is only valid in Memory, not in Pursuit",
-            )
-            return None
-        if kind == "F#" and tree == PURSUIT and item_id.casefold() == "rules":
-            self.problem(
-                "reserved-id",
-                path,
-                line,
-                f"Pursuit F# id `{item_id}` is reserved (it would map to the legacy "
-                "PURSUIT_RULES.md); choose another id",
-            )
+        refused = self.profile.kind_problem(tree, kind, item_id)
+        if refused is not None:
+            self.problem(refused[0], path, line, refused[1])
             return None
         backing_path = self.profile.backing_path(tree, kind, item_id)
         if backing_path is None:

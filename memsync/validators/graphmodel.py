@@ -95,6 +95,26 @@ class Profile:
             return cls("mf", namespace or "MF", ((root, MEMORY),), base, MF_KINDS, False, True)
         raise ValueError(f"unknown graph profile {name!r}; use 'local' or 'mf'")
 
+    def kind_problem(self, tree: str, kind: str, item_id: str) -> tuple[str, str] | None:
+        """The code and message when an addressable heading of `kind` may not stand in
+        `tree` under this profile (a kind the profile lacks, a Memory-only kind in Pursuit,
+        the reserved Pursuit F# id `rules`); None when it may."""
+        if tree == MEMORY and kind not in self.kinds:
+            return (
+                "kind-not-allowed",
+                f"{kind} heading `{item_id}` is not valid in {self.namespace}",
+            )
+        if tree != MEMORY and kind in MEMORY_ONLY_KINDS:
+            message = f"{kind} heading `{item_id}` is only valid in Memory, not in Pursuit"
+            return "memory-only-kind", message
+        if kind == "F#" and tree == PURSUIT and item_id.casefold() == "rules":
+            message = (
+                f"Pursuit F# id `{item_id}` is reserved (it would map to the legacy "
+                "PURSUIT_RULES.md); choose another id"
+            )
+            return "reserved-id", message
+        return None
+
     def backing_path(self, tree: str, kind: str, item_id: str) -> str | None:
         """Where the backing file of an F#, M# or S# heading lives; None for other kinds."""
         if kind == "F#":
