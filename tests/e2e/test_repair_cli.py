@@ -1,6 +1,6 @@
 """The repair role through `memsync sync-now` as a subprocess: SIGKILL at the named fault
 points and during the agent's run; the next run converges and the model never settles one
-conflict twice."""
+conflict twice. And through the daemon, with no command at all."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from memsync.roots.faults import POINTS
 from memsync.wire import SyncReport
 from tests.conftest import Team
+from tests.e2e.daemons import launcher
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, kill_while_agent_holds, snapshot, wait_for
 
@@ -139,6 +140,43 @@ def test_a_kill_while_the_agent_runs_converges_without_running_it_again(
     # The next run within the backoff does not ask the model either.
     again = SyncReport.model_validate_json(sync_now(config).stdout).results[0]
     assert again.status == "conflict" and count(runs) == 1
+
+
+def test_the_daemon_settles_a_conflict_by_itself_once(team: Team, tmp_path: Path) -> None:
+    """A conflicting upstream commit reaches a running daemon by polling: its sync cycle
+    runs the repair role, the merge lands, validated, and is pushed; later cycles find
+    nothing to settle and never run the model again."""
+    config, runs = scene(team, tmp_path, f'exec /bin/sh "{EXAMPLE}"')
+    config.write_text(
+        config.read_text().replace(
+            "    watch: false\n", "    watch: false\n    sync: {interval: 1s, timeout: 20s}\n"
+        )
+    )
+    with launcher(tmp_path) as launch:
+        daemon = launch(config)
+        wait_for(
+            lambda: (
+                git(team.upstream, "rev-parse", "main") == git(team.bob.path, "rev-parse", "HEAD")
+            ),
+            30,
+            "the daemon to settle the conflict and push the merge",
+        )
+        first = daemon.status().roots[0]
+        assert first.status == "pushed", first.message
+        settled_at = first.last_success_at
+
+        def a_later_cycle() -> bool:
+            later = daemon.status().roots[0].last_success_at
+            return later is not None and settled_at is not None and later > settled_at
+
+        wait_for(a_later_cycle, 30, "another sync cycle after the repair")
+        assert count(runs) == 1
+    merge = git(team.bob.path, "log", "-1", "--format=%P").split()
+    assert len(merge) == 2
+    text = (team.bob.path / "MEMORY.md").read_text()
+    assert "Alice prefers tabs." in text and "Bob prefers spaces." in text
+    assert "Memsync-Operation: " in git(team.bob.path, "log", "-1", "--format=%B")
+    settled(team, tmp_path)
 
 
 def _alive(pid: int) -> bool:
