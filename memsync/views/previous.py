@@ -12,14 +12,20 @@ What makes that exact, whatever is on disk:
   is the trusted revision's package hash (trust.json): it is the package that was fully
   checked and imported, so each member's inflated bytes hash to what the trusted
   manifest copy (verified to be the trusted revision's) lists for that path;
-- the active import's file is opened through directory fds with O_NOFOLLOW from the
-  import directory (a package name never reaches outside it: names were checked before),
-  must be a regular file with mode `file_mode`, one link and the member's size, and its
-  bytes must hash to the manifest's SHA-256; the link is then checked to name that very
-  inode. Anything else, and the member is inflated and written like any other.
+- the active import's file is opened through directory fds with O_NOFOLLOW and
+  O_NONBLOCK from the import directory (a package name never reaches outside it: names
+  were checked before), must be a regular file of ours with mode `file_mode`, one link and
+  the member's size, and its bytes must hash to the manifest's SHA-256; the inode that was
+  read and hashed, held open meanwhile, is what gets linked (through `/proc/self/fd`, never
+  by name: a name can be given another inode between the check and the link), and after
+  the link it must have exactly two names. Anything else, and the member is inflated and
+  written like any other.
 
-The active import is never modified in place (`store.py`), so sharing its inodes with the
-candidate shares bytes that do not change.
+memsync never modifies the active import in place (`store.py`), so sharing its inodes with
+the candidate shares bytes that do not change. A process of the same user that writes into
+the active import's files changes what the agent reads whether or not they are shared;
+such writers are outside the threat model (SECURITY.md: what arrives from outside the
+machine is hostile), and `views verify` shows what they did.
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ from memsync.views.zipscan import Member, read_archive
 
 KEPT_PACKAGE = "imported.zip"  # in the view's state dir; never matches `package*.zip`
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOATIME", 0)
+# O_NONBLOCK: a FIFO put in place of a file must not hang the pull (fstat then refuses it).
+_OPEN_FILE = (
+    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOATIME", 0)
+)
 
 
 def _stream(data: bytes, member: Member) -> bytes:
@@ -72,10 +81,18 @@ class Previous:
         if sha256 is None or not files:
             return None
         try:
-            with package.open("rb") as handle:
-                data = handle.read(max_archive + 1)
+            fd = os.open(package, _OPEN_FILE)
         except OSError:
             return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                return None
+            data = _read_up_to(fd, max_archive + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         if len(data) > max_archive:
             return None
         members, problems = read_archive(data, max_entries)
@@ -132,17 +149,20 @@ class Previous:
             if not _reusable(st, size, mode):
                 return None
             data = _read_exactly(fd, size)
+            if data is None or hashlib.sha256(data).hexdigest() != want:
+                return None
+            # The inode just hashed, by its descriptor: linkat(AT_SYMLINK_FOLLOW) on the
+            # /proc link names the open file itself, whatever its name now points to.
+            os.link(f"/proc/self/fd/{fd}", leaf, dst_dir_fd=dir_fd, follow_symlinks=True)
+            made = os.fstat(fd)
         finally:
             os.close(fd)
-        if data is None or hashlib.sha256(data).hexdigest() != want:
-            return None
-        os.link(leaf, leaf, src_dir_fd=parent, dst_dir_fd=dir_fd, follow_symlinks=False)
         try:
-            made = os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False)
-            ours = (made.st_dev, made.st_ino) == (st.st_dev, st.st_ino)
+            here = os.stat(leaf, dir_fd=dir_fd, follow_symlinks=False)
+            ours = (here.st_dev, here.st_ino) == (st.st_dev, st.st_ino) and made.st_nlink == 2
         except OSError:
             ours = False
-        if not ours:  # the name moved meanwhile: write the member instead
+        if not ours:  # another name appeared meanwhile: write the member instead
             os.unlink(leaf, dir_fd=dir_fd)
             return None
         return data
@@ -156,6 +176,18 @@ def _reusable(st: os.stat_result, size: int, mode: int) -> bool:
         and st.st_size == size
         and st.st_uid == os.geteuid()
     )
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
@@ -199,7 +231,7 @@ def sync_tree(top: Path, linked: Collection[str] = ()) -> None:
 
 
 def _fsync_at(dir_fd: int, name: str) -> None:
-    fd = os.open(name, _OPEN_FILE | os.O_NONBLOCK, dir_fd=dir_fd)
+    fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
     try:
         os.fsync(fd)
     finally:

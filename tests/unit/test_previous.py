@@ -150,3 +150,51 @@ def test_a_crc_collision_is_not_taken_for_the_same_file(tmp_path: Path) -> None:
     )
     assert lent.linked == frozenset()
     assert tree(tmp_path / "out") == {"view.md": new}
+
+
+def test_a_fifo_in_the_import_is_inflated_not_waited_on(tmp_path: Path) -> None:
+    files = {"view.md": b"# v\n", "dist/MEMORY.md": b"# m\n"}
+    archive = write_zip(files)
+    (tmp_path / "pkg.zip").write_bytes(archive)
+    unpack(tmp_path / "pkg.zip", tmp_path / "import")
+    previous = load(tmp_path, archive, files)
+    (tmp_path / "import" / "view.md").unlink()
+    os.mkfifo(tmp_path / "import" / "view.md", 0o600)  # opening it to read would block
+    lent = unpack(tmp_path / "pkg.zip", tmp_path / "out", previous=previous)
+    assert lent.linked == frozenset({"dist/MEMORY.md"})
+    assert tree(tmp_path / "out") == files
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_kept_package_that_is_not_a_regular_file_is_not_read(tmp_path: Path, kind: str) -> None:
+    files = {"view.md": b"# v\n"}
+    archive = write_zip(files)
+    real = tmp_path / "real.zip"
+    real.write_bytes(archive)
+    kept = tmp_path / "old.zip"
+    if kind == "fifo":
+        os.mkfifo(kept, 0o600)
+    else:
+        kept.symlink_to(real)  # even to the right bytes: the kept package is never followed
+    previous = Previous.load(
+        kept,
+        sha256=hashlib.sha256(archive).hexdigest(),
+        files={p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        import_dir=tmp_path / "import",
+        max_archive=LIMITS.max_archive,
+        max_entries=LIMITS.max_entries,
+    )
+    assert previous is None
+
+
+def test_a_linked_file_is_the_inode_that_was_read_with_exactly_two_names(tmp_path: Path) -> None:
+    files = {"view.md": b"# v\n"}
+    archive = write_zip(files)
+    (tmp_path / "pkg.zip").write_bytes(archive)
+    unpack(tmp_path / "pkg.zip", tmp_path / "import")
+    previous = load(tmp_path, archive, files)
+    lent = unpack(tmp_path / "pkg.zip", tmp_path / "out", previous=previous)
+    assert lent.linked == frozenset({"view.md"})
+    made = (tmp_path / "out" / "view.md").stat()
+    assert made.st_ino == (tmp_path / "import" / "view.md").stat().st_ino
+    assert made.st_nlink == 2
