@@ -32,7 +32,7 @@ from memsync.errors import (
     StateDirError,
     UsageError,
 )
-from memsync.redaction import redact
+from memsync.redaction import redact, redact_secrets
 
 if TYPE_CHECKING:
     from memsync.config.model import Settings
@@ -50,20 +50,35 @@ _emitted = False
 
 
 class _Redacting(logging.Filter):
+    """Credentials out of the message and out of any traceback or stack it carries."""
+
+    _format = logging.Formatter()
+
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
+        record.msg = redact_secrets(record.getMessage())
         record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._format.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_secrets(record.stack_info)
         return True
 
 
 def setup_logging(debug: bool) -> None:
+    """memsync's messages, and those of the libraries it runs (aiohttp logs a malformed
+    request's header lines), go to stderr through one redacting handler."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("memsync: %(levelname)s %(message)s"))
     handler.addFilter(_Redacting())
-    root = logging.getLogger("memsync")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.WARNING)
-    root.propagate = False
+    ours = logging.getLogger("memsync")
+    ours.handlers[:] = [handler]
+    ours.setLevel(logging.DEBUG if debug else logging.WARNING)
+    ours.propagate = False
+    libraries = logging.getLogger()  # the root logger, where every library's records go
+    libraries.handlers[:] = [handler]
+    libraries.setLevel(logging.WARNING)
 
 
 @dataclass

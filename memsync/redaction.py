@@ -1,4 +1,5 @@
-"""Redaction of credentials in free text: every URL loses its user-info, query and fragment.
+"""Redaction of credentials in free text: every URL loses its user-info, query and fragment,
+and anything shaped like a hub token (`msk_…`, even cut short) is replaced.
 
 Used on everything git prints and on every message memsync writes to a terminal, a log or a
 state file. It errs on the side of hiding too much: a query or fragment is never shown.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+# A hub token, or any piece of one (`hub.tokens` has the exact form).
+TOKENISH = re.compile(r"msk_[^\s&/?#;,\"']*", re.IGNORECASE)
 # A URL runs from its scheme to the first blank, quote or angle bracket.
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*)")
 
@@ -31,3 +34,10 @@ def redact(text: str) -> str:
     if "://" not in text:
         return text
     return _URL.sub(redact_url_text, text)
+
+
+def redact_secrets(text: str) -> str:
+    """`redact`, and every token-shaped word replaced (for logs, where a library may quote
+    a request's headers)."""
+    text = redact(text)
+    return TOKENISH.sub("msk_REDACTED", text) if "msk_" in text.lower() else text

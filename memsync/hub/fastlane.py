@@ -132,7 +132,7 @@ class FastLane(asyncio.Protocol):
         while buffer:
             end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
             if end < 0:
-                if len(buffer) > MAX_HEAD:
+                if len(buffer) > MAX_HEAD or not _may_become_ours(buffer):
                     self._hand_over(buffer)
                     return
                 break
@@ -228,6 +228,15 @@ class FastLane(asyncio.Protocol):
             self._transport.close()
 
 
+def _may_become_ours(partial: bytes) -> bool:
+    """Whether an unfinished request head could still be one this lane answers: a
+    `GET /v1/views/` with CRLF line ends. Anything else (TLS by mistake, bare LF, another
+    method) goes to aiohttp at once, which answers or refuses it, rather than waiting."""
+    start = partial[: len(_OURS)]
+    return _OURS.startswith(start) and partial.count(b"\n") == partial.count(b"\r\n")
+
+
+_OURS = b"GET /v1/views/"
 LANES: web.AppKey[set[FastLane]] = web.AppKey("memsync.hub.lanes")
 
 

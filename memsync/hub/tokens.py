@@ -43,11 +43,12 @@ from memsync import timefmt
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.errors import UsageError
 from memsync.names import NAME_MAX, is_name
+from memsync.redaction import TOKENISH
 from memsync.wire.hub import TokenEntry
 
 DB_NAME = "hub.db"
 TOKEN_RE = re.compile(r"msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
-_TOKENISH = re.compile(r"msk_[^\s&/?#;,\"']*", re.IGNORECASE)
+_TOKENISH = TOKENISH
 SCHEMA_VERSION = 1
 TOUCH_INTERVAL = 60.0  # seconds between `last_used_at` writes for one token
 BUSY_TIMEOUT_MS = 5000

@@ -44,6 +44,7 @@ from memsync.hub.tokens import open_store
 log = logging.getLogger("memsync.hub")
 
 STOP_GRACE = 20.0  # seconds the workers get to stop before they are killed
+_HANDLED = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGCHLD})
 _READY = b"r"
 
 
@@ -156,15 +157,18 @@ class Supervisor:
         ready = [os.pipe() for _ in range(count)]
         inherited = [lifeline_r, self._lifeline_w, wake_r, wake_w]
         inherited += [fd for pair in ready for fd in pair]
-        previous = {
-            signum: signal.signal(signum, self._on_signal)
-            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)
-        }
+        previous = {signum: signal.signal(signum, self._on_signal) for signum in _HANDLED}
         old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         try:
-            for index in range(count):
-                own = (lifeline_r, ready[index][1])
-                self._fork(index, board, [fd for fd in inherited if fd not in own], own)
+            # A stop asked for while workers are forked waits until all are: it closes the
+            # lifeline, which the next workers would otherwise find closed under them.
+            signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
+            try:
+                for index in range(count):
+                    own = (lifeline_r, ready[index][1])
+                    self._fork(index, board, [fd for fd in inherited if fd not in own], own)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED)
             board.close()
             for sock in (s for group in self.sockets for s in group):
                 sock.close()  # the workers' now
@@ -208,6 +212,7 @@ class Supervisor:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED)  # blocked while forking
             for fd in spare:
                 os.close(fd)
             for other, group in enumerate(self.sockets):
@@ -223,8 +228,8 @@ class Supervisor:
     def _wait(self, wake_r: int, unready: dict[int, int]) -> None:
         pending = len(self.workers)
         while self.workers:
-            timeout = None
-            if self.stopping:
+            timeout = None  # no deadline, or none left once the late workers were killed
+            if self.stopping and self._deadline != float("inf"):
                 timeout = max(0.0, self._deadline - time.monotonic())
             readable, _, _ = select.select([wake_r, *unready], [], [], timeout)
             with contextlib.suppress(BlockingIOError):

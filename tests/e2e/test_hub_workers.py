@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -361,3 +362,72 @@ def test_one_worker_is_one_process(tmp_path: Path) -> None:
         assert status == 200
     finally:
         assert stop(single) == 0
+
+
+def test_a_malformed_request_quoting_a_token_never_puts_it_in_the_log(hub: Hub) -> None:
+    """aiohttp logs a request it cannot parse with the offending header line: the hub's
+    handler redacts it like its own messages."""
+    secret = hub.admin.rsplit("_", 1)[-1]
+    for bad in (f"Bearer {hub.admin}\x01", f"Bearer {hub.admin}\r\n folded"):
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+            conn.sendall(
+                f"GET /v1/views HTTP/1.1\r\nHost: x\r\nAuthorization: {bad}\r\n\r\n".encode()
+            )
+            assert conn.recv(4096).split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
+    assert stop(hub) == 0
+    log = hub.log()
+    assert "msk_REDACTED" in log, log  # the request was logged, redacted
+    assert secret not in log and hub.admin not in log
+
+
+def test_a_stop_asked_for_while_workers_start_waits_for_them_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "hub"
+    hub_init(data)
+    hub = start_hub(tmp_path, data, free_port(), workers=12)
+    try:
+        wait_for(lambda: len(hub.workers) >= 1, 20, "the first worker to be forked")
+        hub.proc.send_signal(signal.SIGTERM)
+        assert hub.proc.wait(timeout=60) == 0, hub.log()
+    finally:
+        stop(hub)
+    assert "Bad file descriptor" not in hub.log() and "error" not in hub.log().lower(), hub.log()
+
+
+@pytest.mark.slow
+def test_a_worker_that_does_not_stop_is_killed_and_the_hub_exits_3(hub: Hub) -> None:
+    stuck, other = hub.workers
+    os.kill(stuck, signal.SIGSTOP)  # it cannot see the lifeline close
+    try:
+        hub.proc.send_signal(signal.SIGTERM)
+        assert hub.proc.wait(timeout=60) == 3, hub.log()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stuck, signal.SIGCONT)
+    wait_for(lambda: not alive(stuck) and not alive(other), 20, "both workers to be gone")
+    log = hub.log()
+    assert f"hub worker {stuck} did not stop in 20 s: killing it" in log, log
+    assert "internal error" not in log, log
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS ClientHello: https by mistake
+        b"GET /v1/views HTTP/1.1\nHost: x\n\n",  # bare LF line ends
+    ],
+)
+def test_a_request_the_fast_lane_cannot_answer_is_refused_at_once(hub: Hub, start: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+        conn.sendall(start)
+        answer = conn.recv(4096)  # before the timeout: answered or closed, not left waiting
+    assert answer == b"" or answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request"), answer
+
+
+def test_a_request_sent_in_pieces_is_still_answered_by_the_fast_lane(hub: Hub) -> None:
+    head = f"GET /v1/views/none/manifest HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {hub.admin}"
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+        for piece in (head[:2], head[2:20], head[20:], "\r\n", "\r\n"):
+            conn.sendall(piece.encode())
+        assert conn.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 404 Not Found"
