@@ -151,6 +151,13 @@ class Hub:
             ],
             stderr=subprocess.DEVNULL,
         )
+        try:
+            self._upload(static)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _upload(self, static: Path) -> None:
         _wait_http(f"{self.url}/v1/health")
         view = static / "v1" / "views" / "bench"
         subprocess.run(
@@ -172,8 +179,13 @@ class Hub:
         )
 
     def stop(self) -> None:
+        """SIGTERM, then as long as the hub's own grace for its workers, then SIGKILL."""
         self.proc.terminate()
-        self.proc.wait(timeout=10)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _wait_http(url: str) -> None:
