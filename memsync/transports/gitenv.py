@@ -31,6 +31,10 @@ FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.askPass", ""),
     ("log.showSignature", "false"),  # never run gpg on signatures an upstream supplies
     ("log.showRoot", "true"),  # root commits' paths are checked like any other
+    # A gitlink is a change like any other: a root's config must not hide it from `log`,
+    # and `log -m` lists a merge against each parent, whatever `log.diffMerges` says.
+    ("diff.ignoreSubmodules", "none"),
+    ("log.diffMerges", "separate"),
     ("credential.helper", ""),
     ("protocol.ext.allow", "never"),
     ("protocol.file.allow", "always"),

@@ -176,7 +176,8 @@ class TreeReads(GitCore):
         args = [
             "log",
             "--reverse",
-            "-m",
+            "-m",  # each parent of a merge (log.diffMerges is forced to `separate`)
+            "--ignore-submodules=none",  # nor a .gitmodules' `ignore` hides a gitlink
             "--raw",
             "-z",
             "--no-renames",

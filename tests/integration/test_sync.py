@@ -143,6 +143,37 @@ def test_gitlink_rejected(team: Team) -> None:
     _refused(team, "rejected", "gitlink")
 
 
+def test_a_roots_diff_config_never_hides_a_gitlink(team: Team) -> None:
+    # `git log` obeys diff.ignoreSubmodules; the gate's history read must not.
+    git(team.bob.path, "config", "diff.ignoreSubmodules", "all")
+    _push_raw(team, {"MEMORY_a.md": "# A\n"})  # a sync first: the next listing is derived
+    assert team.bob.sync().status == "synced"  # from this one and the log's diffs
+    sha = git(team.alice.path, "rev-parse", "HEAD")
+    git(team.alice.path, "update-index", "--add", "--cacheinfo", f"160000,{sha},MEMORY_sub.md")
+    git(team.alice.path, "commit", "-q", "-m", "gitlink")
+    push(team.alice.path)
+    _refused(team, "rejected", "gitlink")
+
+
+@pytest.mark.parametrize("diff_merges", ["first-parent", "combined"])
+def test_a_roots_log_config_never_hides_a_collision_made_by_a_merge(
+    team: Team, diff_merges: str
+) -> None:
+    """Each side is clean; only the merge's tree holds both names. With `log -m` read as
+    first-parent, the merge would look like its first parent's tree (or, combined, not
+    parse at all)."""
+    git(team.bob.path, "config", "log.diffMerges", diff_merges)
+    alice = team.alice.path
+    base = git(alice, "rev-parse", "HEAD")
+    commit(alice, {"MEMORY_x.md": "# a\n"}, "one side")
+    git(alice, "checkout", "-q", "-b", "side", base)
+    commit(alice, {"memory_X.md": "# b\n"}, "other side")
+    git(alice, "checkout", "-q", "main")
+    git(alice, "merge", "-q", "--no-edit", "side")
+    push(alice)
+    _refused(team, "rejected", "case-collision")
+
+
 def test_executable_rejected(team: Team) -> None:
     _push_raw(team, {"MEMORY_run.md": "# run\n"}, mode="+x")
     _refused(team, "rejected", "executable")
