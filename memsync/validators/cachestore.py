@@ -15,16 +15,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsync.validators import document, summary
+from memsync.validators import document, runedges, scanwords, summary
 from memsync.validators.summary import KIND_CHARS, NODE, UNDECODABLE, FileSummary
 
 FILE_NAME = "parse-cache.sqlite3"
@@ -34,10 +36,12 @@ _BATCH = 500  # keys per SELECT (SQLite's default variable limit is far above)
 
 
 def parser_digest() -> bytes:
-    """Names the per-file pass that made an entry: a change to the parser's source makes
-    every stored entry foreign, so an upgrade never reuses an old verdict."""
+    """Names the per-file pass that made an entry: a change to the source of any module a
+    summary depends on (or to the Python version) makes every stored entry foreign, so an
+    upgrade never reuses an old verdict."""
     digest = hashlib.blake2b(FORMAT, digest_size=8)
-    for module in (document, summary):
+    digest.update(repr(sys.version_info[:2]).encode())
+    for module in (document, summary, runedges, scanwords):
         source = module.__file__
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.digest()
@@ -154,13 +158,23 @@ class PersistentStore:
 
     @classmethod
     def open(cls, directory: Path, *, max_bytes: int) -> PersistentStore | None:
+        """The store in `directory`, or None (memory only) when it cannot be trusted: the
+        directory must be ours and writable by no one else; a file there that is not a
+        private regular file of ours, or not a database, is dropped and made again. A
+        database that is only busy is left alone."""
         path = directory / FILE_NAME
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _private(directory.lstat(), stat.S_ISDIR):
+                return None  # another user's, or writable by others: rows could be forged
+            if not _private_or_absent(path):
+                _drop(path)  # a link, or rows others could have written: not to be read
             try:
                 connection = _connect(path)
-            except sqlite3.DatabaseError:
-                path.unlink(missing_ok=True)  # not a database: ours to drop, rebuilt below
+            except sqlite3.DatabaseError as exc:
+                if getattr(exc, "sqlite_errorname", "") not in _NOT_A_DATABASE:
+                    return None  # locked by another process, say: never delete it
+                _drop(path)  # not a database: ours to drop, rebuilt below
                 connection = _connect(path)
         except (OSError, sqlite3.Error):
             return None
@@ -251,6 +265,28 @@ class PersistentStore:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
                 self._db = None
+
+
+_NOT_A_DATABASE = frozenset({"SQLITE_NOTADB", "SQLITE_CORRUPT"})
+
+
+def _private(info: os.stat_result, kind: Callable[[int], bool]) -> bool:
+    """Of that kind (never a symlink: `lstat`), ours, and writable by no one else."""
+    return kind(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def _private_or_absent(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return True
+    return _private(info, stat.S_ISREG)
+
+
+def _drop(path: Path) -> None:
+    """Remove the store and SQLite's files beside it (in our private directory)."""
+    for name in (path.name, f"{path.name}-journal", f"{path.name}-wal", f"{path.name}-shm"):
+        (path.parent / name).unlink(missing_ok=True)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -10,6 +10,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from memsync.validators.cache import ParseCache, Uncached, cache_key
 from memsync.validators.cachestore import FILE_NAME, FORMAT, PersistentStore, encode
 from memsync.validators.graph import validate_graph
@@ -175,3 +177,59 @@ def test_the_root_validator_takes_the_cache(tmp_path: Path) -> None:
     for _ in range(2):
         assert default_graph_validator(cache=cache).validate(git_tree(FILES)[0]) == plain
     assert (cache.misses, cache.hits) == (3, 3)
+
+
+def test_a_store_others_could_write_is_dropped_not_read(tmp_path: Path) -> None:
+    warm(tmp_path)
+    (tmp_path / FILE_NAME).chmod(0o666)  # rows another user could have forged
+    verdict, cache, _ = cold_verdict_from(tmp_path)
+    assert verdict == expected()
+    assert cache.misses == 3  # nothing trusted from it
+    assert oct((tmp_path / FILE_NAME).stat().st_mode & 0o777) == "0o600"  # made again
+
+
+def test_a_store_that_is_a_symlink_is_never_followed(tmp_path: Path) -> None:
+    (tmp_path / "cache").mkdir(mode=0o700)
+    victim = tmp_path / "notes.txt"
+    victim.write_bytes(b"")  # an empty file sqlite would happily turn into a database
+    victim.chmod(0o644)
+    (tmp_path / "cache" / FILE_NAME).symlink_to(victim)
+    warm(tmp_path / "cache")
+    assert victim.read_bytes() == b"" and oct(victim.stat().st_mode & 0o777) == "0o644"
+    assert not (tmp_path / "cache" / FILE_NAME).is_symlink()
+    assert cold_verdict_from(tmp_path / "cache")[1].misses == 0
+
+
+def test_a_directory_others_may_write_has_no_store(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert PersistentStore.open(shared, max_bytes=1 << 20) is None
+    assert list(shared.iterdir()) == []
+
+
+def test_a_busy_store_is_left_alone(tmp_path: Path) -> None:
+    warm(tmp_path)
+    before = rows(tmp_path)
+    holder = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        assert PersistentStore.open(tmp_path, max_bytes=1 << 26) is None  # busy: memory only
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert rows(tmp_path) == before
+
+
+def test_the_parser_digest_follows_every_module_a_summary_depends_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memsync.validators import cachestore, runedges, scanwords  # noqa: PLC0415
+
+    before = cachestore.parser_digest()
+    for module in (runedges, scanwords):
+        changed = tmp_path / f"{module.__name__}.py"
+        changed.write_bytes(Path(str(module.__file__)).read_bytes() + b"\n# changed\n")
+        with monkeypatch.context() as patch:
+            patch.setattr(module, "__file__", str(changed))
+            assert cachestore.parser_digest() != before, module.__name__
