@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
@@ -83,6 +84,9 @@ def hub_serve(app: App, data: Path | None, listen: str | None, workers: int | No
     if listen is None:
         settings = None if data is not None else app.settings()
         listen = settings.hub.listen if settings and settings.hub else "127.0.0.1:8765"
+    if not app.debug:  # what an operator wants to see: serving where, revisions, stopping
+        logging.getLogger("memsync.hub").setLevel(logging.INFO)
+        logging.getLogger("memsync.hub.access").setLevel(logging.WARNING)  # not every GET
     run_hub(data_dir, listen, workers if workers is not None else default_workers())
     return EXIT_OK
 

@@ -431,3 +431,14 @@ def test_a_request_sent_in_pieces_is_still_answered_by_the_fast_lane(hub: Hub) -
         for piece in (head[:2], head[2:20], head[20:], "\r\n", "\r\n"):
             conn.sendall(piece.encode())
         assert conn.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 404 Not Found"
+
+
+def test_the_hub_says_where_it_serves_but_logs_no_request(hub: Hub) -> None:
+    wait_for(lambda: "memsync hub serving" in hub.log(), 20, "the hub to say where it serves")
+    assert f"http://127.0.0.1:{hub.port}" in hub.log()
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+            conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+    assert stop(hub) == 0
+    assert "/v1/health" not in hub.log(), hub.log()
