@@ -39,18 +39,22 @@ _CONTENT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def content_id(tree: TreeView, path: str) -> str | None:
-    """The entry's content id when the tree knows one: a Git object id or a SHA-256 in hex.
+    """The entry's content id when the tree knows one, marked with its kind: `g` and a Git
+    object id, or `s` and the SHA-256 of the bytes (in hex).
 
     A tree whose object ids are not content ids (a work tree names its files by path) gives
-    None, and the caller hashes the bytes instead.
+    None, and the caller hashes the bytes instead (`s` too).
     """
     entry = tree.get(path)
     if entry is None or entry.oid is None or entry.oid == path:
         return None
-    return entry.oid if _CONTENT_ID.fullmatch(entry.oid) else None
+    if not _CONTENT_ID.fullmatch(entry.oid):
+        return None
+    return f"{'s' if tree.sha256_ids else 'g'}{entry.oid}"
 
 
 def cache_key(content: str, path: str, *, pursuit: bool) -> str:
+    """`content` as `content_id` gives it (kind and id)."""
     return f"{'p' if pursuit else 'm'}{content}:{path}"
 
 
@@ -197,7 +201,8 @@ class CachedSummaries:
         if known is None:
             known = self.hashed.get(path)
             if known is None:
-                known = self.hashed[path] = hashlib.sha256(tree.content(path)).hexdigest()
+                digest = hashlib.sha256(tree.content(path)).hexdigest()
+                known = self.hashed[path] = f"s{digest}"
         return cache_key(known, path, pursuit=pursuit)
 
     def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:

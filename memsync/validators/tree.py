@@ -68,7 +68,9 @@ class TreeView:
     """A read-only tree: `entries` maps a slash-separated path to its Entry.
 
     `duplicates` names the paths the tree holds more than once; by default those of a
-    `Listing`, else none.
+    `Listing`, else none. `sha256_ids`: the entries' object ids are the SHA-256 of their
+    bytes (a view package's, from its manifest), not Git object ids; the parse cache keys
+    the two kinds apart (a Git SHA-256 blob id is the hash of a header and the bytes).
     """
 
     def __init__(
@@ -77,7 +79,9 @@ class TreeView:
         source: BlobSource | None = None,
         *,
         duplicates: Iterable[str] | None = None,
+        sha256_ids: bool = False,
     ) -> None:
+        self.sha256_ids = sha256_ids
         self.entries: Mapping[str, Entry] = dict(entries)
         if duplicates is None:
             duplicates = entries.duplicates if isinstance(entries, Listing) else ()

@@ -78,7 +78,8 @@ def validate_package(
                 p: Entry(MODE_FILE, len(b), oid=known.get(p), data=b)
                 for p, b in files.items()
                 if p.startswith("dist/")
-            }
+            },
+            sha256_ids=True,
         )
         graph = validate_graph(
             tree, "mf", root_path=DIST_MEMORY, namespace=f"MF#{heading}", cache=cache

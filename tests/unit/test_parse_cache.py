@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from memsync.validators.cache import ParseCache, Uncached, cache_key
+from memsync.validators.cache import ParseCache, Uncached, cache_key, content_id
 from memsync.validators.cachestore import FILE_NAME, FORMAT, PersistentStore, encode
 from memsync.validators.graph import validate_graph
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.summary import summarize_bytes
+from memsync.validators.tree import MODE_FILE, Entry, TreeView
 from tests.unit.test_validator_equivalence import git_tree
 
 FILES: dict[str, bytes | None] = {
@@ -106,7 +107,7 @@ def test_a_forged_entry_with_a_valid_checksum_but_no_summary_shape_is_ignored(
 ) -> None:
     warm(tmp_path)
     store = open_store(tmp_path)
-    key = cache_key(git_tree(FILES)[0].entries["MEMORY.md"].oid or "", "MEMORY.md", pursuit=False)
+    key = cache_key(content_id(git_tree(FILES)[0], "MEMORY.md") or "", "MEMORY.md", pursuit=False)
     good = encode(
         key, summarize_bytes(FILES["MEMORY.md"] or b"", "MEMORY.md", pursuit=False), store.header
     )
@@ -233,3 +234,18 @@ def test_the_parser_digest_follows_every_module_a_summary_depends_on(
         with monkeypatch.context() as patch:
             patch.setattr(module, "__file__", str(changed))
             assert cachestore.parser_digest() != before, module.__name__
+
+
+def test_a_git_object_id_and_a_sha256_of_bytes_are_never_one_key() -> None:
+    """Both can be 64 hex digits (a SHA-256 repository's blob id hashes a header and the
+    bytes): the same digits name different bytes in a Git tree and in a view package."""
+    same = "ab" * 32
+    good = b"# Topic {#t}\n- `a` x -> [dep:t]\n"
+    bad = b"# Topic {#t}\n- `a` x -> [dep:gone]\n"
+    git_like = TreeView({"MEMORY.md": Entry(MODE_FILE, len(good), oid=same, data=good)})
+    package = TreeView(
+        {"MEMORY.md": Entry(MODE_FILE, len(bad), oid=same, data=bad)}, sha256_ids=True
+    )
+    cache = ParseCache()
+    for tree in (git_like, package):
+        assert validate_graph(tree, cache=cache) == validate_graph(tree, cache=Uncached())
