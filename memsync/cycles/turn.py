@@ -216,6 +216,9 @@ class _Turn:
             key = journal.operation_key("insight", basis, None)
         else:
             key = journal.operation_key("prune", head, None, basis)
+        replayed = self.records.done(f"{key}-replay")
+        if replayed is not None:  # this turn landed by replay (see `_replay`): settled
+            return self._finish(AlreadyDone(replayed))
         try:
             outcome = Admitter(git, self.records, self.layout, self.policy).admit(
                 Admission(self.cycle.kind, branch, head, key=key, once=True),

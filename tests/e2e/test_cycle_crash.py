@@ -227,3 +227,48 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
     assert CycleReport.model_validate_json(out).status == "landed"
     assert starts(tmp_path) == 2
     assert_converged(team, tmp_path, "insight")
+
+
+REPLAYED_AGENT = """\
+#!/bin/sh
+set -eu
+cat > /dev/null
+echo run >> '{counter}'
+mkdir -p insight_logs
+printf '# Shape\\n\\nIt holds.\\n' > insight_logs/crash-test.md
+git add -f insight_logs/crash-test.md
+git -c user.name=insight -c user.email=insight@localhost commit -q -m 'insight: crash test'
+if [ ! -e '{moved}' ]; then  # a person commits in the root meanwhile: the turn is replayed
+  touch '{moved}'
+  cd '{root}'
+  printf '# Pursuits\\n\\nMore.\\n' > PURSUITS.md
+  git -c user.name=me -c user.email=me@localhost commit -q -am 'pursuits: more'
+fi
+"""
+
+
+# Points the replay reaches (the first admission stops at its fence, after `prepared`).
+REPLAY_POINTS = ("after-worktree-update", "after-ref-update", "after-publish")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", REPLAY_POINTS)
+def test_a_replayed_turn_killed_after_it_settled_never_runs_again(
+    team: Team, tmp_path: Path, point: str
+) -> None:
+    script = tmp_path / "insight.sh"
+    script.write_text(
+        REPLAYED_AGENT.format(
+            counter=tmp_path / "runs", moved=tmp_path / "moved", root=team.bob.path
+        )
+    )
+    script.chmod(0o755)
+    role = f"insight: {{executor: command, command: [{script}], timeout: 60s}}"
+    cfg = configure(team, tmp_path, "insight", role)
+    code, out = run(cfg, "insight", "--force", fault=point)
+    assert code == -signal.SIGKILL, out
+    code, out = run(cfg, "insight")
+    assert code == 0, out
+    assert starts(tmp_path) == 1, CycleReport.model_validate_json(out)
+    assert_converged(team, tmp_path, "insight")
+    assert "pursuits: more" in git(team.bob.path, "log", "--format=%s")
