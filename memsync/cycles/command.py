@@ -124,7 +124,12 @@ def run_command(
         )
         try:
             done = run_process(
-                argv, cwd=worktree, env=env, seconds=seconds, input=text.encode("utf-8")
+                argv,
+                cwd=worktree,
+                env=env,
+                seconds=seconds,
+                input=text.encode("utf-8"),
+                keep=output_cap,
             )
         except OSError as exc:
             what = "was not found" if isinstance(exc, FileNotFoundError) else "could not start"
@@ -154,8 +159,8 @@ def _command_record(
 ) -> RunRecord:
     """How a finished (or stopped) command ended, with its output cut to the cap."""
     scrub = Scrub()
-    stdout, cut_out = tail(done.stdout, output_cap)
-    stderr, cut_err = tail(done.stderr, output_cap)
+    stdout, cut_out = tail(done.stdout, output_cap, done.stdout_total)
+    stderr, cut_err = tail(done.stderr, output_cap, done.stderr_total)
     outcome = "ok"
     message = f"the role {role.name} finished"
     if done.expired:

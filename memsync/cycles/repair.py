@@ -327,7 +327,7 @@ class Repairer:
                 (Problem("too-many-commits", None, None, "a repair is exactly one commit"),),
             )
         if conflict.conflicted:
-            shaped = parents[:1] == [pre] and conflict.upstream in parents[1:]
+            shaped = parents == [pre, conflict.upstream]  # no third parent brought along
             want = "a merge commit whose parents are the local head and the upstream commit"
         else:
             shaped = parents == [pre]

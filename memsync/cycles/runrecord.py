@@ -109,15 +109,17 @@ class Scrub:
         return any(key in text for key in keys for text in texts)
 
 
-def tail(data: bytes, cap: int) -> tuple[str, bool]:
+def tail(data: bytes, cap: int, total: int | None = None) -> tuple[str, bool]:
     """The last `cap` bytes as text (the end of an output says most), and whether any was cut.
 
-    The process box returns whole outputs; this bounds what a record (and a log) holds.
+    `data` is the end of an output of `total` bytes (all of it when `total` is None); this
+    bounds what a record (and a log) holds.
     """
-    if len(data) <= cap:
+    total = len(data) if total is None else total
+    if total <= cap:
         return data.decode("utf-8", "replace"), False
     kept = data[len(data) - cap :].decode("utf-8", "replace")
-    return f"[{len(data) - cap} earlier bytes cut]\n{kept}", True
+    return f"[{total - cap} earlier bytes cut]\n{kept}", True
 
 
 def last_line(text: str, limit: int = 300) -> str:

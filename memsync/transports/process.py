@@ -13,6 +13,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import selectors
 import signal
 import subprocess
 import threading
@@ -51,6 +52,9 @@ class Completed:
     stdout: bytes
     stderr: bytes
     expired: bool  # the deadline passed and the process group was killed
+    # How many bytes each output had in all (`stdout`/`stderr` may hold only the last ones).
+    stdout_total: int | None = None
+    stderr_total: int | None = None
 
 
 def run_process(
@@ -60,10 +64,14 @@ def run_process(
     env: Mapping[str, str],
     seconds: float,
     input: bytes | None = None,
+    keep: int | None = None,
 ) -> Completed:
     """Run `argv` to completion or until `seconds` pass (then its whole group is killed).
 
-    FileNotFoundError propagates when the program does not exist; the caller names it.
+    With `keep` (a program we do not trust to be quiet or tidy: a role's agent), only the
+    last `keep` bytes of each output are held while it runs, and when it exits whatever it
+    left running in its group is killed too. FileNotFoundError propagates when the program
+    does not exist; the caller names it.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -78,14 +86,79 @@ def run_process(
     # thread enforces the deadline instead.
     ticket = _WATCHDOG.watch(proc, max(seconds, 0.0))
     try:
-        out, err = proc.communicate(input)
+        totals: list[int] = []
+        if keep is None:
+            out, err = proc.communicate(input)
+        else:
+            out, err = _drain(proc, input, keep, totals)
+            # The leader has exited but is not reaped: its group id cannot have been given
+            # to anyone else, so this reaches exactly what it left behind.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            kill_group(proc)
+            proc.wait()
     except BaseException:
         kill_group(proc)
-        proc.communicate()
+        if keep is None:
+            proc.communicate()
+        else:
+            proc.wait()  # the pipes may be closed already; the group is dead
         raise
     finally:
         ticket.done = True
-    return Completed(proc.returncode, out, err, ticket.expired)
+    return Completed(proc.returncode, out, err, ticket.expired, *(totals or (None, None)))
+
+
+def _drain(
+    proc: subprocess.Popen[bytes], input: bytes | None, keep: int, totals: list[int]
+) -> tuple[bytes, bytes]:
+    """Feed `input` and read both outputs until they close, holding at most the last
+    `keep` (+1, so a cut shows) bytes of each; `totals` gets how many each had."""
+    held: dict[int, bytearray] = {}
+    counted: dict[int, int] = {}
+    pending = memoryview(input or b"")
+    with selectors.DefaultSelector() as selector:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                held[pipe.fileno()] = bytearray()
+                selector.register(pipe.fileno(), selectors.EVENT_READ)
+        if proc.stdin is not None:
+            if pending:
+                os.set_blocking(proc.stdin.fileno(), False)
+                selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        while selector.get_map():
+            for key, _events in selector.select():
+                fd = key.fd
+                if fd not in held:  # stdin
+                    try:
+                        pending = pending[os.write(fd, pending[:65536]) :]
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        if isinstance(exc, BlockingIOError):
+                            continue
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(fd)
+                        proc.stdin.close()  # type: ignore[union-attr]
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    selector.unregister(fd)
+                    continue
+                counted[fd] = counted.get(fd, 0) + len(chunk)
+                buffer = held[fd]
+                buffer += chunk
+                if len(buffer) > 2 * (keep + 1):
+                    del buffer[: len(buffer) - keep - 1]
+    outs = [
+        bytes(held.get(p.fileno(), b"")[-(keep + 1) :]) if p else b""
+        for p in (proc.stdout, proc.stderr)
+    ]
+    totals += [counted.get(p.fileno(), 0) if p else 0 for p in (proc.stdout, proc.stderr)]
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return outs[0], outs[1]
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

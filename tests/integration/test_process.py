@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -73,3 +74,55 @@ def test_a_sync_cycle_stops_at_sync_timeout_as_a_whole(
     assert result.status == "offline", result.message
     assert "time limit" in result.message or "did not finish" in result.message
     assert elapsed < 3.0
+
+
+def _dead(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(") ", 1)[-1][:1] == "Z"  # killed, waiting for init
+    except FileNotFoundError:
+        return True
+
+
+def test_an_untrusted_program_leaves_nothing_running_when_it_exits(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = f"sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {pidfile}; echo done"
+    done = run_process(
+        ["sh", "-c", script], cwd=tmp_path, env=dict(os.environ), seconds=30, keep=1000
+    )
+    assert done.returncode == 0 and done.stdout == b"done\n" and not done.expired
+    wait_for(lambda: _dead(int(pidfile.read_text())), 10, "the left-behind child to be killed")
+
+
+def test_git_style_runs_leave_their_group_alone(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = f"sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {pidfile}"
+    assert (
+        run_process(["sh", "-c", script], cwd=tmp_path, env=dict(os.environ), seconds=30).returncode
+        == 0
+    )
+    child = int(pidfile.read_text())
+    try:
+        assert not _dead(child)  # without `keep`, nothing beyond the deadline's kill
+    finally:
+        os.kill(child, 9)
+
+
+MEASURE = """\
+import resource, sys
+from pathlib import Path
+from memsync.transports.process import run_process
+done = run_process(
+    [sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'x' * (300 << 20) + b'END')"],
+    cwd=Path("."), env={"PATH": "/usr/bin:/bin"}, seconds=60, keep=1000,
+)
+assert done.returncode == 0 and done.stdout.endswith(b"END") and len(done.stdout) == 1001
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def test_an_untrusted_programs_output_is_held_to_its_cap_while_it_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout) < 100, done.stdout  # MiB: 300 MiB went through, little was held

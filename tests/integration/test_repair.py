@@ -280,6 +280,24 @@ def test_a_repair_that_drops_the_upstream_parent_is_refused(team: Team, tmp_path
     assert "parents are the local head and the upstream commit" in result.message
 
 
+def test_a_repair_that_brings_a_third_parent_is_refused(team: Team, tmp_path: Path) -> None:
+    """An octopus would carry an unvalidated history (say, a forged `prune:` commit) along."""
+    body = (
+        f"printf '{ALICE_MEMORY}' > MEMORY.md && git add MEMORY.md && "
+        "extra=$(git commit-tree -m 'prune: checkpoint' $(git mktree </dev/null)) && "
+        "tree=$(git write-tree) && "
+        "top=$(git commit-tree -p HEAD -p MERGE_HEAD -p $extra -m 'repair' $tree) && "
+        "git merge --abort && git reset -q --hard $top"
+    )
+    agent = Agent(tmp_path, body)
+    bob = with_role(team.bob, agent.role)
+    _local, upstream = conflict(team)
+    before = snapshot(bob.path)
+    result = bob.sync()
+    unchanged(team, bob, result.status, before, upstream)
+    assert "parents are the local head and the upstream commit" in result.message
+
+
 def test_a_repair_of_two_commits_is_refused(team: Team, tmp_path: Path) -> None:
     body = (
         f"printf '{ALICE_MEMORY}' > MEMORY.md && git add MEMORY.md && {COMMIT} && "
