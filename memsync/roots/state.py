@@ -2,7 +2,10 @@
 
 A corrupt or missing file reads as an empty state: it never breaks a sync. The trusted
 upstream is the newest upstream commit this root accepted (published, pushed or already
-contained); the planner refuses any upstream that is not its descendant.
+contained); the planner refuses any upstream that is not its descendant. It alone guards
+safety, so it is also kept in `trusted.json` beside it, written (and fsynced) only when it
+changes: `state.json` is rewritten every cycle without fsync, and a power cut could leave
+it empty on some file systems, but never the trusted upstream with it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ class RootState:
 
     @classmethod
     def load(cls, path: Path) -> RootState:
+        state = cls._read(path)
+        kept = read_json(_trusted_file(path))
+        trusted = kept.get("trusted_upstream") if isinstance(kept, dict) else None
+        return replace(state, trusted_upstream=trusted) if isinstance(trusted, str) else state
+
+    @classmethod
+    def _read(cls, path: Path) -> RootState:
         raw = read_json(path)
         if not isinstance(raw, dict):
             return cls()
@@ -43,6 +53,10 @@ class RootState:
             return cls()
 
     def save(self, path: Path, *, durable: bool = True) -> None:
+        """Write the state; `durable` when the trusted upstream changed (then it goes to
+        `trusted.json` first, fsynced)."""
+        if durable and self.trusted_upstream is not None:
+            write_json(_trusted_file(path), {"trusted_upstream": self.trusted_upstream})
         data = asdict(self)
         data["last_files"] = list(self.last_files)
         write_json(path, data, durable=durable)
@@ -70,3 +84,7 @@ class RootState:
             last_head=head or self.last_head,
             last_upstream=upstream or self.last_upstream,
         )
+
+
+def _trusted_file(state_file: Path) -> Path:
+    return state_file.with_name("trusted.json")

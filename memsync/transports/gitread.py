@@ -54,6 +54,10 @@ class Recent(Generic[_K, _V]):
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
+    def drop(self, key: _K) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from memsync.errors import GitError
 from memsync.transports import gitmemo, gitparse
 from memsync.transports.gitcore import GitCore
 from memsync.transports.gitenv import OID
@@ -110,7 +111,11 @@ class TreeReads(GitCore):
         base = gitmemo.LISTINGS.get(last[1]) if last is not None else None
         if last is None or base is None or base.entries.duplicates:
             return None
-        records = self.diff_records(last[0], rev)
+        try:
+            records = self.diff_records(last[0], rev)
+        except GitError:  # the last listing's commit is gone (a gc, a new clone here)
+            gitmemo.LAST.drop(self.cwd)
+            return None
         leaves = [r for r in records if not r.is_tree]
         wanted = [r.oid for r in leaves if r.oid is not None and r.mode != MODE_GITLINK]
         sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
@@ -324,10 +329,14 @@ def apply_diff(
     base: KeptListing, records: Sequence[DiffRecord], sizes: Mapping[str, int]
 ) -> tuple[KeptListing, tuple[tuple[str, Entry | None], ...]] | None:
     """`base` changed by git's diff records (`diff-tree -r -t`), and the leaf delta; None
-    when a record does not fit (a path twice, a deletion of what is not there, an addition
-    of what is, a directory added where one stands, a file where a directory is or under
-    one): only a tree git's object check refuses gives such a diff, and it is listed in full.
+    when a record does not fit (a path twice, a directory twice, a deletion of what is not
+    there, an addition of what is, a directory added where one stands, a file where a
+    directory is or under one): only a tree git's object check refuses gives such a diff,
+    and it is listed in full.
     """
+    trees = [r.path for r in records if r.is_tree]
+    if len(set(trees)) != len(trees):  # a directory twice (say, added twice): list in full
+        return None
     entries = dict(base.entries)
     dirs = dict(base.dirs)
     delta: list[tuple[str, Entry | None]] = []

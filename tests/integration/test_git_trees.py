@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -121,7 +122,9 @@ def _mktree(repo: Path, lines: list[str]) -> str:
     return git(repo, "mktree", input="".join(f"{line}\n" for line in lines).encode())
 
 
-@pytest.mark.parametrize("shape", ["directory twice", "file twice", "file and empty directory"])
+@pytest.mark.parametrize(
+    "shape", ["directory twice", "new directory twice", "file twice", "file and empty directory"]
+)
 def test_a_tree_git_refuses_is_listed_in_full(tmp_path: Path, shape: str) -> None:
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
@@ -131,8 +134,12 @@ def test_a_tree_git_refuses_is_listed_in_full(tmp_path: Path, shape: str) -> Non
     y = _mktree(repo, [f"100644 blob {b}\ty.md"])
     empty = _mktree(repo, [])
     good = _mktree(repo, [f"100644 blob {a}\ta.md", f"040000 tree {x}\td"])
+    if shape == "new directory twice":  # `d` is not in the base: both are additions
+        good = _mktree(repo, [f"100644 blob {a}\ta.md"])
+    twice = [f"100644 blob {a}\ta.md", f"040000 tree {x}\td", f"040000 tree {y}\td"]
     bad = {
-        "directory twice": [f"100644 blob {a}\ta.md", f"040000 tree {x}\td", f"040000 tree {y}\td"],
+        "directory twice": twice,
+        "new directory twice": twice,
         "file twice": [f"100644 blob {a}\ta.md", f"100644 blob {b}\ta.md", f"040000 tree {x}\td"],
         "file and empty directory": [
             f"100644 blob {a}\ta.md",
@@ -196,3 +203,16 @@ def test_a_path_that_looks_like_a_log_header_is_a_path(tmp_path: Path) -> None:
     assert count == 1
     assert [c.path for c in changes] == [f"\x01{fake} {parent}"]
     assert gitmemo.DIFFS.get((parent, fake)) is None
+
+
+def test_a_listing_kept_for_a_commit_that_is_gone_is_not_used(tmp_path: Path) -> None:
+    """The root is made again at the same path (a new clone): the last listing's commit
+    does not exist there, and the next listing is made in full, not an error."""
+    repo = tmp_path / "repo"
+    for body in (b"# one\n", b"# two\n"):
+        shutil.rmtree(repo, ignore_errors=True)
+        git(tmp_path, "init", "-q", "-b", "main", str(repo))
+        blob = git(repo, "hash-object", "-w", "--stdin", input=body)
+        made = git(repo, "commit-tree", _mktree(repo, [f"100644 blob {blob}\ta.md"]), "-m", "x")
+        listing = Git(repo).ls_tree(made)
+        assert dict(listing) == dict(full_listing(repo, made))

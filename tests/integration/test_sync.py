@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.roots.layout import CANDIDATE_REFS
+from memsync.roots.layout import CANDIDATE_REFS, RootLayout
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, push, snapshot, write
 
@@ -214,6 +214,25 @@ def test_dotgit_equivalent_name_rejected(team: Team) -> None:
 def test_missing_root_document_rejected(team: Team) -> None:
     _push_raw(team, {"PURSUITS.md": None})
     _refused(team, "rejected", "missing-root-document")
+
+
+def test_a_rewind_is_refused_even_when_state_json_came_back_empty(team: Team) -> None:
+    """state.json is rewritten every cycle without fsync; after a power cut some file
+    systems give back an empty file. The trusted upstream survives in trusted.json."""
+    alice, bob = team.alice, team.bob
+    commit(alice.path, {"MEMORY_a.md": "# A\n"})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    assert bob.sync().status == "current"  # a cycle that rewrites state.json, no fsync
+    state_file = RootLayout.for_root(bob.state_dir, bob.settings.name).state_file
+    state_file.write_bytes(b"")
+    git(alice.path, "reset", "-q", "--hard", "HEAD~1")
+    commit(alice.path, {"MEMORY_c.md": "# C\n"}, "rewritten")
+    push(alice.path, force=True)
+    before = snapshot(bob.path)
+    result = bob.sync()
+    assert result.status == "rewound", result.message
+    assert snapshot(bob.path) == before
 
 
 def test_force_pushed_rewind_is_refused_then_accepted(team: Team) -> None:
