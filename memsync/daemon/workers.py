@@ -23,7 +23,7 @@ from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
 from memsync.config.secrets import SecretRef, resolve
 from memsync.cycles.runner import cycle_now
-from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, CycleResult
+from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, REFUSED, CycleResult
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
@@ -65,7 +65,9 @@ class RootWorker:
             kind: Trigger(
                 f"{kind} {settings.name}",
                 functools.partial(self._cycle, kind),
-                lambda r: r.status == FAILED,
+                # A refused turn (its write broke a grant or the gate) backs off like a
+                # failed one: asking the model again at once would get the same answer.
+                lambda r: r.status in (FAILED, REFUSED),
                 backoff=Backoff(base=60.0, cap=3600.0),
             )
             for kind in CYCLES

@@ -259,3 +259,33 @@ def _holds(root: Path, commit_sha: str) -> bool:
     """The root's HEAD contains `commit_sha` (False while the object is not even there)."""
     present = git(root, "cat-file", "-t", commit_sha, check=False) == "commit"
     return present and is_ancestor(root, commit_sha, "HEAD")
+
+
+def test_a_refused_cycle_backs_off_instead_of_asking_again_at_once(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    """An insight role that writes outside its grants is refused; the publications that
+    follow do not make the daemon ask it again until its backoff has passed."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "overreach.sh"
+    script.write_text(
+        f"#!/bin/sh\ncat > /dev/null\necho run >> '{runs}'\n"
+        "printf '# User Context\\n\\nRewritten.\\n' > MEMORY.md\n"
+        "git -c user.name=r -c user.email=r@localhost commit -qam 'insight: mine now'\n"
+    )
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
+    config.write_text(
+        config.read_text()
+        + "    insight: {enabled: true, trigger_points: 1, points_per_commit: 1, check_every: 1s}\n"
+        + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
+    )
+    daemon = start(config)
+    for n in range(4):  # the first publication sets the mark; the next ones add points
+        made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
+        assert team.alice.sync().status == "pushed"
+        wait_for(lambda m=made: _holds(team.bob.path, m), 15, f"bob to get commit {n}")
+        if n == 1:
+            wait_for(runs.exists, 30, "the role to run once")
+            assert daemon.status().roots[0].insight.last_result == "failed"
+    assert len(runs.read_text().splitlines()) == 1
+    assert "Rewritten." not in (team.bob.path / "MEMORY.md").read_text()
