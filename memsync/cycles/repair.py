@@ -336,6 +336,8 @@ class Repairer:
             raise RepairFailed(f"the role's commit is not {want}")
         message = box.out("log", "-1", "--format=%B", top).strip()
         message = message or f"memsync: repair the merge of upstream {conflict.upstream[:12]}"
+        if message.startswith(("prune:", "insight:")):  # not a cycle's: prune counts from them
+            message = f"repair: {message}"
         message = f"{message}\n\nMemsync-Operation: {operation}\n"
         args = ["commit-tree", box.tree_of(top)]
         for parent in parents:

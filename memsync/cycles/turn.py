@@ -266,6 +266,7 @@ class _Turn:
         message = box.out("log", "-1", "--format=%B", "HEAD").strip()
         if facts is not None:  # the ledger records what went and what grace kept
             message = ledger_message(message, facts, removed_items(git, facts, top or head))
+        message = owned_subject(self.cycle.kind, message)
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
         collapsed = (
             box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
@@ -392,3 +393,14 @@ class _Turn:
             Pressure.load(self.pressure_path).completed(result).save(self.pressure_path)
         else:
             PruneState.load(self.prune_path).completed(result).save(self.prune_path)
+
+
+def owned_subject(kind: str, message: str) -> str:
+    """`message` with a subject that says which cycle made it (`prune: …`, `insight: …`):
+    prune generations are counted from `prune:` subjects, so an insight turn never writes
+    one, and a prune turn always does, whatever the role wrote."""
+    subject, newline, rest = message.partition("\n")
+    prefix = f"{kind}:"
+    if not subject.startswith(prefix):
+        subject = f"{prefix} {subject.strip()}" if subject.strip() else f"{prefix} checkpoint"
+    return subject + newline + rest

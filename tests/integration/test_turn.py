@@ -115,6 +115,20 @@ def test_an_empty_prune_checkpoint_lands(team: Team) -> None:
     assert run_cycle(team.bob.settings, prune, role, team.bob.state_dir).status == "not-due"
 
 
+def test_an_insight_titled_as_a_prune_does_not_reset_the_prune_generation(team: Team) -> None:
+    prune = CycleSettings("prune", True, threshold=2)
+    _pressure(team, 2)  # two memory commits: prune is due
+    role = Script(WRITE_LOG.replace("insight: deploy rules cluster", "prune: checkpoint"))
+    assert run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir).status == "landed"
+    assert git(team.bob.path, "log", "-1", "--format=%s") == "insight: prune: checkpoint"
+    pruner = Script("git commit -q --allow-empty -m 'tidy up'")
+    result = run_cycle(team.bob.settings, prune, pruner, team.bob.state_dir)
+    assert result.status == "landed" and pruner.runs == 1, result.message
+    # the prune turn's commit is a boundary whatever the role titled it
+    assert git(team.bob.path, "log", "-1", "--format=%s") == "prune: tidy up"
+    assert run_cycle(team.bob.settings, prune, pruner, team.bob.state_dir).status == "not-due"
+
+
 def test_a_settled_turn_is_never_run_again_after_a_crash(team: Team) -> None:
     """A crash between the landing and the pressure update leaves the claim active; the
     next run finds the claim's operation settled and does not ask the role again."""
