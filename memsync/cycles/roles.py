@@ -13,6 +13,7 @@ outcome, writes one line to the root's run log (`runlog.py`).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -148,9 +149,7 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
         return
     if isinstance(proposal, InsightWrite):
         name = InsightWrite.log_path(timefmt.now())
-        target = turn.worktree / name
-        target.parent.mkdir(exist_ok=True)
-        target.write_text(proposal.text, encoding="utf-8")
+        _write_inside(turn.worktree, name, proposal.text.encode("utf-8"))
         git.run("add", "-f", "--", name)
         _commit(git, proposal.subject)
         return
@@ -175,9 +174,28 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
             git.run("rm", "-q", "--cached", "--", path)
             target.unlink(missing_ok=True)
         else:
-            target.write_bytes(data)
+            _write_inside(turn.worktree, path, data)
             git.run("add", "-f", "--", path)
     _commit(git, proposal.message)
+
+
+def _write_inside(worktree: Path, name: str, data: bytes) -> None:
+    """Write `data` at `name` in the worktree, never through a symlink the checked-out
+    commit holds (a local commit is not validated until it is pushed): such a write could
+    land outside the worktree."""
+    parent = worktree
+    for part in name.split("/")[:-1]:
+        parent = parent / part
+        if parent.is_symlink():
+            raise RoleFailed(f"'{name}' lies under a symlink in the root; not written")
+        parent.mkdir(exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(worktree / name, flags, 0o644)
+    except OSError as exc:
+        raise RoleFailed(f"'{name}' could not be written ({exc.strerror})") from exc
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def _memory(root: Path) -> dict[str, str]:

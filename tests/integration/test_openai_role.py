@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -148,3 +149,20 @@ def test_prune_removes_items_and_their_edges_and_the_root_stays_valid(
     assert "`login`" not in text and "dep:login" not in text and "`refresh`" in text
     assert git(team.bob.path, "log", "-1", "--format=%s") == "prune: expired active memory"
     assert "Removed:" in git(team.bob.path, "log", "-1", "--format=%b")
+
+
+def test_a_written_insight_never_goes_through_a_symlink_the_root_holds(
+    team: Team, provider: str, tmp_path: Path
+) -> None:
+    """A local commit (not validated until it is pushed) made `insight_logs` a symlink:
+    the model's text must not be written where it points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (team.bob.path / "insight_logs").symlink_to(outside)
+    git(team.bob.path, "add", "-f", "insight_logs")
+    git(team.bob.path, "commit", "-qm", "a link")
+    write = {"action": "write", "title": "t", "content": "# T\n\nText.\n"}
+    Provider.answers = [(200, json.dumps(write))]
+    result = run_cycle(team.bob.settings, INSIGHT, role(provider), team.bob.state_dir, force=True)
+    assert result.status == "failed" and "symlink" in result.message, result.message
+    assert list(outside.iterdir()) == []
