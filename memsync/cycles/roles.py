@@ -31,7 +31,9 @@ from memsync.cycles.turn import RoleFailed, TurnInput
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
 from memsync.validators.assembly import build_graph
+from memsync.validators.document import FocusRef, Heading, Node, decode, scan
 from memsync.validators.editor import remove_items
+from memsync.validators.tree import TreeView
 
 log = logging.getLogger(__name__)
 
@@ -154,13 +156,16 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
         _commit(git, proposal.subject)
         return
     graced = set(turn.prune.graced) if turn.prune is not None else set()
-    if isinstance(proposal, PruneRemove) and graced & set(proposal.remove):
-        kept = sorted(graced & set(proposal.remove))
-        log.info("revival grace keeps %s whatever the model proposed", ", ".join(kept))
-        remove = tuple(item for item in proposal.remove if item not in graced)
-        proposal = (
-            PruneRemove(remove, proposal.ledger) if remove else PruneCheckpoint(proposal.ledger)
-        )
+    if isinstance(proposal, PruneRemove):
+        # Revival grace keeps its items; so does Pursuit: a pruner may not edit Pursuit
+        # files, so an item a Pursuit edge or Focus names stays (its edges could not go).
+        kept = (graced | _named_by_pursuit(git.tree_view("HEAD"))) & set(proposal.remove)
+        if kept:
+            log.info("prune keeps %s whatever the model proposed", ", ".join(sorted(kept)))
+            remove = tuple(item for item in proposal.remove if item not in kept)
+            proposal = (
+                PruneRemove(remove, proposal.ledger) if remove else PruneCheckpoint(proposal.ledger)
+            )
     if isinstance(proposal, PruneCheckpoint):
         _commit(git, proposal.message, allow_empty=True)
         return
@@ -177,6 +182,23 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
             _write_inside(turn.worktree, path, data)
             git.run("add", "-f", "--", path)
     _commit(git, proposal.message)
+
+
+def _named_by_pursuit(tree: TreeView) -> set[str]:
+    """The ids Pursuit files point at (their edges' targets and Focus references)."""
+    named: set[str] = set()
+    for path in tree.entries:
+        if path != "PURSUITS.md" and not (path.startswith("PURSUIT_") and path.endswith(".md")):
+            continue
+        text = decode(tree.content(path))
+        if text is None:
+            continue
+        for block in scan(text, path, pursuit=True).blocks:
+            if isinstance(block, FocusRef):
+                named.add(block.target)
+            elif isinstance(block, Node | Heading):
+                named.update(target for _kind, target in block.edges)
+    return named
 
 
 def _write_inside(worktree: Path, name: str, data: bytes) -> None:

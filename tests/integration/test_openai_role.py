@@ -151,6 +151,27 @@ def test_prune_removes_items_and_their_edges_and_the_root_stays_valid(
     assert "Removed:" in git(team.bob.path, "log", "-1", "--format=%b")
 
 
+def test_prune_keeps_what_pursuit_names_and_removes_the_rest(team: Team, provider: str) -> None:
+    """A pruner may not edit Pursuit: an item a Pursuit edge names stays, and the other
+    removals land (the whole batch is not refused)."""
+    memory = (
+        "# User Context\n\n# Auth {#auth}\n\n- `login` short tokens → []\n"
+        "- `refresh` rotating tokens → []\n- `stale` old note → []\n"
+    )
+    pursuits = "# Pursuits\n\n## Ship {#ship}\n\n- `step` next → [dep:login]\n"
+    commit(team.bob.path, {"MEMORY.md": memory, "PURSUITS.md": pursuits})
+    remove = {"action": "remove", "remove": ["login", "stale"], "ledger": "Removed:\n"}
+    Provider.answers = [(200, json.dumps(remove))]
+    prune_role = role(provider)
+    prune_role.role = replace(prune_role.role, name="pruner")
+    result = run_cycle(team.bob.settings, PRUNE, prune_role, team.bob.state_dir, force=True)
+    assert result.status == "landed", (result.message, result.problems)
+    text = (team.bob.path / "MEMORY.md").read_text()
+    assert "`login`" in text and "`refresh`" in text and "`stale`" not in text
+    assert (team.bob.path / "PURSUITS.md").read_text() == pursuits
+    assert len(Provider.requests) == 1
+
+
 def test_a_written_insight_never_goes_through_a_symlink_the_root_holds(
     team: Team, provider: str, tmp_path: Path
 ) -> None:
