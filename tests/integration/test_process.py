@@ -125,4 +125,6 @@ def test_an_untrusted_programs_output_is_held_to_its_cap_while_it_runs(tmp_path:
     done = subprocess.run(
         [sys.executable, "-c", MEASURE], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert int(done.stdout) < 100, done.stdout  # MiB: 300 MiB went through, little was held
+    # MiB: 300 MiB went through; held whole, they would take 300-600 MiB (about 13 MiB is
+    # the interpreter; the allocator under load has been seen near 120).
+    assert int(done.stdout) < 200, done.stdout
