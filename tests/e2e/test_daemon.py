@@ -285,7 +285,10 @@ def test_a_refused_cycle_backs_off_instead_of_asking_again_at_once(
         assert team.alice.sync().status == "pushed"
         wait_for(lambda m=made: _holds(team.bob.path, m), 15, f"bob to get commit {n}")
         if n == 1:
-            wait_for(runs.exists, 30, "the role to run once")
-            assert daemon.status().roots[0].insight.last_result == "failed"
+            wait_for(
+                lambda: daemon.status().roots[0].insight.last_result == "failed",
+                30,
+                "the role to run once and be refused",
+            )
     assert len(runs.read_text().splitlines()) == 1
     assert "Rewritten." not in (team.bob.path / "MEMORY.md").read_text()
