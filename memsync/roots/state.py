@@ -53,13 +53,13 @@ class RootState:
             return cls()
 
     def save(self, path: Path, *, durable: bool = True) -> None:
-        """Write the state; `durable` when the trusted upstream changed (then it goes to
-        `trusted.json` first, fsynced)."""
+        """Write the state; `durable` when the trusted upstream changed: it then goes to
+        `trusted.json` first, fsynced, and `state.json` (reporting) needs no fsync."""
         if durable and self.trusted_upstream is not None:
             write_json(_trusted_file(path), {"trusted_upstream": self.trusted_upstream})
         data = asdict(self)
         data["last_files"] = list(self.last_files)
-        write_json(path, data, durable=durable)
+        write_json(path, data, durable=durable and self.trusted_upstream is None)
 
     def recorded(
         self,
