@@ -88,6 +88,8 @@ def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tup
         return journal.COMMITTED, "publication had completed before an interruption"
     if head != op.start:
         return journal.FAILED, "the branch moved after an interrupted publication; nothing changed"
+    if git.rev_parse(candidate) is None:  # a power cut can lose a loose object git wrote
+        return journal.FAILED, "the prepared commit is gone (lost in a power cut?); nothing changed"
     if git.current_branch() != op.branch:
         return journal.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     dirty = blocking_changes(git.status(), policy)

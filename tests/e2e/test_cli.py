@@ -254,3 +254,31 @@ def test_validate_enforces_corrections_capacity_and_reports_graph_lines(tmp_path
     found = {(p.code, p.path, p.line) for p in report.problems}
     assert ("dangling-edge", "MEMORY.md", 3) in found
     assert "corrections-capacity" in {p.code for p in report.problems}
+
+
+def test_a_prepared_merge_whose_commit_a_power_cut_lost_settles_and_syncs_again(
+    team: Team, tmp_path: Path
+) -> None:
+    """git writes the candidate merge as a loose object without fsync; the prepared record
+    is fsynced. If a power cut keeps the record and loses the object, recovery settles the
+    record failed (nothing was published) instead of failing every cycle after."""
+    cfg = write_config(team, tmp_path, ("bob",))
+    _scene(team, diverged=True)
+    crashed = memsync(
+        "--config", str(cfg), "sync-now", "--json", env={"MEMSYNC_FAULT": "after-prepared"}
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    open_dir = tmp_path / "state" / "roots" / "bob" / "journal" / "open"
+    (record,) = open_dir.glob("*.json")
+    candidate = json.loads(record.read_text())["candidate"]
+    # (the candidate ref stays, naming an object that is gone)
+    loose = team.bob.path / ".git" / "objects" / candidate[:2] / candidate[2:]
+    assert loose.exists()
+    loose.unlink()
+    done = memsync("--config", str(cfg), "sync-now", "--json")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    result = SyncReport.model_validate_json(done.stdout).results[0]
+    assert result.status == "pushed", result
+    assert (team.bob.path / "MEMORY_a.md").read_text() == "# A\n"
+    assert (team.bob.path / "MEMORY_b.md").read_text() == "# B\n"
+    assert not list(open_dir.glob("*.json"))
