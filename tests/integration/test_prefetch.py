@@ -7,7 +7,7 @@ import json
 import threading
 
 from tests.conftest import Team
-from tests.helpers import commit, git, push, write
+from tests.helpers import commit, git, is_ancestor, push, write
 
 
 def _fetch_branch(state_dir_file: object) -> object:
@@ -49,7 +49,7 @@ def test_a_wrong_guess_is_dropped_and_the_right_branch_fetched(team: Team) -> No
     got = bob.sync(no_push=True)
     assert got.status == "synced", got.message
     assert git(bob.path, "rev-parse", "HEAD") == again
-    assert git(bob.path, "merge-base", "--is-ancestor", ahead, "HEAD") == ""
+    assert is_ancestor(bob.path, ahead, "HEAD")
     assert not (bob.path / "MEMORY_main.md").exists()
     state = bob.state_dir / "roots" / bob.name / "state.json"
     assert _fetch_branch(state) == "other"
