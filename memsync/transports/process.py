@@ -95,6 +95,7 @@ def run_process(
             # to anyone else, so this reaches exactly what it left behind.
             os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
             kill_group(proc)
+            _WATCHDOG.finish(ticket)  # before the reap frees the id: no late kill reaches it
             proc.wait()
     except BaseException:
         kill_group(proc)
@@ -195,6 +196,11 @@ class _Watchdog:
                 self._thread.start()
             self._cond.notify()
         return ticket
+
+    def finish(self, ticket: _Ticket) -> None:
+        """Stop watching `ticket` (under the lock the kill is made with)."""
+        with self._cond:
+            ticket.done = True
 
     def _loop(self) -> None:
         with self._cond:
