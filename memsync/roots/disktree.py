@@ -7,6 +7,7 @@ would consider (tracked, plus untracked files the allowlist `.gitignore` does no
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from memsync.validators.tree import (
 from memsync.views.layout import RUNTIME_DIR
 
 _SKIP_DIRS = {".git", RUNTIME_DIR}
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 LEGACY = ("PURSUIT_RULES.md", "AGENT_CORRECTION_MEMORY_RULES.md")
 
 
@@ -35,11 +37,16 @@ class FileBlobs:
         self.root = root
 
     def read_many(self, oids: Sequence[str]) -> Mapping[str, bytes]:
+        """The bytes of regular files listed as such: a name that became a symlink or a
+        FIFO since the listing is not followed or waited on (OSError)."""
         # Plain strings: a Path object per file costs more than reading it (bench B1).
         base = f"{self.root}/"
         found: dict[str, bytes] = {}
         for oid in oids:
-            with open(base + oid, "rb") as file:  # noqa: PTH123 (see above)
+            fd = os.open(base + oid, _READ)
+            with os.fdopen(fd, "rb") as file:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "no longer a regular file", base + oid)
                 found[oid] = file.read()
         return found
 
