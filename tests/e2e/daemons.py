@@ -96,9 +96,11 @@ def launcher(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
             daemon.wait_ready()
         return daemon
 
-    yield launch
-    for daemon in started:
-        if daemon.proc.poll() is None:
-            daemon.proc.kill()
-            daemon.proc.wait(timeout=10)
-        daemon.notify.close()
+    try:
+        yield launch
+    finally:  # a failing test too: never leave a daemon running
+        for daemon in started:
+            if daemon.proc.poll() is None:
+                daemon.proc.kill()
+                daemon.proc.wait(timeout=10)
+            daemon.notify.close()
