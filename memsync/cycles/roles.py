@@ -156,10 +156,11 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
         _commit(git, proposal.subject)
         return
     graced = set(turn.prune.graced) if turn.prune is not None else set()
+    head = git.tree_view("HEAD")  # nothing is written before the removal reads it
     if isinstance(proposal, PruneRemove):
         # Revival grace keeps its items; so does Pursuit: a pruner may not edit Pursuit
-        # files, so an item a Pursuit edge or Focus names stays (its edges could not go).
-        kept = (graced | _named_by_pursuit(git.tree_view("HEAD"))) & set(proposal.remove)
+        # files, so an item a Pursuit edge names stays (its edges could not go).
+        kept = (graced | _named_by_pursuit(head)) & set(proposal.remove)
         if kept:
             log.info("prune keeps %s whatever the model proposed", ", ".join(sorted(kept)))
             remove = tuple(item for item in proposal.remove if item not in kept)
@@ -170,7 +171,7 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
         _commit(git, proposal.message, allow_empty=True)
         return
     try:
-        changed = remove_items(git.tree_view("HEAD"), set(proposal.remove))
+        changed = remove_items(head, set(proposal.remove))
     except KeyError as exc:
         raise RoleFailed(f"the model named ids that are not items: {exc}") from exc
     for path, data in changed.items():

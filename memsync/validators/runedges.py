@@ -1,7 +1,7 @@
 """The edges of a file's runs of common node lines, read all at once (the summary pass).
 
-A run's edge lists are clean (`noderuns`: `type:id` tokens, commas, blanks), and most
-hold one or two edges. One `findall` over all of a file's lists splits each into its
+A run's edge lists are clean (`document`'s fast path: `type:id` tokens, commas, blanks);
+most hold one or two edges. One `findall` over all of a file's lists splits each into its
 first edge, its second and the rest, one row per list, so the columns line up with the
 items. The one-file edge rules (no edge twice, no edge to itself, a known type) are then
 checked column by column with no Python-level step per item, and the edges left for the

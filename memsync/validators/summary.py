@@ -40,15 +40,13 @@ from memsync.validators.document import (
     scan_blocks,
 )
 from memsync.validators.problems import Problem
-from memsync.validators.runedges import RunLists, expanded, run_edges
+from memsync.validators.runedges import Pending, RunLists, expanded, run_edges
 
 # One character per item: a node, or the anchor kind of an addressable heading.
 NODE = "n"
 KIND_CHARS: Final = {"#": "#", "F#": "F", "M#": "M", "S#": "S", "MF#": "f", "MQ#": "q"}
 CHAR_KINDS: Final = {char: kind for kind, char in KIND_CHARS.items()}
 
-# (item index, edge type, target): an edge whose verdict needs the whole graph.
-Pending = tuple[int, str, str]
 # (item index, its well-formed edges, its malformed edge tokens): an item with an edge list.
 Edged = tuple[int, Sequence[Edge], tuple[str, ...]]
 # (item index, code, message): a problem reported at the item's line if the item is kept.

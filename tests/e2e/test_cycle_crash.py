@@ -229,22 +229,19 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
     assert_converged(team, tmp_path, "insight")
 
 
-REPLAYED_AGENT = """\
-#!/bin/sh
-set -eu
-cat > /dev/null
-echo run >> '{counter}'
-mkdir -p insight_logs
-printf '# Shape\\n\\nIt holds.\\n' > insight_logs/crash-test.md
-git add -f insight_logs/crash-test.md
-git -c user.name=insight -c user.email=insight@localhost commit -q -m 'insight: crash test'
-if [ ! -e '{moved}' ]; then  # a person commits in the root meanwhile: the turn is replayed
+# The insight agent, then (on its first run only) a person commits in the root meanwhile:
+# the turn is replayed onto the moved HEAD.
+REPLAYED_AGENT = (
+    INSIGHT_AGENT
+    + """\
+if [ ! -e '{moved}' ]; then
   touch '{moved}'
   cd '{root}'
   printf '# Pursuits\\n\\nMore.\\n' > PURSUITS.md
   git -c user.name=me -c user.email=me@localhost commit -q -am 'pursuits: more'
 fi
 """
+)
 
 
 # Points the replay reaches (the first admission stops at its fence, after `prepared`).

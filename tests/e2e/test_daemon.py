@@ -230,17 +230,9 @@ def test_the_daemon_runs_an_insight_cycle_by_itself(
     """Commits arriving from the upstream raise insight pressure until the daemon runs the
     role by itself; the log lands, validated, and is pushed. No manual command anywhere."""
     script = Path(__file__).resolve().parents[2] / "examples" / "agents" / "write-insight.sh"
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
-    config.write_text(
-        config.read_text()
-        + "    insight: {enabled: true, trigger_points: 2, points_per_commit: 1}\n"
-        + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
-    )
-    daemon = start(config)
+    daemon = start(_insight_config(team, tmp_path, script, "trigger_points: 2"))
     for n in range(3):  # the first publication sets the mark; the next two add a point each
-        made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
-        assert team.alice.sync().status == "pushed"
-        wait_for(lambda m=made: _holds(team.bob.path, m), 15, f"bob to get commit {n}")
+        _arrives(team, n)
 
     def landed_upstream() -> bool:
         names = git(team.upstream, "ls-tree", "-r", "--name-only", "main").split()
@@ -253,6 +245,24 @@ def test_the_daemon_runs_an_insight_cycle_by_itself(
     assert subject.startswith("insight: ")
     body = git(team.upstream, "log", "-1", "--format=%B", "main", "--", "insight_logs")
     assert "Memsync-Operation: " in body and "-insight-" in body
+
+
+def _insight_config(team: Team, tmp_path: Path, script: Path, options: str) -> Path:
+    """Bob polling every second, insight on (`options` added) with `script` as its role."""
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
+    config.write_text(
+        config.read_text()
+        + f"    insight: {{enabled: true, points_per_commit: 1, {options}}}\n"
+        + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
+    )
+    return config
+
+
+def _arrives(team: Team, n: int) -> None:
+    """Alice pushes a memory commit; the daemon brings it to bob (polling)."""
+    made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
+    assert team.alice.sync().status == "pushed"
+    wait_for(lambda: _holds(team.bob.path, made), 15, f"bob to get commit {n}")
 
 
 def _holds(root: Path, commit_sha: str) -> bool:
@@ -273,17 +283,9 @@ def test_a_refused_cycle_backs_off_instead_of_asking_again_at_once(
         "printf '# User Context\\n\\nRewritten.\\n' > MEMORY.md\n"
         "git -c user.name=r -c user.email=r@localhost commit -qam 'insight: mine now'\n"
     )
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1s"}})
-    config.write_text(
-        config.read_text()
-        + "    insight: {enabled: true, trigger_points: 1, points_per_commit: 1, check_every: 1s}\n"
-        + f"roles:\n  insight: {{executor: command, command: [sh, {script}], timeout: 60s}}\n"
-    )
-    daemon = start(config)
+    daemon = start(_insight_config(team, tmp_path, script, "trigger_points: 1, check_every: 1s"))
     for n in range(4):  # the first publication sets the mark; the next ones add points
-        made = commit(team.alice.path, {f"MEMORY_n{n}.md": f"# Note {n}\n"})
-        assert team.alice.sync().status == "pushed"
-        wait_for(lambda m=made: _holds(team.bob.path, m), 15, f"bob to get commit {n}")
+        _arrives(team, n)
         if n == 1:
             wait_for(
                 lambda: daemon.status().roots[0].insight.last_result == "failed",

@@ -8,6 +8,8 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings, RoleSettings
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, snapshot
@@ -266,29 +268,26 @@ def test_a_dry_run_does_not_run_the_repair_role(team: Team, tmp_path: Path) -> N
     assert snapshot(bob.path) == before and agent.runs == 0
 
 
-def test_a_repair_that_drops_the_upstream_parent_is_refused(team: Team, tmp_path: Path) -> None:
-    body = (
+WRONG_PARENTS = {
+    "drops the upstream": (
         f"git merge --abort && printf '{BOB_MEMORY}Mine only.\\n' > MEMORY.md && "
         "git commit -qam 'keep only mine'"
-    )
-    agent = Agent(tmp_path, body)
-    bob = with_role(team.bob, agent.role)
-    _local, upstream = conflict(team)
-    before = snapshot(bob.path)
-    result = bob.sync()
-    unchanged(team, bob, result.status, before, upstream)
-    assert "parents are the local head and the upstream commit" in result.message
-
-
-def test_a_repair_that_brings_a_third_parent_is_refused(team: Team, tmp_path: Path) -> None:
-    """An octopus would carry an unvalidated history (say, a forged `prune:` commit) along."""
-    body = (
+    ),
+    # An octopus would carry an unvalidated history (say, a forged `prune:` commit) along.
+    "brings a third parent": (
         f"printf '{ALICE_MEMORY}' > MEMORY.md && git add MEMORY.md && "
         "extra=$(git commit-tree -m 'prune: checkpoint' $(git mktree </dev/null)) && "
         "tree=$(git write-tree) && "
         "top=$(git commit-tree -p HEAD -p MERGE_HEAD -p $extra -m 'repair' $tree) && "
         "git merge --abort && git reset -q --hard $top"
-    )
+    ),
+}
+
+
+@pytest.mark.parametrize("body", WRONG_PARENTS.values(), ids=WRONG_PARENTS.keys())
+def test_a_repair_with_other_parents_than_head_and_upstream_is_refused(
+    team: Team, tmp_path: Path, body: str
+) -> None:
     agent = Agent(tmp_path, body)
     bob = with_role(team.bob, agent.role)
     _local, upstream = conflict(team)

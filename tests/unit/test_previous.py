@@ -48,6 +48,14 @@ def load(base: Path, archive: bytes, files: dict[str, bytes]) -> Previous:
     return previous
 
 
+def imported(base: Path, files: dict[str, bytes]) -> Previous:
+    """`files` packed as `base/pkg.zip`, imported at `base/import`, kept as the previous."""
+    archive = write_zip(files)
+    (base / "pkg.zip").write_bytes(archive)
+    unpack(base / "pkg.zip", base / "import")
+    return load(base, archive, files)
+
+
 @given(
     old=st.dictionaries(st.sampled_from(NAMES), BODIES, min_size=1),
     new=st.dictionaries(st.sampled_from(NAMES), BODIES, min_size=1),
@@ -78,10 +86,7 @@ def test_unpacking_with_the_previous_import_equals_a_plain_extraction(
 
 def test_a_previous_with_another_hash_lends_nothing(tmp_path: Path) -> None:
     files = {"view.md": b"# v\n", "dist/MEMORY.md": b"# m\n"}
-    archive = write_zip(files)
-    (tmp_path / "pkg.zip").write_bytes(archive)
-    unpack(tmp_path / "pkg.zip", tmp_path / "import")
-    previous = load(tmp_path, archive, files)
+    previous = imported(tmp_path, files)
     previous.sha256 = "0" * 64  # the kept package is not the trusted revision's
     lent = unpack(tmp_path / "pkg.zip", tmp_path / "out", previous=previous)
     assert lent.linked == frozenset()
@@ -154,10 +159,7 @@ def test_a_crc_collision_is_not_taken_for_the_same_file(tmp_path: Path) -> None:
 
 def test_a_fifo_in_the_import_is_inflated_not_waited_on(tmp_path: Path) -> None:
     files = {"view.md": b"# v\n", "dist/MEMORY.md": b"# m\n"}
-    archive = write_zip(files)
-    (tmp_path / "pkg.zip").write_bytes(archive)
-    unpack(tmp_path / "pkg.zip", tmp_path / "import")
-    previous = load(tmp_path, archive, files)
+    previous = imported(tmp_path, files)
     (tmp_path / "import" / "view.md").unlink()
     os.mkfifo(tmp_path / "import" / "view.md", 0o600)  # opening it to read would block
     lent = unpack(tmp_path / "pkg.zip", tmp_path / "out", previous=previous)
@@ -189,10 +191,7 @@ def test_a_kept_package_that_is_not_a_regular_file_is_not_read(tmp_path: Path, k
 
 def test_a_linked_file_is_the_inode_that_was_read_with_exactly_two_names(tmp_path: Path) -> None:
     files = {"view.md": b"# v\n"}
-    archive = write_zip(files)
-    (tmp_path / "pkg.zip").write_bytes(archive)
-    unpack(tmp_path / "pkg.zip", tmp_path / "import")
-    previous = load(tmp_path, archive, files)
+    previous = imported(tmp_path, files)
     lent = unpack(tmp_path / "pkg.zip", tmp_path / "out", previous=previous)
     assert lent.linked == frozenset({"view.md"})
     made = (tmp_path / "out" / "view.md").stat()
