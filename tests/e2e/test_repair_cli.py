@@ -161,8 +161,17 @@ def test_the_daemon_settles_a_conflict_by_itself_once(team: Team, tmp_path: Path
             30,
             "the daemon to settle the conflict and push the merge",
         )
+
+        # The push lands before the cycle's verdict is recorded, and a later cycle may replace
+        # `pushed` with `current` before this reads it (a loaded machine): wait for a verdict
+        # that holds the pushed merge, whichever of the two it is.
+        def settled_verdict() -> bool:
+            root = daemon.status().roots[0]
+            return root.status in ("pushed", "current") and root.last_success_at is not None
+
+        wait_for(settled_verdict, 30, "the cycle that pushed the merge to report success")
         first = daemon.status().roots[0]
-        assert first.status == "pushed", first.message
+        assert first.head == git(team.upstream, "rev-parse", "main"), first
         settled_at = first.last_success_at
 
         def a_later_cycle() -> bool:
