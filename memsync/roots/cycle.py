@@ -23,7 +23,7 @@ from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, decide, questions
 from memsync.roots.prefetch import Prefetch
-from memsync.roots.publish import blocking_changes
+from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
@@ -199,6 +199,14 @@ class _Cycle:
             )
         dirty = blocking_changes(state.entries, self.policy)
         if dirty and self.settings.autocommit and not self.options.dry_run:
+            staged = foreign_staged(state.entries)
+            if staged:  # the person's staged version, which committing the work tree would drop
+                return self.result(
+                    SyncStatus.DIRTY,
+                    f"autocommit: nothing committed: {staged_refusal(staged).message}",
+                    files=staged,
+                    head=state.head,
+                )
             return self._autocommit(dirty)
         if dirty:
             return self.result(
@@ -212,7 +220,9 @@ class _Cycle:
 
     def _autocommit(self, dirty: tuple[str, ...]) -> SyncResult | None:
         """`sync.autocommit`: the edits become one validated commit through the admission
-        transaction (the work tree is not touched), then the cycle goes on from it.
+        transaction (the work tree is not touched; the index only moves from start to the
+        commit, and the caller made sure it holds no staged version of its own), then the
+        cycle goes on from it.
         None when it landed; else the verdict (edits kept: `dirty` with the problems)."""
         git, start = self.git, self.start
 
