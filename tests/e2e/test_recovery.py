@@ -170,3 +170,47 @@ def test_a_half_written_move_of_its_own_is_finished(team: Team, tmp_path: Path) 
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     for rel, data in incoming.items():
         assert (root / rel).read_text() == data
+
+
+def _autocommit_config(team: Team, tmp_path: Path) -> Path:
+    cfg = write_config(team, tmp_path, ("bob",))
+    cfg.write_text(cfg.read_text() + "    sync: {autocommit: true}\n")
+    return cfg
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("staged_after", [False, True], ids=["as-it-was", "staged-meanwhile"])
+def test_an_autocommit_killed_after_prepared_is_finished_or_kept(
+    team: Team, tmp_path: Path, staged_after: bool
+) -> None:
+    """Autocommit publishes in place (the work tree already holds its commit). Killed after
+    `prepared`, recovery finishes it, unless the person staged another version meanwhile:
+    then that staged version and the work tree stay exactly as they are."""
+    cfg = _autocommit_config(team, tmp_path)
+    root = team.bob.path
+    start = git(root, "rev-parse", "HEAD")
+    edit = "# User Context\n\nedited by an agent\n"
+    write(root, {"MEMORY.md": edit})
+    crashed = _sync_now(cfg, "after-prepared")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    if staged_after:
+        write(root, {"MEMORY.md": "# User Context\n\nstaged by me\n"})
+        git(root, "add", "MEMORY.md")
+        write(root, {"MEMORY.md": edit})
+    before = snapshot(root)
+    result = _result(_sync_now(cfg))
+    recovered = [r for r in _settled(tmp_path) if "interrupted" in r["message"]]
+    assert not _open_records(tmp_path)
+    assert (root / "MEMORY.md").read_text() == edit
+    if staged_after:
+        assert result.status == "dirty", result
+        assert "staged" in result.message
+        assert snapshot(root) == before
+        assert git(root, "show", ":MEMORY.md") == "# User Context\n\nstaged by me"
+        assert git(root, "rev-parse", "HEAD") == start
+        assert [r["phase"] for r in recovered] == ["failed"], recovered
+    else:
+        assert result.status == "pushed", result
+        assert [r["phase"] for r in recovered] == ["committed"], recovered
+        assert git(root, "status", "--porcelain") == ""
+        assert git(team.upstream, "show", "main:MEMORY.md") == edit.rstrip("\n")
