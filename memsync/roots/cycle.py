@@ -21,9 +21,9 @@ from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
-from memsync.roots.plan import Action, Facts, decide, questions
+from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Prefetch
-from memsync.roots.publish import blocking_changes
+from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
@@ -104,6 +104,9 @@ class _Cycle:
         self.autocommitted: tuple[str, ...] = ()
         self.repairer: Repairer | None = None  # made when a repair role is configured
         self.prefetch: Prefetch | None = None  # the first fetch, beside the preflight status
+        # Without a trusted upstream: remote-tracking heads as they were before this cycle
+        # fetched (the planner's `seen`); read only when there is no trusted upstream.
+        self.before_fetch: dict[str, str | None] = {}
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -166,6 +169,7 @@ class _Cycle:
             recovery.recover(self.git, self.journal, self.layout, self.policy)
         guess = self.state.fetch_branch
         if guess:  # the branch the last cycle fetched: fetch it while git status runs
+            self._remember_tracking(f"refs/remotes/{remote}/{guess}")
             self.prefetch = Prefetch(self.git, remote, guess, f"refs/remotes/{remote}/{guess}")
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
@@ -199,6 +203,14 @@ class _Cycle:
             )
         dirty = blocking_changes(state.entries, self.policy)
         if dirty and self.settings.autocommit and not self.options.dry_run:
+            staged = foreign_staged(state.entries)
+            if staged:  # the person's staged version, which committing the work tree would drop
+                return self.result(
+                    SyncStatus.DIRTY,
+                    f"autocommit: nothing committed: {staged_refusal(staged).message}",
+                    files=staged,
+                    head=state.head,
+                )
             return self._autocommit(dirty)
         if dirty:
             return self.result(
@@ -212,7 +224,9 @@ class _Cycle:
 
     def _autocommit(self, dirty: tuple[str, ...]) -> SyncResult | None:
         """`sync.autocommit`: the edits become one validated commit through the admission
-        transaction (the work tree is not touched), then the cycle goes on from it.
+        transaction (the work tree is not touched; the index only moves from start to the
+        commit, and the caller made sure it holds no staged version of its own), then the
+        cycle goes on from it.
         None when it landed; else the verdict (edits kept: `dirty` with the problems)."""
         git, start = self.git, self.start
 
@@ -260,7 +274,13 @@ class _Cycle:
         message = outcome.failure.message if isinstance(outcome, Unstaged) else str(outcome)
         return self.result(SyncStatus.ERROR, f"autocommit failed: {message}", head=start)
 
+    def _remember_tracking(self, ref: str) -> None:
+        """Keep `ref`'s value from before this cycle's first fetch of it (no trusted state)."""
+        if self.trusted is None and ref not in self.before_fetch:
+            self.before_fetch[ref] = self.git.ref_value(ref)
+
     def _fetch(self, local: str) -> tuple[str | None, SyncResult | None]:
+        self._remember_tracking(self.tracking)
         prefetched, self.prefetch = self.prefetch, None  # a second round fetches again
         if prefetched is not None and prefetched.branch == self.upstream_branch:
             outcome, detail = prefetched.answer()
@@ -306,6 +326,10 @@ class _Cycle:
             return failed
         plan = decide(self._facts(local, upstream), accept_rewrite=self.options.accept_rewrite)
         log.debug("root %s: %s", self.settings.name, plan.describe())
+        if self.trusted is None and plan.trusted is not None:
+            # No trusted state: what the remote-tracking ref held and this root contains is
+            # trusted from now on (a refusal holds next cycle; a replay leaves it dropped).
+            self.trusted = plan.trusted
 
         if plan.action is Action.REWOUND:
             ref = None
@@ -379,19 +403,22 @@ class _Cycle:
         return pushed
 
     def _facts(self, local: str, upstream: str | None) -> Facts:
-        need = questions(local, upstream, self.trusted)
-        if upstream is None or not need:
-            return Facts(local, upstream, self.trusted)
         git = self.git
+        seen = None
+        previous = self.before_fetch.get(self.tracking)
+        if asks_seen(self.trusted, previous) and previous is not None:
+            seen = self._seen(local, previous)
+        trusted = anchor(self.trusted, seen)
+        need = questions(local, upstream, trusted)
+        if upstream is None or not need:
+            return Facts(local, upstream, self.trusted, seen=seen)
         local_in = git.is_ancestor(local, upstream)
         upstream_in = not local_in and git.is_ancestor(upstream, local)
         related = local_in or upstream_in or git.merge_base(local, upstream) is not None
         trusted_in = None
-        if "trusted_in_upstream" in need and self.trusted is not None:
+        if "trusted_in_upstream" in need and trusted is not None:
             # In the steady state the trusted commit is the local head: no second process.
-            trusted_in = (
-                local_in if self.trusted == local else git.is_ancestor(self.trusted, upstream)
-            )
+            trusted_in = local_in if trusted == local else git.is_ancestor(trusted, upstream)
         return Facts(
             local,
             upstream,
@@ -400,7 +427,21 @@ class _Cycle:
             upstream_in_local=upstream_in,
             trusted_in_upstream=trusted_in,
             related=related,
+            seen=seen,
         )
+
+    def _seen(self, local: str, previous: str) -> str | None:
+        """What `local` shares with the remote-tracking head it had before this fetch: their
+        merge base; `previous` itself when there are several (a criss-cross: one base would
+        not cover them all, and the upstream must then still hold all of `previous`)."""
+        if previous == local:
+            return local
+        if self.git.rev_parse(previous) is None:  # a ref to an object a power cut lost
+            return None
+        bases = self.git.run("merge-base", "--all", local, previous, check=False).stdout.split()
+        if len(bases) > 1:
+            return previous
+        return bases[0].decode("ascii") if bases else None
 
     # -- incoming ----------------------------------------------------------------------------
 

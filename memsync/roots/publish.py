@@ -3,7 +3,8 @@
 A fenced fast-forward. Publication proceeds only while the branch is checked out and
 still at the start commit, no merge is in progress, no path the candidate changes has
 local edits (or, for an in-place autocommit, the work tree holds exactly the candidate's
-edits), and the candidate ref still names the validated candidate. It then moves index and
+edits), no index entry holds a staged version that is neither HEAD's nor the work tree's,
+and the candidate ref still names the validated candidate. It then moves index and
 work tree from start to candidate (only the changed files), and finally moves the branch
 with a compare-and-swap on its old value, dropping the candidate ref in the same
 transaction. The fence is O(diff) too: git's status is asked about the changed paths only
@@ -14,7 +15,17 @@ Sync, cycles and autocommit all publish through `publish`.
 The allowlist `.gitignore` makes every local non-memory file "ignored", and git treats
 ignored files as disposable when it checks out a tree; so the fence itself looks at every
 path the candidate creates, and at each of its parent directories, and stops when a file or
-directory memsync does not own stands there (`local-file-in-the-way`).
+directory memsync does not own stands there (`local-file-in-the-way`). A file holding
+exactly the candidate's bytes is not in the way: moving to the candidate loses nothing.
+
+The index and the work tree are the person's. Every move of the index is a two-tree merge
+from start to candidate, which git itself refuses (under its index lock) when an entry
+holds a version that is neither the start's nor the candidate's; the fence says so first
+(`foreign_staged`), so a staged version memsync did not commit is never replaced.
+
+Recovery finishes a publication interrupted after `prepared` through this same fence
+(`Target.resumed`): the work tree may then already hold some of the candidate's files
+(memsync's own half-written move, recognised by their bytes); anything else stops it.
 """
 
 from __future__ import annotations
@@ -63,12 +74,45 @@ class Target:
     candidate: str
     operation_id: str
     in_place: bool = False  # the work tree already holds the candidate (an autocommit)
+    resumed: bool = False  # recovery: the work tree may hold some of the candidate already
 
 
 def blocking_changes(entries: Iterable[StatusEntry], policy: SyncPolicy) -> tuple[str, ...]:
     """Local edits that block publication: tracked changes and synchronized untracked files."""
     paths = {e.path for e in entries if not e.untracked or check_name(e.path, policy) is None}
     return tuple(sorted(paths))
+
+
+def foreign_staged(entries: Iterable[StatusEntry]) -> tuple[str, ...]:
+    """Paths whose index holds a staged version that is neither HEAD's nor the work tree's.
+
+    That version exists only in the index: committing the work tree, or moving the index
+    to a candidate, would drop it. In `git status` terms: the index differs from HEAD (X)
+    and the work tree differs from the index (Y); a staged deletion whose file is back in
+    the work tree (listed again as untracked) is one too.
+    """
+    listed = tuple(entries)
+    untracked = {e.path for e in listed if e.untracked}
+    found = {
+        e.path
+        for e in listed
+        if not e.untracked
+        and not e.unmerged
+        and e.xy[0] != "."
+        and (e.xy[1] != "." or (e.xy[0] == "D" and e.path in untracked))
+    }
+    return tuple(sorted(found))
+
+
+def staged_refusal(paths: Sequence[str]) -> FenceBroken:
+    shown = ", ".join(printable(p) for p in paths[:3]) + (", …" if len(paths) > 3 else "")
+    return FenceBroken(
+        SyncStatus.DIRTY,
+        f"the index holds staged versions that are neither committed nor what the work tree "
+        f"holds ({shown}); memsync never replaces a staged version it did not commit: "
+        "commit them, or stage or unstage them, then sync again",
+        tuple(paths),
+    )
 
 
 def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
@@ -89,15 +133,22 @@ def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
     if unmerged or git.merge_in_progress():
         raise FenceBroken(SyncStatus.CONFLICT, "a merge is in progress in the root", unmerged)
     dirty = blocking_changes(state.entries, policy)
-    if dirty and not (target.in_place and matches(git, dirty, target.candidate)):
+    ours = target.in_place or target.resumed  # the work tree may hold the candidate's files
+    if dirty and not (ours and matches(git, dirty, target.candidate)):
         raise FenceBroken(
             SyncStatus.DIRTY, "uncommitted edits to synchronized files appeared", dirty
         )
+    staged = foreign_staged(state.entries)
+    if staged:
+        raise staged_refusal(staged)
     if git.ref_value(candidate_ref(target.operation_id)) != target.candidate:
         raise FenceBroken(SyncStatus.ERROR, "the validated candidate is missing or moved")
     if target.in_place:
         return  # the candidate's files are the ones on disk: nothing is created
     blocked = in_the_way(git.cwd, diff)
+    if blocked:  # the candidate's own bytes (a half-written move of ours) lose nothing
+        same = holding_candidate(git, blocked, target.candidate)
+        blocked = tuple(path for path in blocked if path not in same)
     if blocked:
         problems = tuple(
             Problem(
@@ -180,26 +231,54 @@ def _holds_only(root: Path, directory: str, removed: set[str]) -> bool:
 def publish(git: Git, target: Target, policy: SyncPolicy) -> None:
     """Move the root from `target.start` to `target.candidate`, or raise FenceBroken."""
     check_fence(git, target, policy)
-    if target.in_place:
-        git.read_tree_index(target.candidate)  # the work tree already holds it
+    if target.in_place:  # the work tree already holds it: the index only
+        _two_tree_merge(git, target, "-m", "-i")
+        git.run("update-index", "-q", "--refresh", check=False)
+    elif target.resumed:  # the fence found only the candidate's bytes where they differ
+        _two_tree_merge(git, target, "--reset", "-u")
     else:
         git.read_tree_update(target.start, target.candidate)
     fault("after-worktree-update")
     move_branch(git, target)
 
 
+def _two_tree_merge(git: Git, target: Target, *flags: str) -> None:
+    """`read-tree <flags> start candidate`. Git refuses, under its index lock and before it
+    writes anything, an index entry that is neither the start's nor the candidate's: a
+    version staged since the fence looked. That is the fence's refusal too."""
+    done = git.run("read-tree", *flags, target.start, target.candidate, check=False)
+    if done.returncode == 0:
+        return
+    if "would be overwritten" in done.stderr:
+        staged = foreign_staged(git.status())
+        raise staged_refusal(staged or git.changed_paths(target.start, target.candidate))
+    git.run("read-tree", *flags, target.start, target.candidate)  # raises GitError, says why
+
+
+def holding_candidate(git: Git, paths: Sequence[str], candidate: str) -> set[str]:
+    """The paths whose work-tree entry is a regular file with exactly the candidate's bytes."""
+    wanted = git.ls_tree(candidate)
+    present = [
+        path
+        for path in paths
+        if path in wanted
+        and (mode := _lstat_mode(git.cwd / path)) is not None
+        and stat.S_ISREG(mode)
+    ]
+    hashes = git.hash_files(present)
+    return {path for path in present if hashes.get(path) == wanted[path].oid}
+
+
 def matches(git: Git, paths: Sequence[str], candidate: str) -> bool:
     """True when every path in the work tree is exactly the candidate's version of it
     (or absent from both): nothing there would be lost by moving to the candidate."""
     wanted = git.ls_tree(candidate)
-    present = [p for p in paths if (git.cwd / p).is_file() and not (git.cwd / p).is_symlink()]
-    hashes = git.hash_files(present)
+    same = holding_candidate(git, paths, candidate)
     for path in paths:
-        entry = wanted.get(path)
-        if entry is None:
-            if (git.cwd / path).exists() or (git.cwd / path).is_symlink():
+        if path in wanted:
+            if path not in same:
                 return False
-        elif hashes.get(path) != entry.oid:
+        elif (git.cwd / path).exists() or (git.cwd / path).is_symlink():
             return False
     return True
 

@@ -2,9 +2,13 @@
 
 A `running` record never touched the active root: its candidate is removed and the record
 fails. A `prepared` record may have stopped anywhere inside publication; recovery works out
-where from the branch, the index and the work tree, and finishes the publication when
-everything it finds is our own half-written move. If anything else is found (a local edit,
-a moved branch), it changes nothing, fails the record and says so: an edit is never lost.
+where from the branch, and finishes the publication through the live publication's own
+fence and move (`publish.publish` with `Target.resumed`): what differs from the start on
+the candidate's paths may only be the candidate's own bytes (memsync's half-written move).
+If anything else is found (a local edit, a file in the way, a staged version, a moved
+branch), it changes nothing, fails the record and says so: nothing of the person's is
+lost, and the next cycle reports it (`dirty`, `local-file-in-the-way`) as a live
+publication would, and succeeds once it is moved away.
 Finally, candidate worktrees and refs that no unsettled record owns are removed.
 
 The cycle keeps one invariant that makes this cheap: a candidate ref or worktree exists
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
-from memsync.roots.publish import Target, blocking_changes, matches, move_branch
+from memsync.roots.publish import FenceBroken, Target, publish
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 
@@ -92,25 +96,14 @@ def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tup
         return journal.FAILED, "the prepared commit is gone (lost in a power cut?); nothing changed"
     if git.current_branch() != op.branch:
         return journal.FAILED, f"{op.branch} is no longer checked out; nothing changed"
-    dirty = blocking_changes(git.status(), policy)
-    if dirty and not matches(git, dirty, candidate):
-        return journal.FAILED, (
-            "an interrupted publication found local edits; they were kept and nothing was published"
-        )
-    index_tree = git.write_tree()
-    if dirty or index_tree == git.tree_of(candidate):
-        # The index or work tree already holds (some of) the candidate's files: ours.
-        git.reset_to(candidate)
-    elif index_tree == git.tree_of(op.start):
-        git.read_tree_update(op.start, candidate)
-    else:
-        return (
-            journal.FAILED,
-            "the index matches neither the start nor the candidate; nothing changed",
-        )
     if git.rev_parse(candidate_ref(op.id)) != candidate:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: recovery")
-    move_branch(git, Target(op.branch, op.start, candidate, op.id))
+    try:
+        publish(git, Target(op.branch, op.start, candidate, op.id, resumed=True), policy)
+    except FenceBroken as fence:
+        return journal.FAILED, (
+            f"an interrupted publication was not finished: {fence.message}; nothing changed"
+        )
     return journal.COMMITTED, "an interrupted publication was completed"
 
 

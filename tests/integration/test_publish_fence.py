@@ -69,3 +69,24 @@ def test_a_moved_candidate_ref_stops_publication(tmp_path: Path) -> None:
     with pytest.raises(FenceBroken, match="missing or moved"):
         publish(Git(root), Target("main", start, candidate, OP), SyncPolicy())
     assert git(root, "rev-parse", "HEAD") == start
+
+
+def test_an_in_place_publication_never_replaces_a_staged_version(tmp_path: Path) -> None:
+    """Autocommit's publication (the work tree already holds the candidate) moves only the
+    index; a version staged after the autocommit looked is the person's: refused, the
+    index and the work tree as they were."""
+    root, start, candidate = _scene(tmp_path)
+    git(root, "read-tree", "-u", "--reset", candidate)  # the work tree holds the candidate
+    git(root, "read-tree", start)  # the index is at the start again
+    (root / "MEMORY_a.md").write_text("# A\n\nstaged by me\n")
+    git(root, "add", "MEMORY_a.md")
+    (root / "MEMORY_a.md").write_text("# A\n\nnew\n")  # back to the candidate's bytes
+    index = (root / ".git" / "index").read_bytes()
+    with pytest.raises(FenceBroken) as caught:
+        publish(Git(root), Target("main", start, candidate, OP, in_place=True), SyncPolicy())
+    assert caught.value.status == SyncStatus.DIRTY
+    assert caught.value.files == ("MEMORY_a.md",)
+    assert "staged" in caught.value.message
+    assert (root / ".git" / "index").read_bytes() == index
+    assert git(root, "show", ":MEMORY_a.md") == "# A\n\nstaged by me"
+    assert git(root, "rev-parse", "HEAD") == start
