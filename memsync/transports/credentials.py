@@ -237,6 +237,7 @@ class CredentialServer:
         self._close()
 
     def _close(self) -> None:
+        self._registered.set()  # a connection still waiting for `expect` gives up now
         if self._wake_w >= 0:
             os.write(self._wake_w, b"x")
         if self._thread is not None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memsync.errors import UnsafeRepoConfig
 from memsync.roots.repoconfig import repo_config_problems
+from memsync.transports.git import Git
 from tests.conftest import Team
 from tests.helpers import commit, git
 
@@ -146,7 +148,9 @@ def test_upload_and_receive_pack_programs_refuse_the_root(
     assert ran(marker) == ""
 
 
-@pytest.mark.parametrize("key", ["include.path", "includeIf.gitdir:/.path"])
+@pytest.mark.parametrize(
+    "key", ["include.path", "includeIf.gitdir:/.path", "includeIf.gitdir:/nowhere/.path"]
+)
 def test_an_included_config_refuses_the_root(
     team: Team, tmp_path: Path, marker: Path, key: str
 ) -> None:
@@ -348,3 +352,16 @@ def test_an_alternate_object_store_refuses_the_root_until_it_is_gone(team: Team,
     store.unlink()
     assert team.bob.sync().status == "current"
     assert repo_config_problems(bob) == ()
+
+
+def test_a_repository_memsync_made_may_borrow_objects_it_chose(team: Team) -> None:
+    """`trusted_alternates` is for repositories memsync makes itself (never a root's)."""
+    bob = team.bob.path
+    store = bob / ".git" / "objects" / "info" / "alternates"
+    store.write_text(f"{team.alice.path / '.git' / 'objects'}\n")
+    with pytest.raises(UnsafeRepoConfig, match="objects/info/alternates"):
+        Git(bob).run("status")
+    assert Git(bob, trusted_alternates=True).at(bob).run("status").returncode == 0
+    git(bob, "config", "core.worktree", str(team.alice.path))
+    with pytest.raises(UnsafeRepoConfig, match=r"core\.worktree"):  # only alternates are waived
+        Git(bob, trusted_alternates=True).run("status")
