@@ -88,7 +88,8 @@ class ConfigGuard:
                 "the repository's config",
                 None,
                 f"git cannot read it ({cause(result.stderr)})",
-                "fix the file git names",
+                f"git -C {shlex.quote(str(git.cwd))} config --list",
+                until="fixed",
             )
             unsafe: tuple[Unsafe, ...] = (unreadable,)
         else:

@@ -238,12 +238,13 @@ class Unsafe:
     where: str | None
     reason: str
     fix: str
+    until: str = "removed"  # what the person does about it
 
     @property
     def message(self) -> str:
         return (
             f"{self.what}: {self.reason}; memsync runs no git on this root until it is "
-            f"removed (`{self.fix}`)"
+            f"{self.until} (`{self.fix}`)"
         )
 
 

@@ -337,8 +337,17 @@ def test_a_refused_root_runs_no_git_but_the_config_read(
     assert calls and all(" config --list " in f" {call} " for call in calls), calls
 
 
-@pytest.mark.parametrize("name", ["objects/info/alternates", "objects/info/http-alternates"])
-def test_an_alternate_object_store_refuses_the_root_until_it_is_gone(team: Team, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "fix"),
+    [
+        ("objects/info/alternates", "repack -a -d"),
+        ("objects/info/http-alternates", "repack -a -d"),
+        ("info/grafts", "rm --"),
+    ],
+)
+def test_an_alternate_object_store_refuses_the_root_until_it_is_gone(
+    team: Team, name: str, fix: str
+) -> None:
     bob = team.bob.path
     commit(team.alice.path, {"MEMORY_y.md": "# Y\n"})
     assert team.alice.sync().status == "pushed"
@@ -347,7 +356,7 @@ def test_an_alternate_object_store_refuses_the_root_until_it_is_gone(team: Team,
     store.write_text(f"{team.alice.path / '.git' / 'objects'}\n")
     result = team.bob.sync()
     assert result.status == "error", result.message
-    assert name in result.message and "repack -a -d" in result.message
+    assert name in result.message and fix in result.message
     assert any(name in p.message for p in repo_config_problems(bob))
     store.unlink()
     assert team.bob.sync().status == "current"
@@ -365,3 +374,16 @@ def test_a_repository_memsync_made_may_borrow_objects_it_chose(team: Team) -> No
     git(bob, "config", "core.worktree", str(team.alice.path))
     with pytest.raises(UnsafeRepoConfig, match=r"core\.worktree"):  # only alternates are waived
         Git(bob, trusted_alternates=True).run("status")
+
+
+def test_a_config_git_cannot_read_refuses_the_root(team: Team) -> None:
+    """Fail closed: what git cannot read, memsync cannot judge."""
+    bob = team.bob.path
+    config = bob / ".git" / "config"
+    good = config.read_bytes()
+    config.write_bytes(good + b"[broken\n")
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    assert "git cannot read it" in result.message and "until it is fixed" in result.message
+    config.write_bytes(good)
+    assert team.bob.sync().status == "current"
