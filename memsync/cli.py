@@ -158,7 +158,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     """Check a root's paths, modes, names and memory graph (work tree, or one commit)."""
     from memsync.config.schema import default_state_dir  # noqa: PLC0415
     from memsync.roots.disktree import disk_tree_view  # noqa: PLC0415
-    from memsync.roots.repoconfig import repo_config_problems  # noqa: PLC0415
+    from memsync.roots.repoconfig import refusing_problems, repo_config_problems  # noqa: PLC0415
     from memsync.transports.git import Git  # noqa: PLC0415
     from memsync.validators.cache import STATE_CACHE_DIR, open_persistent  # noqa: PLC0415
     from memsync.validators.gate import validate_tree  # noqa: PLC0415
@@ -167,6 +167,22 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     from memsync.wire.cli import ProblemModel, ValidateReport  # noqa: PLC0415
 
     policy = SyncPolicy()
+    if Git(path).git_dir() is not None and refusing_problems(Git(path)):
+        # git does not run on this root: say why (every key), and read nothing through it.
+        refused = repo_config_problems(path)
+        out = ValidateReport(
+            valid=False,
+            root=str(path.absolute()),
+            rev=rev,
+            files=0,
+            items=0,
+            problems=[ProblemModel.of(p) for p in refused],
+        )
+        if as_json:
+            emit(out)
+        else:
+            clitext.print_validation(f"{path} at {rev}" if rev else str(path), out)
+        return EXIT_VERDICT
     if rev is not None:
         git = Git(path)
         commit = git.rev_parse(rev)

@@ -33,7 +33,7 @@ from memsync.config.schema import Config
 from memsync.config.secrets import SecretRef, resolve
 from memsync.config.statedir import check_state_dir
 from memsync.errors import ConfigError, GitError, MemsyncError
-from memsync.roots.repoconfig import repo_config_problems
+from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.transports.git import Git, cause
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
@@ -148,7 +148,12 @@ def check_root(root: RootSettings) -> list[Check]:
     if git.git_dir() is None:
         return [Check(name, FAIL, f"{path} is not the top level of a Git work tree", fix_path)]
     try:
-        state = _root_state(root, git)
+        refused = refusing_problems(git)
+        if refused:  # git does not run on this root: say why, run nothing
+            message = f"{path}: memsync refuses this root ({len(refused)} setting(s) below)"
+            state = Check(name, FAIL, message, "remove what the repo-config check names")
+        else:
+            state = _root_state(root, git)
         checks = [state, _allowlist(root), *_repo_config(root)]
         if state.status == OK and root.sync_enabled:
             checks.append(_upstream(root, git))
@@ -237,13 +242,16 @@ def _repo_config(root: RootSettings) -> list[Check]:
     name = f"roots.{root.name}.repo-config"
     found = repo_config_problems(root.path)
     if not found:
-        return [Check(name, OK, "names no programs (filters, drivers, helpers, signers)")]
+        return [Check(name, OK, "holds only settings memsync allows, and names no programs")]
+    refusing = {p.message for p in refusing_problems(Git(root.path))}
     return [
         Check(
             name,
             FAIL,
             f"{p.path or root.path}{f':{p.line}' if p.line else ''}: {p.message}",
-            "memsync never runs it; remove the setting from the root's Git config",
+            "memsync refuses the root until it is removed (run the command shown)"
+            if p.message in refusing
+            else "memsync never runs it; remove the setting from the root's Git config",
         )
         for p in found
     ]

@@ -99,6 +99,18 @@ class GitTimeout(GitError):
     """A git command ran past its timeout and was killed with its process group."""
 
 
+class UnsafeRepoConfig(GitError):
+    """git will not run on a repository whose own config or object store memsync does not
+    know to be inert (`unsafe-repo-config`). `findings` are (file or None, message) pairs,
+    each naming a key or file and how to remove it; never a value."""
+
+    def __init__(
+        self, message: str, findings: Sequence[tuple[str | None, str]], *, hint: str | None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.findings = tuple(findings)
+
+
 class GitMissing(MemsyncError):
     """The git binary is not installed or too old."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
-from memsync.errors import GitError, GitTimeout, LockBusy, require
+from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
 from memsync.roots import journal, packs, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
@@ -25,6 +25,7 @@ from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questio
 from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
+from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
@@ -153,6 +154,9 @@ class _Cycle:
             return result
         except GitTimeout as exc:
             return self.result(SyncStatus.OFFLINE, exc.message)
+        except UnsafeRepoConfig as exc:  # git never ran on the root: nothing changed
+            problems = tuple(Problem(UNSAFE, where, None, text) for where, text in exc.findings)
+            return self.result(SyncStatus.ERROR, exc.message, problems=problems)
         except GitError as exc:
             return self.result(SyncStatus.ERROR, exc.message)
 

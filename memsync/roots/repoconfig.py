@@ -1,8 +1,13 @@
-"""A root's own Git configuration and attributes that name programs (`unsafe-repo-config`).
+"""A root's own Git configuration, object store and attributes (`unsafe-repo-config`).
 
-memsync never runs such programs (the git box neutralizes them on every call); this module
-reports them so that `validate` and `doctor` can tell the person who owns the root. Values
-are never shown: a helper command line may carry a credential.
+Two kinds of finding, both reported by `validate` and `doctor`, neither ever showing a
+value (a helper command line may carry a credential):
+
+- what **refuses** the root: a config key outside memsync's allowlist, an alternate object
+  store, a grafts file (see `transports/gitkeys.py`). git does not run on the root, so no
+  cycle syncs it, until the person removes it; the finding says how.
+- what memsync **defuses**: a key or attribute that names a program memsync overrides on
+  every call (filters, drivers, helpers, signers). Nothing runs; the person may remove it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from pathlib import Path
 
 from memsync.transports.git import Git
 from memsync.transports.gitconfig import attribute_drivers, program_entries, split_key
+from memsync.transports.gitenv import FORCED_KEYS
+from memsync.transports.gitguard import GUARD
+from memsync.transports.gitkeys import Kind, classify
 from memsync.validators.problems import Problem
 
 CODE = "unsafe-repo-config"
@@ -18,13 +26,25 @@ _NEVER_RUN = "memsync never runs it; remove it if you do not need it"
 
 
 def repo_config_problems(root: Path) -> tuple[Problem, ...]:
-    """Every `unsafe-repo-config` problem of the repository whose work tree is `root`."""
+    """Every `unsafe-repo-config` problem of the repository whose work tree is `root`:
+    first what refuses the root, then what memsync defuses."""
     git = Git(root)
     if git.git_dir() is None:
         return ()
+    return (*refusing_problems(git), *_defused(git, root))
+
+
+def refusing_problems(git: Git) -> tuple[Problem, ...]:
+    """What makes git refuse to run on this repository (empty when it may run)."""
+    return tuple(Problem(CODE, u.where, None, u.message) for u in GUARD.unsafe(git))
+
+
+def _defused(git: Git, root: Path) -> list[Problem]:
     entries = git.config_entries()
     problems: list[Problem] = []
     for entry, reason in program_entries(entries):
+        if classify(entry, FORCED_KEYS).kind is Kind.REFUSED:
+            continue  # reported as refusing the root
         where = entry.origin.removeprefix("file:") if entry.origin.startswith("file:") else None
         problems.append(Problem(CODE, where, None, f"{entry.key}: {reason}; {_NEVER_RUN}"))
     defined = {split_key(e.key)[:2] for e in entries if e.scope != "command"}
@@ -45,7 +65,7 @@ def repo_config_problems(root: Path) -> tuple[Problem, ...]:
                     f"'{driver}' on matching files; {_NEVER_RUN}",
                 )
             )
-    return tuple(problems)
+    return problems
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -13,10 +13,16 @@ child, dumped by crash reporters and `env`):
   the same Python in isolated mode (`-I`: no current directory, no `PYTHON*` variables, no
   user site on its path; it imports only the standard library). Git starts the helper for
   `get`; the helper relays git's request (protocol, host) over the socket and prints the
-  answer. The server answers only a process of this user that descends from this process
-  (peer credentials, then `/proc` parent links), and only for the upstream's own scheme,
-  host and port: a redirect to another origin gets nothing. Plain `http://` gets the token
-  only on loopback. `store` and `erase` are ignored (nothing is ever written anywhere).
+  answer. The server answers only this helper as git itself starts it for the one call
+  the server was made for: the peer (SO_PEERCRED: this user) runs this helper with this
+  socket, its parent is git's HTTP remote helper (through git's `sh -c` at most), whose
+  parent is `git remote-http(s)`, whose parent is exactly the git process the box started
+  and registered (`expect`); and only the first remote helper that asks. Any other
+  descendant of that git (a program a config or an upstream made it run, or a git that
+  program started) gets nothing. It answers only for the upstream's own scheme, host and
+  port: a redirect to another origin gets nothing; plain `http://` gets the token only on
+  loopback, and the box forces TLS verification on and proxies off for every call. `store`
+  and `erase` are ignored (nothing is ever written anywhere).
 - **SSH.** `core.sshCommand` becomes `ssh -o BatchMode=yes -o IdentitiesOnly=yes -i KEY -o
   UserKnownHostsFile=FILE -o StrictHostKeyChecking=yes` (each part as configured). The key
   stays a file (`{file: PATH}` or `{credential: NAME}`: systemd's `LoadCredential`); ssh
@@ -54,7 +60,7 @@ DEFAULT_USERNAME = "x-access-token"  # GitHub's word for "the token says who"; o
 
 _LIMIT = 64 * 1024  # a credential request or answer is a few lines
 _PEER_TIMEOUT = 10.0  # seconds one helper connection may take
-_MAX_DEPTH = 64  # parent links followed from the peer towards this process
+_REMOTE_HELPERS = frozenset({"git-remote-http", "git-remote-https"})
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+,:@-]*")
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -178,6 +184,9 @@ class CredentialServer:
         self._listener: socket.socket | None = None
         self._wake_r, self._wake_w = -1, -1
         self._thread: threading.Thread | None = None
+        self._git: int | None = None  # the git process this call started (`expect`)
+        self._registered = threading.Event()
+        self._remote_helper: int | None = None  # the first remote helper that asked
         self.served = 0  # answers given (for tests and debugging; never the answer)
 
     def __repr__(self) -> str:
@@ -190,10 +199,18 @@ class CredentialServer:
         return self._directory / "s"
 
     @property
+    def helper_argv(self) -> list[str]:
+        return [sys.executable, "-I", str(HELPER_SCRIPT), str(self.path)]
+
+    @property
     def helper(self) -> str:
         """`!python -I helper.py SOCKET`: git appends the operation (get, store, erase)."""
-        argv = [sys.executable, "-I", str(HELPER_SCRIPT), str(self.path)]
-        return "!" + " ".join(shlex.quote(part) for part in argv)
+        return "!" + shlex.join(self.helper_argv)
+
+    def expect(self, pid: int) -> None:
+        """The git process this call started: only its own HTTP helper gets an answer."""
+        self._git = pid
+        self._registered.set()
 
     def __enter__(self) -> CredentialServer:
         self._directory = Path(tempfile.mkdtemp(prefix="memsync-cred-", dir=_socket_parent()))
@@ -220,6 +237,7 @@ class CredentialServer:
         self._close()
 
     def _close(self) -> None:
+        self._registered.set()  # a connection still waiting for `expect` gives up now
         if self._wake_w >= 0:
             os.write(self._wake_w, b"x")
         if self._thread is not None:
@@ -253,7 +271,14 @@ class CredentialServer:
 
     def _answer_one(self, conn: socket.socket) -> None:
         conn.settimeout(_PEER_TIMEOUT)
-        if not _is_our_child(conn):
+        if not self._registered.wait(_PEER_TIMEOUT) or self._git is None:
+            return
+        remote_helper = _gits_own_helper(conn, self._git, self.helper_argv)
+        if remote_helper is None:
+            return
+        if self._remote_helper is None:
+            self._remote_helper = remote_helper  # one git call talks through one helper
+        elif remote_helper != self._remote_helper:
             return
         request = _read_all(conn)
         fields = parse_request(request)
@@ -274,23 +299,51 @@ def _socket_parent() -> str:
     return temp if len(temp) < 60 else "/tmp"  # noqa: S108 - mkdtemp makes a 0700 directory
 
 
-def _is_our_child(conn: socket.socket) -> bool:
-    """The peer runs as this user and descends from this process (git, its helper)."""
+def _gits_own_helper(conn: socket.socket, git: int, helper: list[str]) -> int | None:
+    """The pid of git's HTTP remote helper when the peer is this credential helper as git
+    itself runs it for the git process `git`; None for anyone else.
+
+    git runs `git remote-http(s)` (the git binary), which runs `git-remote-http(s)`, which
+    runs the helper (through `sh -c 'HELPER get' 'HELPER get'` unless the shell execs it).
+    A program any of them starts, or a git that program starts, has another chain.
+    """
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", creds)
-    if uid != os.geteuid() or pid <= 0:
-        return False
-    ours = os.getpid()
-    for _ in range(_MAX_DEPTH):
-        if pid == ours:
-            return False  # this process itself is not one of git's
-        parent = _parent_of(pid)
-        if parent == ours:
-            return True
-        if parent is None or parent <= 1:
-            return False
-        pid = parent
-    return False
+    if uid != os.geteuid() or pid <= 0 or _cmdline(pid) != [*helper, "get"]:
+        return None
+    parent = _parent_of(pid)
+    line = f"{shlex.join(helper)} get"
+    if parent is not None and _is_shell_running(parent, line):
+        parent = _parent_of(parent)
+    if parent is None or _exe_name(parent) not in _REMOTE_HELPERS:
+        return None
+    dispatcher = _parent_of(parent)
+    if dispatcher is None or _exe_name(dispatcher) != "git":
+        return None
+    argv = _cmdline(dispatcher)
+    if len(argv) < 2 or argv[1] not in ("remote-http", "remote-https"):
+        return None
+    return parent if _parent_of(dispatcher) == git else None
+
+
+def _is_shell_running(pid: int, line: str) -> bool:
+    argv = _cmdline(pid)
+    return len(argv) == 4 and Path(argv[0]).name == "sh" and argv[1:] == ["-c", line, line]
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "surrogateescape") for part in raw.split(b"\0")[:-1]]
+
+
+def _exe_name(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/exe").readlink().name
+    except OSError:
+        return None
 
 
 def _parent_of(pid: int) -> int | None:

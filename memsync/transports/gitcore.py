@@ -50,21 +50,29 @@ class GitCore:
         env: Mapping[str, str] | None = None,
         deadline: Deadline | None = None,
         credentials: GitCredentials | None = None,
+        trusted_alternates: bool = False,
     ) -> None:
         """`timeout` bounds each call; `deadline`, when given, bounds all calls together
         (a sync cycle's `sync.timeout`): each process gets what is left of it.
-        `credentials`: how network calls authenticate (read at each call)."""
+        `credentials`: how network calls authenticate (read at each call).
+        `trusted_alternates`: a repository memsync made itself, whose alternate object
+        stores it chose (a root's never are: git refuses to run on a root with one)."""
         self.cwd = cwd
         self.timeout = timeout
         self.deadline = deadline
         self.credentials = credentials
+        self.trusted_alternates = trusted_alternates
         self._env = clean_env(env)
 
     def at(self, cwd: Path) -> Self:
         """The same box, with the same deadline and credentials, for another directory
         (a candidate worktree)."""
         other = type(self)(
-            cwd, timeout=self.timeout, deadline=self.deadline, credentials=self.credentials
+            cwd,
+            timeout=self.timeout,
+            deadline=self.deadline,
+            credentials=self.credentials,
+            trusted_alternates=self.trusted_alternates,
         )
         other._env = dict(self._env)
         return other
@@ -102,7 +110,14 @@ class GitCore:
                 argv += ["-c", f"{key}={value}"]
             argv += args
             try:
-                done = run_process(argv, cwd=self.cwd, env=run_env, seconds=limit, input=input)
+                done = run_process(
+                    argv,
+                    cwd=self.cwd,
+                    env=run_env,
+                    seconds=limit,
+                    input=input,
+                    on_start=auth.started,
+                )
             except FileNotFoundError as exc:
                 raise GitMissing(
                     "git is not installed or not on PATH", hint="install git 2.30 or newer"
@@ -136,9 +151,10 @@ class GitCore:
         """The config that hands a network command this box's credentials, for one call.
 
         SSH: a strict `core.sshCommand` with the key and `known_hosts`. HTTPS: the token is
-        read now and served by a `CredentialServer` while git runs, only to the origins the
-        remote's own URLs (url, pushurl) name; git's helper list is reset first (forced
-        `credential.helper=`), so no helper the root's config names ever runs.
+        read now and served by a `CredentialServer` while git runs, only to this git's own
+        HTTP helper and only for the origin of the remote's URL (a `pushurl` refuses the
+        root); git's helper list is reset first (forced `credential.helper=`), so no helper
+        the root's config names ever runs.
         """
         creds = self.credentials
         if creds is None or not args or args[0] not in NETWORK:
@@ -167,13 +183,13 @@ class GitCore:
                 hint="check that $XDG_RUNTIME_DIR or the temporary directory is writable",
             ) from exc
         try:
-            yield Auth((*pairs, ("credential.helper", server.helper)), token)
+            yield Auth((*pairs, ("credential.helper", server.helper)), token, server.expect)
         finally:
             server.__exit__(None, None, None)
 
     def _http_origins(self, args: Sequence[str]) -> frozenset[Origin]:
-        """The http(s) origins of the remote a network command names (its url and pushurl
-        values, as git reads the repository's config), or of the URL it names."""
+        """The http(s) origin of the remote a network command names (its url, as git reads
+        the repository's config), or of the URL it names."""
         remote = remote_argument(args)
         if remote is None:
             return frozenset()
@@ -185,7 +201,7 @@ class GitCore:
                 for entry in GUARD.entries(self)
                 if entry.scope != "command"
                 and split_key(entry.key)[:2] == ("remote", remote)
-                and split_key(entry.key)[2] in ("url", "pushurl")
+                and split_key(entry.key)[2] == "url"
             ]
         found = (Origin.of_url(url) for url in urls)
         return frozenset(origin for origin in found if origin is not None)

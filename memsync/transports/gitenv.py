@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -58,11 +58,22 @@ FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     ("maintenance.auto", "false"),
     ("advice.detachedHead", "false"),
     ("init.defaultBranch", "main"),
+    # Cherry-picks and merges never replay a recorded resolution memsync did not make.
+    ("rerere.enabled", "false"),
+    ("rerere.autoUpdate", "false"),
+    # Paths git itself would refuse on other systems stay refused here too.
+    ("core.protectHFS", "true"),
+    ("core.protectNTFS", "true"),
+    # The upstream is reached directly and its certificate checked: a root's config may not
+    # say otherwise (the URL-specific forms of these keys refuse the root: see gitkeys.py).
+    ("http.sslVerify", "true"),
+    ("http.proxy", ""),
 )
 FORCED_ARGS: tuple[str, ...] = tuple(
     arg for key, value in FORCED_CONFIG for arg in ("-c", f"{key}={value}")
 )
 FORCED_VALUES = {split_key(key): value for key, value in FORCED_CONFIG}
+FORCED_KEYS = frozenset(FORCED_VALUES)
 
 ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
@@ -156,6 +167,7 @@ class Auth:
 
     config: tuple[tuple[str, str], ...] = ()
     secret: str | None = None
+    started: Callable[[int], None] | None = None  # told git's pid as soon as it runs
 
     def scrub(self, text: str) -> str:
         return text.replace(self.secret, SCRUBBED) if self.secret else text

@@ -1,21 +1,26 @@
-"""The config guard: per repository, its config entries and the overrides that defuse them.
+"""The config guard: per repository, its config entries, the overrides that defuse them,
+and what refuses the repository (a key outside the allowlist, an alternate object store).
 
 Read with one `git config --list` and kept until one of the files it came from changes.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync.errors import UnsafeRepoConfig
 from memsync.transports.gitconfig import (
     ConfigEntry,
     config_env,
     neutralizing_config,
     parse_config_list,
 )
+from memsync.transports.gitenv import FORCED_KEYS, cause
+from memsync.transports.gitkeys import Unsafe, unsafe_config
 from memsync.transports.gitread import KEPT, Recent
 
 if TYPE_CHECKING:
@@ -28,6 +33,7 @@ class _Reading:
     stamps: tuple[tuple[int, int, int] | None, ...]
     entries: tuple[ConfigEntry, ...]
     env: dict[str, str]
+    unsafe: tuple[Unsafe, ...]  # what refuses the repository; empty when git may run
 
 
 class ConfigGuard:
@@ -42,10 +48,31 @@ class ConfigGuard:
         self._cache: Recent[Path, _Reading] = Recent(KEPT)
 
     def env(self, git: GitCore) -> dict[str, str]:
-        return self._load(git).env
+        """The overrides for one guarded call; UnsafeRepoConfig when git may not run here."""
+        reading = self._load(git)
+        unsafe = self._unsafe(git, reading)
+        if unsafe:
+            first = unsafe[0]
+            more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
+            raise UnsafeRepoConfig(
+                f"refusing to run git on {git.cwd}: {first.message}{more}",
+                [(u.where, u.message) for u in unsafe],
+                hint=f"see `memsync validate {git.cwd}` for every key that refuses the root",
+            )
+        return reading.env
 
     def entries(self, git: GitCore) -> tuple[ConfigEntry, ...]:
         return self._load(git).entries
+
+    def unsafe(self, git: GitCore) -> tuple[Unsafe, ...]:
+        """What refuses the repository (for `validate` and `doctor`), without raising."""
+        return self._unsafe(git, self._load(git))
+
+    @staticmethod
+    def _unsafe(git: GitCore, reading: _Reading) -> tuple[Unsafe, ...]:
+        if git.trusted_alternates:  # a repository memsync made, borrowing objects it chose
+            return tuple(u for u in reading.unsafe if not u.what.endswith(_ALTERNATES))
+        return reading.unsafe
 
     def _load(self, git: GitCore) -> _Reading:
         cached = self._cache.get(git.cwd)
@@ -56,9 +83,58 @@ class ConfigGuard:
         )
         entries = tuple(parse_config_list(result.stdout)) if result.returncode == 0 else ()
         files = _config_files(git, entries)
-        reading = _Reading(files, _stamps(files), entries, config_env(neutralizing_config(entries)))
+        if result.returncode != 0:  # fail closed: what git cannot read, memsync cannot judge
+            unreadable = Unsafe(
+                "the repository's config",
+                None,
+                f"git cannot read it ({cause(result.stderr)})",
+                f"git -C {shlex.quote(str(git.cwd))} config --list",
+                until="fixed",
+            )
+            unsafe: tuple[Unsafe, ...] = (unreadable,)
+        else:
+            unsafe = (
+                *unsafe_config(entries, FORCED_KEYS, str(git.cwd)),
+                *_object_stores(git),
+            )
+        env = config_env(neutralizing_config(entries))
+        reading = _Reading(files, _stamps(files), entries, env, unsafe)
         self._cache.put(git.cwd, reading)
         return reading
+
+
+# Files that make git read objects (or history) from elsewhere, relative to the common
+# directory. `http-alternates` is served to dumb-HTTP clients of this repository.
+_ALTERNATES = ("objects/info/alternates", "objects/info/http-alternates")
+_STORES = (*_ALTERNATES, "info/grafts")
+
+
+def _object_stores(git: GitCore) -> list[Unsafe]:
+    common = git.common_dir()
+    if common is None:
+        return []
+    found = []
+    for name in _STORES:
+        path = common / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        shown = _shown(path, git.cwd)
+        remove = shlex.join(["rm", "--", str(path)])
+        if name == "info/grafts":
+            reason = "rewrites commits' parents, so history is not what the objects say"
+            fix = remove
+        else:
+            reason = "an alternate object store: git would use objects memsync never checked"
+            fix = f"{shlex.join(['git', '-C', str(git.cwd), 'repack', '-a', '-d'])} && {remove}"
+        found.append(Unsafe(shown, shown, reason, fix))
+    return found
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _config_files(git: GitCore, entries: Sequence[ConfigEntry]) -> tuple[Path, ...]:
@@ -68,6 +144,8 @@ def _config_files(git: GitCore, entries: Sequence[ConfigEntry]) -> tuple[Path, .
     for directory in (git_dir, common):
         if directory is not None:
             files |= {directory / "config", directory / "config.worktree"}
+    if common is not None:  # created or removed, they change the verdict
+        files |= {common / name for name in _STORES}
     for entry in entries:
         if entry.origin.startswith("file:"):
             origin = git.cwd / entry.origin.removeprefix("file:")

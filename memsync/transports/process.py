@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,13 +65,14 @@ def run_process(
     seconds: float,
     input: bytes | None = None,
     keep: int | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Completed:
     """Run `argv` to completion or until `seconds` pass (then its whole group is killed).
 
     With `keep` (a program we do not trust to be quiet or tidy: a role's agent), only the
     last `keep` bytes of each output are held while it runs, and when it exits whatever it
     left running in its group is killed too. FileNotFoundError propagates when the program
-    does not exist; the caller names it.
+    does not exist; the caller names it. `on_start` is told the child's pid once it runs.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -86,6 +87,8 @@ def run_process(
     # thread enforces the deadline instead.
     ticket = _WATCHDOG.watch(proc, max(seconds, 0.0))
     try:
+        if on_start is not None:
+            on_start(proc.pid)
         totals: list[int] = []
         if keep is None:
             out, err = proc.communicate(input)

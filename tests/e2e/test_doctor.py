@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from memsync.views.keys import generate_key
@@ -145,6 +146,37 @@ def test_unsafe_repo_config_fails_doctor_and_validate(team: Team, tmp_path: Path
         assert not checked.valid
         assert {p.code for p in checked.problems} == {"unsafe-repo-config"}
     assert memsync("validate", str(team.alice.path)).returncode == 0
+
+
+def test_a_refused_key_fails_doctor_validate_and_sync_now_naming_it(
+    team: Team, tmp_path: Path
+) -> None:
+    proxy = "http://127.0.0.1:9/hunter2-in-a-proxy-url"
+    git(team.bob.path, "config", f"http.{team.upstream.as_uri()}.proxy", proxy)
+    key = f"http.{team.upstream.as_uri()}.proxy"
+    cfg = write_config(tmp_path, team)
+    code, report = doctor(cfg)
+    assert code == 1
+    checks = {c.name: c for c in report.checks}
+    assert checks["roots.bob"].status == "fail"
+    assert "refuses this root" in checks["roots.bob"].message
+    assert "roots.bob.upstream" not in checks  # git never ran on the refused root
+    config = checks["roots.bob.repo-config"]
+    assert config.status == "fail" and key in config.message
+    assert config.hint is not None and "refuses the root" in config.hint
+    assert f"--unset-all {key}" in config.message
+    for args in ((), ("--rev", "HEAD")):
+        done = memsync("validate", str(team.bob.path), *args, "--json")
+        assert done.returncode == 1, done.stdout
+        checked = ValidateReport.model_validate_json(done.stdout)
+        assert [p.code for p in checked.problems] == ["unsafe-repo-config"]
+        assert key in checked.problems[0].message and proxy not in done.stdout
+    done = memsync("--config", str(cfg), "sync-now", "bob", "--json")
+    assert done.returncode == 1
+    assert proxy not in done.stdout + done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["status"] == "error" and key in result["message"]
+    assert [p["code"] for p in result["problems"]] == ["unsafe-repo-config"]
 
 
 def test_doctor_with_a_config_that_does_not_load(tmp_path: Path) -> None:

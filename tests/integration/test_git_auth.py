@@ -15,6 +15,7 @@ import base64
 import logging
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -33,8 +34,10 @@ import pytest
 from memsync.config.secrets import SecretRef
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.repoconfig import repo_config_problems
 from memsync.roots.result import SyncResult
 from memsync.transports.credentials import CredentialServer, GitCredentials, Origin
+from memsync.transports.gitenv import clean_env
 from tests.helpers import commit, git, settings_for, wait_for
 
 USER = "memsync-bot"
@@ -445,66 +448,205 @@ def test_a_token_is_never_sent_in_clear_text_to_another_host(tmp_path: Path) -> 
 
 # -- the credential server: who gets an answer ---------------------------------------------------
 
-_ASK = textwrap.dedent(
+# A program git runs (an alias here; a hook, a proxy command or an alternateRefsCommand in the
+# wild) inherits GIT_CONFIG_PARAMETERS, and with it memsync's helper and socket. It tries every
+# way to get the token for the upstream's origin: running the helper itself, talking to the
+# socket directly, or starting a git of its own that fetches with memsync's helper.
+_THIEF = textwrap.dedent(
     """\
-    import os, socket, sys
-    path, host, out, orphan = sys.argv[1:5]
-    if orphan == "1":
-        starter = os.getpid()
-        if os.fork():
-            os._exit(0)  # the child is reparented away from its starter
-        while os.getppid() == starter:  # until the starter is gone (not just forked)
+    import os, shlex, socket, subprocess, sys
+    out, url, host, mode = sys.argv[1:5]
+    params = shlex.split(os.environ.get("GIT_CONFIG_PARAMETERS", ""))
+    helper = [p.split("=!", 1)[1] for p in params if p.startswith("credential.helper=!")]
+    argv = shlex.split(helper[-1])
+    request = f"protocol=http\\nhost={host}\\n\\n".encode()
+    got = b""
+    if mode == "helper":
+        got = subprocess.run([*argv, "get"], input=request, capture_output=True).stdout
+    elif mode == "socket":
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(argv[-1])
+                s.sendall(request)
+                s.shutdown(socket.SHUT_WR)
+                while chunk := s.recv(4096):
+                    got += chunk
+        except (ConnectionResetError, BrokenPipeError):
             pass
-    answer = b""
-    try:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(path)
-            s.sendall(f"protocol=http\\nhost={host}\\n\\n".encode())
-            s.shutdown(socket.SHUT_WR)
-            while chunk := s.recv(4096):
-                answer += chunk
-    except (ConnectionResetError, BrokenPipeError):
-        pass  # refused before the request was read
-    open(out + ".tmp", "wb").write(answer)
-    os.rename(out + ".tmp", out)
+    else:  # a git of its own, asking memsync's helper through git's own helper chain
+        done = subprocess.run(["git", "ls-remote", url], capture_output=True)
+        got = done.stdout if done.returncode == 0 else b""
+    open(out, "wb").write(got)
     """
 )
 
 
-def _ask(server: CredentialServer, host: str, out: Path, *, orphan: bool) -> bytes:
-    argv = [sys.executable, "-c", _ASK, str(server.path), host, str(out), "1" if orphan else "0"]
-    subprocess.run(argv, check=True, timeout=30)
-    wait_for(out.exists, timeout=20, what="the asking process to finish")
-    return out.read_bytes()
+def _registered_git(server: CredentialServer, cwd: Path, *args: str) -> int:
+    """Run `git ARGS` with memsync's helper, registered with `server` as the box does."""
+    env = {**clean_env(), "PATH": os.environ["PATH"]}
+    argv = ["git", "-c", "credential.helper=", "-c", f"credential.helper={server.helper}", *args]
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        server.expect(proc.pid)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
-def test_the_server_answers_only_gits_own_processes_for_the_upstreams_origin(
-    tmp_path: Path, private_dirs: Path
+def test_the_server_answers_the_registered_gits_own_helper(
+    tmp_path: Path, gitserver: GitHttp, private_dirs: Path
 ) -> None:
-    origin = Origin("http", "127.0.0.1", 8080)
-    with CredentialServer(frozenset({origin}), USER, "tok-s3cret") as server:
+    origin = Origin.of_url(gitserver.url)
+    assert origin is not None
+    with CredentialServer(frozenset({origin}), USER, gitserver.token) as server:
         assert oct(server.path.parent.stat().st_mode & 0o777) == "0o700"
         assert oct(server.path.stat().st_mode & 0o777) == "0o600"
-        # A child of this process, asking for the upstream's origin: answered.
-        child = _ask(server, "127.0.0.1:8080", tmp_path / "child", orphan=False)
-        assert child == f"username={USER}\npassword=tok-s3cret\n".encode()
-        # The same child, asking for another origin (a redirect): nothing.
-        assert _ask(server, "127.0.0.1:8081", tmp_path / "other-port", orphan=False) == b""
-        assert _ask(server, "localhost:8080", tmp_path / "other-host", orphan=False) == b""
-        # A process of this user that this process did not start (an orphan): nothing.
-        assert _ask(server, "127.0.0.1:8080", tmp_path / "orphan", orphan=True) == b""
+        assert _registered_git(server, tmp_path, "ls-remote", f"{gitserver.url}/team.git") == 0
+        assert server.served == 1
         # This process itself (not one of git's): nothing.
         with socket.socket(socket.AF_UNIX) as conn:
             conn.connect(str(server.path))
             try:
-                conn.sendall(b"protocol=http\nhost=127.0.0.1:8080\n\n")
+                conn.sendall(f"protocol=http\nhost={origin.host}:{origin.port}\n\n".encode())
                 conn.shutdown(socket.SHUT_WR)
                 assert conn.recv(4096) == b""
             except (ConnectionResetError, BrokenPipeError):
                 pass  # refused before the request was read
         assert server.served == 1
-        assert "tok-s3cret" not in repr(server)
+        assert gitserver.token not in repr(server)
     assert list(private_dirs.iterdir()) == []
+
+
+@pytest.mark.parametrize("mode", ["helper", "socket", "git"])
+def test_a_descendant_of_the_registered_git_gets_nothing(
+    mode: str, tmp_path: Path, gitserver: GitHttp, private_dirs: Path
+) -> None:
+    origin = Origin.of_url(gitserver.url)
+    assert origin is not None
+    thief, out = tmp_path / "thief.py", tmp_path / "stolen"
+    thief.write_text(_THIEF)
+    url, host = f"{gitserver.url}/team.git", f"{origin.host}:{origin.port}"
+    alias = "!" + shlex.join([sys.executable, str(thief), str(out), url, host, mode])
+    with CredentialServer(frozenset({origin}), USER, gitserver.token) as server:
+        _registered_git(server, tmp_path, "-c", f"alias.steal={alias}", "steal")
+        assert out.exists(), "the descendant did not run"
+        assert out.read_bytes() == b""
+        assert server.served == 0
+    assert all(seen.authorization is None for seen in gitserver.seen)
+
+
+# -- a root's own config cannot redirect the token or run a thief --------------------------------
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """Config (and files) an attacker with write access to the root's `.git` adds. Values
+    may name {listener} (a server that asks for credentials and records them), {upstream}
+    (the real upstream's origin), {thief} (a program that tries to get the token from
+    memsync's helper) and {elsewhere} (another repository). `refused` is the key (or file)
+    the refusal must name; None when memsync forces the setting off and syncs."""
+
+    config: tuple[tuple[str, str], ...]
+    refused: str | None
+    alternates: bool = False
+    include: str | None = None  # the text of a file `include.path` names
+
+
+HOSTILE = {
+    "alternate-refs-command": Hostile(
+        (("core.alternateRefsCommand", "{thief}"),), "core.alternaterefscommand", alternates=True
+    ),
+    "alternates": Hostile((), "objects/info/alternates", alternates=True),
+    "proxy-and-no-tls-check": Hostile(
+        (("http.proxy", "{listener}"), ("http.sslVerify", "false")), None
+    ),
+    "proxy-for-the-upstream": Hostile((("http.{upstream}/.proxy", "{listener}"),), ".proxy"),
+    "remote-proxy": Hostile((("remote.origin.proxy", "{listener}"),), "remote.origin.proxy"),
+    "tls-check-off-for-the-upstream": Hostile(
+        (("http.{upstream}/.sslVerify", "false"),), ".sslverify"
+    ),
+    "extra-header": Hostile((("http.extraHeader", "X-Leak: 1"),), "http.extraheader"),
+    "instead-of": Hostile((("url.{listener}/.insteadOf", "{upstream}/"),), ".insteadof"),
+    "push-url": Hostile(
+        (("remote.origin.pushurl", "{listener}/team.git"),), "remote.origin.pushurl"
+    ),
+    "upload-pack": Hostile((("remote.origin.uploadpack", "{thief}"),), "remote.origin.uploadpack"),
+    "ssh-command": Hostile((("core.sshCommand", "{thief}"),), None),
+    "include": Hostile(
+        (("include.path", "{include}"),),
+        "include.path",
+        include='[http "{upstream}/"]\n\tproxy = {listener}\n',
+    ),
+    "worktree": Hostile((("core.worktree", "{elsewhere}"),), "core.worktree"),
+    "credential-username": Hostile((("credential.username", "someone"),), "credential.username"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_roots_config_never_sends_the_token_elsewhere_or_runs_a_program(
+    name: str, tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+) -> None:
+    hostile = HOSTILE[name]
+    creds = https_credentials("alice", SecretRef("value", token))
+    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", creds)
+    commit(pair.alice, {"MEMORY_a.md": "# A\n"})
+    assert pair.sync("alice", creds).status == "pushed"
+    commit(pair.bob, {"MEMORY_b.md": "# B\n"})  # bob fetches, then pushes
+
+    front = serve(GitHttp(tmp_path / "nothing-here", token))  # asks for credentials
+    listener = next(front)
+    try:
+        origin = Origin.of_url(gitserver.url)
+        assert origin is not None
+        thief, stolen = tmp_path / "thief.py", tmp_path / "stolen"
+        thief.write_text(_THIEF)
+        upstream_url = f"{gitserver.url}/team.git"
+        host = f"{origin.host}:{origin.port}"
+        words = {
+            "listener": listener.url,
+            "upstream": gitserver.url,
+            "thief": shlex.join(
+                [sys.executable, str(thief), str(stolen), upstream_url, host, "helper"]
+            ),
+            "elsewhere": str(pair.alice),
+            "include": str(tmp_path / "included.config"),
+        }
+        if hostile.include is not None:
+            (tmp_path / "included.config").write_text(hostile.include.format(**words))
+        if hostile.alternates:
+            alternates = pair.bob / ".git" / "objects" / "info" / "alternates"
+            alternates.write_text(f"{pair.alice / '.git' / 'objects'}\n")
+        for key, value in hostile.config:
+            git(pair.bob, "config", key.format(**words), value.format(**words))
+
+        result = pair.sync("bob", creds)
+
+        assert all(seen.authorization is None for seen in listener.seen), listener.seen
+        assert not stolen.exists(), "a program the root's config names ran"
+        assert token not in repr(result)
+        if hostile.refused is None:  # forced off: the root syncs as if it were not there
+            assert result.status == "pushed", result.message
+            assert listener.seen == []
+            return
+        assert result.status == "error", result.message
+        assert hostile.refused in result.message, result.message
+        assert {p.code for p in result.problems} == {"unsafe-repo-config"}
+        assert any(hostile.refused in p.message for p in result.problems)
+        assert listener.url not in result.message.replace(f"url.{listener.url}", "")
+        assert "git" in result.message and (
+            "--unset-all" in result.message or "rm" in result.message
+        )
+        assert listener.seen == []
+        assert "MEMORY_b.md" not in git(
+            gitserver.root / "team.git", "ls-tree", "--name-only", "main"
+        )
+        reported = repo_config_problems(pair.bob)
+        assert any(hostile.refused in p.message for p in reported)
+    finally:
+        front.close()
 
 
 # -- SSH ---------------------------------------------------------------------------------------

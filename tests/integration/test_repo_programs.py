@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memsync.errors import UnsafeRepoConfig
 from memsync.roots.repoconfig import repo_config_problems
+from memsync.transports.git import Git
 from tests.conftest import Team
 from tests.helpers import commit, git
 
@@ -131,25 +133,44 @@ def test_fsmonitor_and_editor_programs_never_run(team: Team, tmp_path: Path, mar
     assert ran(marker) == ""
 
 
-def test_upload_and_receive_pack_programs_never_run(
+def test_upload_and_receive_pack_programs_refuse_the_root(
     team: Team, tmp_path: Path, marker: Path
 ) -> None:
     diverge(team)  # plain git first: it may run what follows
     bob = team.bob.path
     git(bob, "config", "remote.origin.uploadpack", program(tmp_path, marker, "upload"))
     git(bob, "config", "remote.origin.receivepack", program(tmp_path, marker, "receive"))
-    assert team.bob.sync().status == "pushed"
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    shown = "\n".join(p.message for p in result.problems)
+    assert "remote.origin.uploadpack" in shown and "remote.origin.receivepack" in shown
+    assert str(tmp_path / "bin") not in shown  # the key, never its value
     assert ran(marker) == ""
 
 
-def test_drivers_from_included_config_never_run(team: Team, tmp_path: Path, marker: Path) -> None:
+@pytest.mark.parametrize(
+    "key", ["include.path", "includeIf.gitdir:/.path", "includeIf.gitdir:/nowhere/.path"]
+)
+def test_an_included_config_refuses_the_root(
+    team: Team, tmp_path: Path, marker: Path, key: str
+) -> None:
+    """What an included file says may change between memsync's read and git's (and an
+    `includeIf` may match in one directory and not another): no include is allowed."""
     diverge(team)  # plain git first: it may run what follows
     bob = team.bob.path
     extra = tmp_path / "extra.config"
     clean = program(tmp_path, marker, "clean")
     extra.write_text(f'[filter "inc"]\n\tclean = {clean}\n\tsmudge = {clean}\n')
-    git(bob, "config", "include.path", str(extra))
+    git(bob, "config", key, str(extra))
     attributes(bob, "* filter=inc\n")
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    assert key.lower() in result.message.lower()
+    assert f"git -C {bob} config --unset-all" in result.message
+    assert ran(marker) == ""
+    reported = repo_config_problems(bob)
+    assert any(key.lower() in p.message.lower() for p in reported)
+    git(bob, "config", "--unset-all", key)  # the fix the message gives
     assert team.bob.sync().status == "pushed"
     assert ran(marker) == ""
 
@@ -287,3 +308,82 @@ def test_program_config_is_reported_without_values(team: Team, tmp_path: Path) -
 
 def test_a_plain_root_reports_nothing(team: Team) -> None:
     assert repo_config_problems(team.bob.path) == ()
+
+
+# -- refusal ------------------------------------------------------------------------------------
+
+
+def test_a_refused_root_runs_no_git_but_the_config_read(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused root's cycle stops before any git but `git config --list` runs; the
+    verdict names every key and the way to remove it."""
+    bob = team.bob.path
+    git(bob, "config", "core.alternateRefsCommand", "touch /never")
+    git(bob, "config", "color.ui", "always")
+    log = tmp_path / "calls"
+    wrapper = tmp_path / "wrap" / "git"
+    wrapper.parent.mkdir()
+    real = git(bob, "--exec-path").strip() + "/git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:/usr/bin:/bin")
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    assert "core.alternaterefscommand" in result.message and "touch" not in result.message
+    assert [p.code for p in result.problems] == ["unsafe-repo-config"] * 2
+    assert "color.ui" in result.problems[1].message
+    calls = log.read_text().splitlines()
+    assert calls and all(" config --list " in f" {call} " for call in calls), calls
+
+
+@pytest.mark.parametrize(
+    ("name", "fix"),
+    [
+        ("objects/info/alternates", "repack -a -d"),
+        ("objects/info/http-alternates", "repack -a -d"),
+        ("info/grafts", "rm --"),
+    ],
+)
+def test_an_alternate_object_store_refuses_the_root_until_it_is_gone(
+    team: Team, name: str, fix: str
+) -> None:
+    bob = team.bob.path
+    commit(team.alice.path, {"MEMORY_y.md": "# Y\n"})
+    assert team.alice.sync().status == "pushed"
+    assert team.bob.sync().status == "synced"  # the guard's reading is cached now
+    store = bob / ".git" / name
+    store.write_text(f"{team.alice.path / '.git' / 'objects'}\n")
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    assert name in result.message and fix in result.message
+    assert any(name in p.message for p in repo_config_problems(bob))
+    store.unlink()
+    assert team.bob.sync().status == "current"
+    assert repo_config_problems(bob) == ()
+
+
+def test_a_repository_memsync_made_may_borrow_objects_it_chose(team: Team) -> None:
+    """`trusted_alternates` is for repositories memsync makes itself (never a root's)."""
+    bob = team.bob.path
+    store = bob / ".git" / "objects" / "info" / "alternates"
+    store.write_text(f"{team.alice.path / '.git' / 'objects'}\n")
+    with pytest.raises(UnsafeRepoConfig, match="objects/info/alternates"):
+        Git(bob).run("status")
+    assert Git(bob, trusted_alternates=True).at(bob).run("status").returncode == 0
+    git(bob, "config", "core.worktree", str(team.alice.path))
+    with pytest.raises(UnsafeRepoConfig, match=r"core\.worktree"):  # only alternates are waived
+        Git(bob, trusted_alternates=True).run("status")
+
+
+def test_a_config_git_cannot_read_refuses_the_root(team: Team) -> None:
+    """Fail closed: what git cannot read, memsync cannot judge."""
+    bob = team.bob.path
+    config = bob / ".git" / "config"
+    good = config.read_bytes()
+    config.write_bytes(good + b"[broken\n")
+    result = team.bob.sync()
+    assert result.status == "error", result.message
+    assert "git cannot read it" in result.message and "until it is fixed" in result.message
+    config.write_bytes(good)
+    assert team.bob.sync().status == "current"
