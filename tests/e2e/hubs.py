@@ -133,7 +133,7 @@ def _blocks(mode: str) -> Iterator[bytes | None]:
             yield b": heartbeat\n\n"
             yield None
     elif mode == "flood":
-        block = (b"\n" * 4000 + b": " + b"c" * 60 + b"\n" + b"\r\n" * 1000) * 10
+        block = (b"\n" * 16000 + b": c\n" + b"\r\n" * 100) * 64  # 1 MB
         while True:
             yield block
     elif mode == "endless":
