@@ -351,7 +351,12 @@ def views_build(
     help="Private key to sign with (repeatable).",
 )
 @click.option("--expires", default="30d", show_default=True, metavar="DURATION")
-@click.option("--allow-http", is_flag=True, help="Allow plain http to a non-loopback hub.")
+@click.option(
+    "--allow-http",
+    is_flag=True,
+    help="Accepted for compatibility: the publish token never goes over plain http to a "
+    "non-loopback hub (use https, or http to loopback).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def views_publish(
     view_id: str,

@@ -124,14 +124,14 @@ async def publish_views(settings: RootSettings) -> None:
     from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
     from memsync.views.publish import publish_view  # noqa: PLC0415
 
-    for entry in settings.publish:
+    for index, entry in enumerate(settings.publish):
         try:
             key = load_private_key(_key_path(entry.key))
             done = await publish_view(
                 settings.path,
                 entry.view,
                 entry.hub,
-                resolve_header(entry.token, where=f"roots.{settings.name}.publish.token"),
+                resolve_header(entry.token, where=f"roots.{settings.name}.publish[{index}].token"),
                 [key],
             )
             log.info("root %s: view %s: %s", settings.name, entry.view, done.message)
