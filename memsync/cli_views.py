@@ -11,7 +11,7 @@ import click
 
 from memsync import timefmt
 from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
-from memsync.config.secrets import resolve
+from memsync.config.secrets import resolve_header
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.transports.http import HttpClient
@@ -351,7 +351,12 @@ def views_build(
     help="Private key to sign with (repeatable).",
 )
 @click.option("--expires", default="30d", show_default=True, metavar="DURATION")
-@click.option("--allow-http", is_flag=True, help="Allow plain http to a non-loopback hub.")
+@click.option(
+    "--allow-http",
+    is_flag=True,
+    help="Accepted for compatibility: the publish token never goes over plain http to a "
+    "non-loopback hub (use https, or http to loopback).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def views_publish(
     view_id: str,
@@ -364,7 +369,7 @@ def views_publish(
     as_json: bool,
 ) -> int:
     """Build, sign and upload the next revision (nothing when the content is unchanged)."""
-    token = resolve(secret_ref(token_ref))
+    token = resolve_header(secret_ref(token_ref), where="--token")
     keys_ = [load_private_key(k) for k in key_files]
     try:
         done = asyncio.run(

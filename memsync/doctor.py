@@ -30,7 +30,7 @@ from memsync import timefmt
 from memsync.config import find_config_path, format_problem, load_config, settings_from
 from memsync.config.model import RootSettings, Settings
 from memsync.config.schema import Config
-from memsync.config.secrets import SecretRef, resolve
+from memsync.config.secrets import SecretRef, resolve, resolve_header
 from memsync.config.statedir import check_state_dir
 from memsync.errors import ConfigError, GitError, MemsyncError
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
@@ -48,6 +48,7 @@ MIN_YEAR = 2024  # before this, every signature and expiry check is wrong
 DISK_FAIL = 64 * 1024**2
 DISK_WARN = 512 * 1024**2
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
+HEADER_SECRETS = (".token", ".events_token", ".api_key")  # config keys of header-bound secrets
 WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
 _COUNT_LIMIT = 1_000_000  # stop counting directories here: the answer is already "too many"
 
@@ -287,7 +288,10 @@ def check_secrets(config: Config) -> list[Check]:
             checks.append(check_signing_key(where, ref))
             continue
         try:
-            resolve(ref)
+            if where.endswith(HEADER_SECRETS):  # sent in an HTTP header: one line of ASCII
+                resolve_header(ref)
+            else:
+                resolve(ref)
         except ConfigError as exc:
             checks.append(Check(where, FAIL, exc.message, exc.hint))
             continue

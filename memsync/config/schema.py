@@ -46,6 +46,7 @@ from memsync.config.units import (
     parse_size,
 )
 from memsync.transports.credentials import DEFAULT_USERNAME, check_ssh_path
+from memsync.transports.hubrule import url_problem
 
 Loc = tuple[str | int, ...]
 
@@ -430,4 +431,41 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
                 f"(has {distinct}); add keys or set allow_unsigned: true"
             )
             problems.append((("views", name, "trust", "threshold"), message))
+    return problems + token_problems(roots, views, roles)
+
+
+def token_problems(
+    roots: Mapping[Any, Any], views: Mapping[Any, Any], roles: Mapping[Any, Any]
+) -> list[tuple[Loc, str]]:
+    """Every URL a token goes to (`sync.events`, `sync.notify.hub`, `publish[].hub`, a
+    view's http source, an openai role's `base_url`) passes the one rule of `hubrule`: a
+    token only over https or loopback http; `allow_http` never lets one over plain http."""
+    problems: list[tuple[Loc, str]] = []
+
+    def check(loc: Loc, url: object, token: object) -> None:
+        # a malformed URL is its own field's problem; here only what the token adds
+        if token is None or not isinstance(url, str):
+            return
+        problem = url_problem(url, token=True)
+        if problem is not None and url_problem(url, token=False, allow_http=True) is None:
+            problems.append((loc, f"{problem}; use an https:// URL"))
+
+    for name, root in roots.items():
+        root_map = _mapping(root)
+        sync = _mapping(root_map.get("sync"))
+        check(("roots", name, "sync", "events"), sync.get("events"), sync.get("events_token"))
+        notify = _mapping(sync.get("notify"))
+        check(("roots", name, "sync", "notify", "hub"), notify.get("hub"), notify.get("token"))
+        publish = root_map.get("publish")
+        for index, entry in enumerate(publish if isinstance(publish, list | tuple) else ()):
+            entry_map = _mapping(entry)
+            hub, token = entry_map.get("hub"), entry_map.get("token")
+            check(("roots", name, "publish", index, "hub"), hub, token)
+    for name, view in views.items():
+        source = _mapping(_mapping(view).get("source"))
+        if source.get("kind") == "http":
+            check(("views", name, "source", "url"), source.get("url"), source.get("token"))
+    for name, role in roles.items():
+        role_map = _mapping(role)
+        check(("roles", name, "base_url"), role_map.get("base_url"), role_map.get("api_key"))
     return problems

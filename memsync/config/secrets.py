@@ -26,6 +26,9 @@ REFERENCE_FORMS = '{env: NAME}, {file: PATH}, {credential: NAME} or {value: "...
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME = re.compile(r"[A-Za-z0-9_.@:-]+")
 _REDACTED = "********"
+MAX_HEADER_SECRET = 4096
+# What a token sent in an HTTP header may hold: visible ASCII, no spaces, bounded.
+_HEADER_SECRET = re.compile(rf"[\x21-\x7e]{{1,{MAX_HEADER_SECRET}}}")
 
 
 @dataclass(frozen=True, repr=False)
@@ -144,6 +147,29 @@ def resolve(ref: SecretRef, *, environ: Mapping[str, str] | None = None) -> str:
             )
         return _read_file(Path(directory) / ref.ref, ref.describe())
     return _read_file(Path(ref.ref), ref.describe())
+
+
+def resolve_header(
+    ref: SecretRef, *, where: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """Read a secret that goes into an HTTP header (a hub, view server or API token).
+
+    As `resolve` (a file loses one trailing line break), and then it must be printable
+    ASCII without spaces, at most `MAX_HEADER_SECRET` characters: a line break or control
+    character left inside (a file ending in two newlines, say) is a SecretError naming
+    `where` (the config key) and the reference, never the value.
+    """
+    secret = resolve(ref, environ=environ)
+    if not _HEADER_SECRET.fullmatch(secret):
+        prefix = f"{where}: " if where else ""
+        raise SecretError(
+            f"{prefix}{ref.describe()} is not usable as a token: it holds a line break, a "
+            f"space, a control or non-ASCII character, or is over {MAX_HEADER_SECRET} "
+            "characters",
+            hint="a token is one line of printable ASCII; rewrite the secret without the "
+            "extra characters",
+        )
+    return secret
 
 
 def _read_file(path: Path, what: str) -> str:

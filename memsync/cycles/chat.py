@@ -22,7 +22,7 @@ from aiohttp import hdrs
 from yarl import URL
 
 from memsync.config.model import OpenAIRoleSettings
-from memsync.config.secrets import resolve
+from memsync.config.secrets import resolve_header
 from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correction, parse_answer
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
@@ -83,7 +83,11 @@ async def ask_openai(
     url = URL(role.base_url.rstrip("/") + "/chat/completions")
     shown = redact(str(url))
     try:
-        key = resolve(role.api_key, environ=environ) if role.api_key is not None else None
+        key = (
+            resolve_header(role.api_key, where=f"roles.{role.name}.api_key", environ=environ)
+            if role.api_key is not None
+            else None
+        )
     except SecretError as exc:
         raise _openai_failed(
             role, operation_id, started, _Exchange(), Scrub(), FailureKind.NO_KEY, exc.message

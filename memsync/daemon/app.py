@@ -263,11 +263,13 @@ class Daemon:
         wanted: dict[tuple[str, str | None], None] = {}
         for root in settings.roots:
             if root.events:
-                wanted[(root.events, resolve_token(root.events_token))] = None
+                where = f"roots.{root.name}.sync.events_token"
+                wanted[(root.events, resolve_token(root.events_token, where))] = None
         for view in settings.views:
             url = _view_events_url(view)
             if url is not None and isinstance(view.source, HttpSourceSettings):
-                wanted[(url, resolve_token(view.source.token))] = None
+                where = f"views.{view.name}.source.token"
+                wanted[(url, resolve_token(view.source.token, where))] = None
         for key in list(self._followers):
             if key not in wanted:
                 self._followers.pop(key).cancel()

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
-from memsync.config.secrets import SecretRef, resolve
+from memsync.config.secrets import SecretRef, resolve_header
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, REFUSED, CycleResult
 from memsync.daemon.triggers import Backoff, Trigger
@@ -31,6 +29,7 @@ from memsync.redaction import redact
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
+from memsync.transports.http import HttpClient, HttpError
 from memsync.views.pull import ViewResult, pull_views
 from memsync.views.trust import TrustState, trust_path
 
@@ -43,6 +42,7 @@ AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
 FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
 VIEW_FAILING = frozenset({"stale", "unavailable"})
 CYCLES = ("insight", "prune")
+NOTIFY_TIMEOUT = 10.0  # seconds for the whole notification
 
 
 @dataclass(frozen=True)
@@ -124,11 +124,15 @@ async def publish_views(settings: RootSettings) -> None:
     from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
     from memsync.views.publish import publish_view  # noqa: PLC0415
 
-    for entry in settings.publish:
+    for index, entry in enumerate(settings.publish):
         try:
             key = load_private_key(_key_path(entry.key))
             done = await publish_view(
-                settings.path, entry.view, entry.hub, resolve(entry.token), [key]
+                settings.path,
+                entry.view,
+                entry.hub,
+                resolve_header(entry.token, where=f"roots.{settings.name}.publish[{index}].token"),
+                [key],
             )
             log.info("root %s: view %s: %s", settings.name, entry.view, done.message)
         except MemsyncError as exc:
@@ -155,24 +159,26 @@ def _key_path(ref: SecretRef) -> Path:
 
 
 async def notify_hub(settings: RootSettings, commit: str) -> None:
-    """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle."""
+    """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle.
+
+    Through the HTTP box: the token only over https (or loopback http), no redirect."""
     hub = (settings.notify_hub or "").rstrip("/")
     url = f"{hub}/v1/roots/{settings.notify_root or settings.name}/notify"
-    token = resolve_token(settings.notify_token)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    where = f"roots.{settings.name}.sync.notify.token"
+    token = resolve_token(settings.notify_token, where)
+    if settings.notify_token is not None and token is None:
+        return  # logged: a notification without its token would only be refused
+    deadline = asyncio.get_running_loop().time() + NOTIFY_TIMEOUT
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-            session.post(
-                url, json={"commit": commit}, headers=headers, allow_redirects=False
-            ) as answer,
-        ):
-            if answer.status >= 300:
-                log.warning(
-                    "root %s: the hub refused the notification (%d)", settings.name, answer.status
-                )
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        log.warning("root %s: could not notify the hub: %s", settings.name, redact(str(exc)))
+        async with HttpClient() as client:
+            status, _ = await client.post_json(
+                url, document={"commit": commit}, token=token, deadline=deadline
+            )
+    except HttpError as exc:
+        log.warning("root %s: could not notify the hub: %s", settings.name, exc.message)
+        return
+    if status >= 300:
+        log.warning("root %s: the hub refused the notification (%d)", settings.name, status)
 
 
 class ViewWorker:
@@ -211,11 +217,15 @@ def _behind(settings: RootSettings, result: SyncResult) -> int:
         return 0
 
 
-def resolve_token(ref: object) -> str | None:
+def resolve_token(ref: SecretRef | None, where: str = "a hub token") -> str | None:
+    """A token for a hub request, read now (`resolve_header`: one line of printable ASCII);
+    None, with a warning naming `where` (the config key, never the value), when it cannot be
+    read or could not go in a header."""
     if ref is None:
         return None
     try:
-        return resolve(ref)  # type: ignore[arg-type]
+        return resolve_header(ref, where=where)
     except ConfigError as exc:
-        log.warning("cannot read an events token: %s", exc.message)
+        message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
+        log.warning("cannot use a hub token: %s", message)
         return None

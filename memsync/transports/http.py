@@ -4,8 +4,11 @@ One `aiohttp.ClientSession` (one connector) per `HttpClient`, shared by every vi
 `get` is bounded by an absolute deadline on the event loop's clock (a trickling server is
 cut off), a hard byte cap checked against `Content-Length` before reading and against the
 bytes as they arrive, and redirects followed here, at most five, so that the Bearer token
-goes to the original origin only and https never downgrades to http. Plain http is refused
-for non-loopback hosts (before any I/O) unless allowed. Bodies stream into a temp file next
+goes to the original origin only and https never downgrades to http. Every URL, and every
+redirect target, passes the one rule of `hubrule.url_problem` before any I/O: a token only
+over https or to loopback, plain http to other hosts only when allowed and never with a
+token. A hub's event stream (`stream`) and its push notification (`post_json`) go through
+here too; a stream is never decompressed. Bodies stream into a temp file next
 to `dest` that is fsynced and renamed only once complete; on any failure it is removed.
 Responses are taken as served (no decompression), so `sha256` is the hash of the bytes on
 the wire. A `304` says only "unchanged": the caller still re-checks what it has cached.
@@ -21,13 +24,13 @@ import contextlib
 import email.utils
 import hashlib
 import io
-import ipaddress
 import logging
 import os
+import re
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +42,7 @@ from yarl import URL
 
 from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
+from memsync.transports.hubrule import url_problem
 
 __all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "redact_url"]
 
@@ -119,15 +123,6 @@ def _origin(url: URL) -> tuple[str, str, int | None]:
     return (url.scheme, (url.host or "").lower(), url.port)
 
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _retry_after(value: str | None, now_wall: float) -> float | None:
     if not value:
         return None
@@ -162,19 +157,24 @@ class HttpClient:
             await self._session.close()
             self._session = None
 
-    def check_url(self, url: URL, previous: URL | None = None, *, method: str = "GET") -> None:
-        """Refuse, before any I/O, a URL (or a redirect target) we must not request."""
-        where, refused = redact_url(url), ErrorKind.REFUSED
-        if url.scheme not in ("http", "https") or not url.host:
-            raise HttpError(refused, where, "not an http(s) URL", method=method)
-        if url.user is not None or url.password is not None:
-            raise HttpError(refused, where, "credentials in a URL are refused", method=method)
-        if previous is not None and previous.scheme == "https" and url.scheme == "http":
-            raise HttpError(refused, where, "redirect from https to http refused", method=method)
-        if url.scheme == "http" and not self.allow_http and not _is_loopback(url.host):
-            raise HttpError(
-                refused, where, "plain http to a non-loopback host refused", method=method
-            )
+    def check_url(
+        self,
+        url: URL,
+        previous: URL | None = None,
+        *,
+        method: str = "GET",
+        token: bool = False,
+    ) -> None:
+        """Refuse, before any I/O, a URL (or a redirect target) we must not request (with a
+        token when `token`): the one rule of `hubrule.url_problem`."""
+        problem = url_problem(
+            str(url),
+            token=token,
+            allow_http=self.allow_http,
+            previous=None if previous is None else str(previous),
+        )
+        if problem is not None:
+            raise HttpError(ErrorKind.REFUSED, redact_url(url), problem, method=method)
 
     async def get(
         self,
@@ -188,11 +188,8 @@ class HttpClient:
         expected_length: int | None = None,
     ) -> Fetched:
         """GET `url` into `dest` (or memory when None), conditional on `etag`, by `deadline`."""
-        try:
-            start = URL(url)
-        except ValueError as exc:
-            raise HttpError(ErrorKind.REFUSED, "<invalid url>", "not a valid URL") from exc
-        self.check_url(start)
+        start = _parse(url)
+        self.check_url(start, token=token is not None)
         where = redact_url(start)
         cap = max_bytes if dest is not None else min(max_bytes, MEMORY_CAP)
         if expected_length is not None:
@@ -266,32 +263,95 @@ class HttpClient:
         Never follows redirects (a publish must reach the hub it names) and never retries:
         the hub makes a repeated upload of the same revision idempotent, the caller decides.
         """
-        if self._session is None:
-            raise InternalError("internal: HttpClient used outside `async with`")
-        post = "POST"
-        try:
-            target = URL(url)
-        except ValueError as exc:
-            raise HttpError(
-                ErrorKind.REFUSED, "<invalid url>", "not a valid URL", method=post
-            ) from exc
-        self.check_url(target, method=post)
-        where = redact_url(target)
         form = aiohttp.FormData()
         for name, (data, content_type) in fields.items():
             form.add_field(name, data, filename=name, content_type=content_type)
-        headers = {hdrs.AUTHORIZATION: f"Bearer {token}"} if token else {}
+        return await self._post(url, form, token, deadline, max_response)
+
+    async def post_json(
+        self,
+        url: str,
+        *,
+        document: Mapping[str, object],
+        token: str | None,
+        deadline: float,
+        max_response: int = 64 * 1024,
+    ) -> tuple[int, bytes]:
+        """POST a JSON document; (status, response body). Like `post_form`: no redirect is
+        followed, nothing is retried."""
+        body = aiohttp.JsonPayload(dict(document))
+        return await self._post(url, body, token, deadline, max_response)
+
+    async def _post(
+        self, url: str, data: object, token: str | None, deadline: float, max_response: int
+    ) -> tuple[int, bytes]:
+        session = self._open()
+        post = "POST"
+        target = _parse(url, method=post)
+        self.check_url(target, method=post, token=token is not None)
+        where = redact_url(target)
+        headers = _bearer(token, where, method=post)
         try:
             async with asyncio.timeout_at(deadline):
-                async with self._session.post(
-                    target, data=form, headers=headers, allow_redirects=False
+                async with session.post(
+                    target, data=data, headers=headers, allow_redirects=False
                 ) as resp:
-                    body = await resp.content.read(max_response)
-                    return resp.status, body
+                    answer = await resp.content.read(max_response)
+                    return resp.status, answer
         except TimeoutError as exc:
             raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed", method=post) from exc
         except aiohttp.ClientError as exc:
             raise _client_error(where, exc, method=post) from exc
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        url: str,
+        *,
+        token: str | None,
+        headers: Mapping[str, str],
+        read_timeout: float,
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """GET a long-lived stream (a hub's Server-Sent Events) and yield its body.
+
+        The URL rule and the token rule as for every request; no redirect is followed (a
+        redirect is an error, so the token never reaches another URL); `headers` must be
+        printable ASCII; the body is taken only as served: `Accept-Encoding: identity`, and
+        an answer with any other `Content-Encoding` is refused (nothing decompresses a
+        hub's stream, so its bytes on the wire are all the bytes there are). Errors while
+        reading the body in the `async with` come out as `HttpError`s too.
+        """
+        session = self._open()
+        start = _parse(url)
+        self.check_url(start, token=token is not None)
+        where = redact_url(start)
+        sent = _bearer(token, where)
+        for name, value in headers.items():
+            if not _HEADER_VALUE.fullmatch(value):
+                raise HttpError(ErrorKind.REFUSED, where, f"unsafe {name} header value")
+            sent[name] = value
+        sent[hdrs.ACCEPT_ENCODING] = "identity"
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.connect_timeout, sock_read=read_timeout
+        )
+        try:
+            async with session.get(
+                start, headers=sent, allow_redirects=False, timeout=timeout
+            ) as resp:
+                if resp.status != 200:
+                    raise _status_error(resp.status, where, resp.headers.get(hdrs.RETRY_AFTER))
+                encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
+                if encoding not in ("", "identity"):
+                    detail = f"a compressed stream is refused (Content-Encoding {encoding[:20]})"
+                    raise HttpError(ErrorKind.PROTOCOL, where, detail, 200)
+                yield resp.content
+        except aiohttp.ClientError as exc:
+            raise _client_error(where, exc) from exc
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise InternalError("internal: HttpClient used outside `async with`")
+        return self._session
 
     async def _follow(
         self,
@@ -302,22 +362,19 @@ class HttpClient:
         cap: int,
         expected: int | None,
     ) -> tuple[Fetched, _Sink | None]:
-        if self._session is None:
-            raise InternalError("internal: HttpClient used outside `async with`")
+        session = self._open()
         current, previous = start, None
         with_token = token is not None
         for _ in range(MAX_REDIRECTS + 1):
-            self.check_url(current, previous)
-            where = redact_url(current)
             # Once a redirect leaves the original origin the token is never sent again.
             with_token = with_token and _origin(current) == _origin(start)
-            headers: dict[str, str] = {hdrs.IF_NONE_MATCH: etag} if etag else {}
-            if with_token:
-                headers[hdrs.AUTHORIZATION] = f"Bearer {token}"
+            self.check_url(current, previous, token=with_token)
+            where = redact_url(current)
+            headers = _bearer(token if with_token else None, where)
+            if etag:
+                headers[hdrs.IF_NONE_MATCH] = etag
             try:
-                async with self._session.get(
-                    current, headers=headers, allow_redirects=False
-                ) as resp:
+                async with session.get(current, headers=headers, allow_redirects=False) as resp:
                     log.debug("GET %s -> %d", where, resp.status)
                     location = resp.headers.get(hdrs.LOCATION)
                     if resp.status not in _REDIRECTS or not location:
@@ -440,6 +497,30 @@ def _flush_close(handle: IO[bytes]) -> None:
     with handle:
         handle.flush()
         os.fsync(handle.fileno())
+
+
+# A header value memsync sends: printable ASCII (no control character, no line break).
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]{0,8192}")
+
+
+def _parse(url: str, *, method: str = "GET") -> URL:
+    try:
+        return URL(url)
+    except ValueError as exc:
+        raise HttpError(
+            ErrorKind.REFUSED, "<invalid url>", "not a valid URL", method=method
+        ) from exc
+
+
+def _bearer(token: str | None, where: str, *, method: str = "GET") -> dict[str, str]:
+    """The `Authorization` header for `token` (none for None); a token a header cannot
+    carry is refused here too, whatever resolved it (never quoting it)."""
+    if not token:
+        return {}
+    if not _HEADER_VALUE.fullmatch(token) or " " in token:
+        detail = "the token holds a character a header cannot carry"
+        raise HttpError(ErrorKind.REFUSED, where, detail, method=method)
+    return {hdrs.AUTHORIZATION: f"Bearer {token}"}
 
 
 def _status_error(status: int, where: str, retry_after: str | None) -> HttpError:

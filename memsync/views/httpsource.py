@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memsync.config.secrets import SecretRef, resolve
+from memsync.config.secrets import SecretRef, resolve_header
 from memsync.transports.http import HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.archive import ArchiveLimits
@@ -25,10 +25,13 @@ class HttpSource:
 
     label = "the view server"
 
-    def __init__(self, client: HttpClient, url: str, token: SecretRef | None = None) -> None:
+    def __init__(
+        self, client: HttpClient, url: str, token: SecretRef | None = None, where: str = ""
+    ) -> None:
         self.client = client
         self.url = url.rstrip("/")
         self.token = token
+        self.where = where or "the view's source.token"  # the config key, for messages
 
     async def manifest(self, *, etag: str | None, deadline: Deadline) -> ManifestFetch:
         try:
@@ -69,7 +72,9 @@ class HttpSource:
         return PackageFetch(got.length, got.sha256 or "")
 
     def _token(self) -> str | None:
-        return resolve(self.token) if self.token is not None else None
+        if self.token is None:
+            return None
+        return resolve_header(self.token, where=self.where)
 
 
 def _on_loop(deadline: Deadline) -> float:

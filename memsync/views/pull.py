@@ -88,7 +88,7 @@ def open_source(view: ViewSettings, client: HttpClient, state_dir: Path) -> View
     if isinstance(source, GitSourceSettings):
         cache = view_state_dir(state_dir, view.name) / "git-cache"
         return GitSource(source.url, source.branch, source.path, cache)
-    return HttpSource(client, source.url, source.token)
+    return HttpSource(client, source.url, source.token, f"views.{view.name}.source.token")
 
 
 async def pull_views(

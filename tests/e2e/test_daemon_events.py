@@ -17,7 +17,7 @@ import pytest
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port, running_hub
+from tests.e2e.hubs import free_port, hostile_hub, running_hub
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, wait_for
 
@@ -347,3 +347,83 @@ def test_a_hub_that_sends_garbage_and_drops_the_stream_is_survived(
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- a hostile hub against the real daemon: it keeps answering, in bounded memory ---------
+
+
+def follow_config(tmp_path: Path, bob: Path, url: str, token_line: str = "") -> Path:
+    """bob's daemon config following `url` (plus an `events_token` line, if given)."""
+    config = write_config(tmp_path, {"bob": {"path": bob}})
+    extra = f'      events: "{url}"\n' + (f"      {token_line}\n" if token_line else "")
+    config.write_text(
+        config.read_text().replace(
+            "sync: {interval: 60s, timeout: 20s}",
+            "sync:\n      interval: 60s\n      timeout: 20s\n" + extra,
+        )
+    )
+    return config
+
+
+def rss(pid: int) -> int:
+    """The process's resident set size in bytes (from /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("mode", ["endless", "flood", "gzip"])
+def test_a_hostile_stream_costs_bounded_memory_and_status_still_answers(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon], mode: str
+) -> None:
+    """A never-ending event, a blank-line flood, a gzip bomb: for 10 s the daemon's RSS
+    stays within 64 MiB of where it started and `status` answers within 3 s (a process
+    start included) every time. Before: 1.6 GiB in 20 s; `status` took 19-32 s."""
+    with hostile_hub() as hub:
+        hub.mode = mode
+        daemon = start(follow_config(tmp_path, team.bob.path, f"{hub.url}/v1/events?root=team"))
+        wait_for(lambda: len(hub.requests) >= 1, 20, "the daemon to follow the hub")
+        base = peak = rss(daemon.proc.pid)
+        slowest, deadline = 0.0, time.monotonic() + 10
+        while time.monotonic() < deadline:
+            asked = time.monotonic()
+            assert daemon.status().roots[0].root == "bob"
+            slowest = max(slowest, time.monotonic() - asked)
+            peak = max(peak, rss(daemon.proc.pid))
+        assert daemon.proc.poll() is None
+        sent = sum(hub.sent)
+    mib = 1024 * 1024
+    print(
+        f"{mode}: daemon RSS {base / mib:.0f} -> peak {peak / mib:.0f} MiB; hub sent "
+        f"{sent / mib:.0f} MiB on {len(hub.requests)} connection(s); slowest status {slowest:.2f} s"
+    )
+    assert peak - base < 64 * mib
+    assert slowest < 3
+
+
+def test_ids_with_control_characters_and_a_token_file_with_two_newlines_are_survived(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    """Before, either one killed the daemon (exit 3): the id when it went back as
+    `Last-Event-ID`, the token file at start. Now the id is dropped; the token is refused by
+    its config key (never its value) and the stream followed without it."""
+    token_file = tmp_path / "follow.token"
+    token_file.write_bytes(b"msk_s3cret\n\n")
+    with hostile_hub() as hub:
+        hub.mode, hub.per_connection = "badid", 1500  # the bad ids, then a drop
+        config = follow_config(
+            tmp_path,
+            team.bob.path,
+            f"{hub.url}/v1/events?root=team",
+            f"events_token: {{file: {token_file}}}",
+        )
+        daemon = start(config)
+        wait_for(lambda: len(hub.requests) >= 3, 30, "two reconnects")
+        assert daemon.proc.poll() is None
+        assert hub.requests[1].get("Last-Event-ID") == "42"
+        assert all("Authorization" not in r for r in hub.requests)
+        assert daemon.status().roots[0].root == "bob"
+    log = daemon.log.read_text()
+    assert "roots.bob.sync.events_token" in log
+    assert "msk_s3cret" not in log

@@ -220,3 +220,14 @@ def test_doctor_fails_an_unreachable_upstream_and_warns_on_a_foreign_gitignore(
     found = statuses(report)
     assert found["roots.bob.upstream"] == "fail" and found["roots.alice.upstream"] == "ok"
     assert found["roots.bob.gitignore"] == "warn"
+
+
+def test_doctor_fails_a_token_that_cannot_go_in_a_header(team: Team, tmp_path: Path) -> None:
+    """A token with a line break left in it (a file ending in two newlines, say) would kill
+    the request that sends it: doctor names the key, never the value."""
+    code, report = doctor(write_config(tmp_path, team), token=SECRET + "\n")
+    assert code == 1
+    checks = {c.name: c for c in report.checks}
+    for key in ("roots.alice.publish[0].token", "views.team-auth.source.token"):
+        assert checks[key].status == "fail"
+        assert "not usable as a token" in checks[key].message

@@ -948,3 +948,82 @@ def test_upstream_token_values_are_hidden_in_dumps() -> None:
     assert "hunter2" not in repr(config.model_dump(mode="json"))
     settings = settings_from(config, None)
     assert "hunter2" not in repr(settings)
+
+
+# --- where a token may go (hubrule): https, or plain http to loopback -------------------
+
+TOKEN = "{env: HUB}"
+
+
+@pytest.mark.parametrize(
+    ("field", "location"),
+    [
+        (
+            f"sync: {{events: 'http://192.0.2.7/v1/events?root=a', events_token: {TOKEN}}}",
+            "roots.a.sync.events",
+        ),
+        (
+            f"sync: {{notify: {{hub: 'http://hub.example', token: {TOKEN}}}}}",
+            "roots.a.sync.notify.hub",
+        ),
+        (
+            f"publish: [{{view: v, hub: 'http://10.1.2.3', token: {TOKEN}, key: {{file: /k}}}}]",
+            "roots.a.publish[0].hub",
+        ),
+    ],
+)
+def test_a_token_over_plain_http_to_another_host_is_refused_at_load(
+    field: str, location: str
+) -> None:
+    problem = only(problems(f"version: 1\nroots:\n  a:\n    path: /a\n    {field}\n"))
+    assert (problem.location, problem.line) == (location, 5)
+    assert "token goes only over https" in problem.message
+
+
+def test_allow_http_never_lets_a_view_token_or_an_api_key_over_plain_http() -> None:
+    found = problems(
+        f"""\
+        version: 1
+        roots: {{a: {{path: /a}}}}
+        views:
+          v:
+            root: a
+            trust: {{allow_unsigned: true}}
+            source:
+              {{kind: http, url: "http://hub.example/v1/views/v", token: {TOKEN}, allow_http: true}}
+        roles:
+          r: {{executor: openai, base_url: "http://models.example/v1", model: m, api_key: {TOKEN}}}
+        """
+    )
+    assert where(found) == {(8, "views.v.source.url"), (10, "roles.r.base_url")}
+
+
+@pytest.mark.parametrize(
+    "url", ["https://hub.example", "http://127.0.0.1:8765", "http://[::1]:8765", "http://localhost"]
+)
+def test_a_token_over_https_or_to_loopback_is_accepted(url: str) -> None:
+    config = load(
+        f"""\
+        version: 1
+        roots:
+          a:
+            path: /a
+            sync:
+              events: "{url}/v1/events?root=a"
+              events_token: {TOKEN}
+              notify: {{hub: "{url}", token: {TOKEN}}}
+        views:
+          v:
+            root: a
+            source: {{kind: http, url: "{url}/v1/views/v", token: {TOKEN}}}
+            trust: {{allow_unsigned: true}}
+        """
+    )
+    assert config.roots["a"].sync.events == f"{url}/v1/events?root=a"
+
+
+def test_events_without_a_token_may_use_plain_http() -> None:
+    config = load(
+        "version: 1\nroots: {a: {path: /a, sync: {events: 'http://hub.example/v1/events'}}}\n"
+    )
+    assert config.roots["a"].sync.events == "http://hub.example/v1/events"
