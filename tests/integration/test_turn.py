@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.status import root_status
 from memsync.transports.process import Deadline
@@ -78,6 +80,29 @@ def test_a_role_writing_outside_its_grants_is_refused_and_the_root_unchanged(tea
     result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
     assert result.status == "refused"
     assert [p.code for p in result.problems] == ["grant-violation"]
+    assert snapshot(team.bob.path) == before
+
+
+def _many_logs(count: int) -> str:
+    return (
+        "mkdir -p insight_logs && "
+        f"for n in $(seq 1 {count}); do printf '# Log\\n\\nOne of many.\\n' "
+        "> insight_logs/2026-11-30-1200$n.md; done && git add -f insight_logs && "
+        "git commit -qm 'insight: many logs'"
+    )
+
+
+@pytest.mark.parametrize("count", [2, 50])
+def test_an_insight_turn_adding_more_than_one_log_is_refused(team: Team, count: int) -> None:
+    """The grant is one log per turn: grants count files, not only paths."""
+    _pressure(team, 2)
+    before = snapshot(team.bob.path)
+    head = git(team.bob.path, "rev-parse", "HEAD")
+    result = run_cycle(team.bob.settings, INSIGHT, Script(_many_logs(count)), team.bob.state_dir)
+    assert result.status == "refused", result.message
+    assert {p.code for p in result.problems} == {"grant-violation"}
+    assert len(result.problems) == count - 1
+    assert git(team.bob.path, "rev-parse", "HEAD") == head
     assert snapshot(team.bob.path) == before
 
 
