@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -23,6 +22,7 @@ from yarl import URL
 
 from memsync.config.model import OpenAIRoleSettings
 from memsync.config.secrets import resolve
+from memsync.cycles import jsontext
 from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correction, parse_answer
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
@@ -266,9 +266,15 @@ class _Chat:
                     f"{shown} answered HTTP {resp.status}" + (f": {detail}" if detail else ""),
                 )
         try:
-            document = json.loads(raw)
+            document = jsontext.loads(raw)
+        except jsontext.JSONRefused as exc:
+            raise _Failure(
+                FailureKind.PROTOCOL,
+                f"{shown} answered 200 with a body that is not usable JSON: {exc.message}",
+            ) from None
+        try:
             content = document["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError):
             raise _Failure(
                 FailureKind.PROTOCOL, f"{shown} answered 200 with no chat completion in it"
             ) from None
@@ -282,7 +288,7 @@ def _error_detail(raw: bytes, limit: int = 300) -> str:
     """The provider's own error message (`{"error": {"message"}}`), else the body's start."""
     text = raw.decode("utf-8", "replace")
     with contextlib.suppress(ValueError, AttributeError, TypeError):
-        error = json.loads(text).get("error")
+        error = jsontext.loads(text).get("error")
         text = error.get("message", text) if isinstance(error, Mapping) else str(error or text)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
