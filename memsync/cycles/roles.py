@@ -27,6 +27,7 @@ from memsync.cycles.promptkit import Executor, Prompt
 from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.runrecord import ExecutorFailed
+from memsync.cycles.sandbox import escaped_problems
 from memsync.cycles.turn import RoleFailed, TurnInput
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
@@ -66,7 +67,7 @@ class CommandRole:
         except ExecutorFailed as exc:
             if self.runlog is not None:
                 self.runlog.write(exc.record)
-            raise RoleFailed(exc.message) from exc
+            raise RoleFailed(exc.message, escaped_problems(exc)) from exc
         if self.runlog is not None:
             self.runlog.write(record)
         log.info("%s", record.summary())

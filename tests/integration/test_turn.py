@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from memsync.config.model import CommandRoleSettings
+from memsync.cycles.roles import CommandRole
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.status import root_status
 from memsync.transports.process import Deadline
@@ -187,25 +190,124 @@ class MovesHead(Script):
         commit(self.root, self.files, "a person's own commit meanwhile")
 
 
-def test_a_turn_is_replayed_onto_a_moved_head_when_paths_do_not_meet(team: Team) -> None:
+def _git_state(root: Path) -> dict[str, str]:
+    """The root's own repository as a role must leave it: every ref (but memsync's rescue
+    refs), HEAD, the config, the hooks and the object-store settings, byte for byte."""
+    dot = root / ".git"
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    state = {
+        "refs": "\n".join(r for r in refs.splitlines() if "refs/memsync/rescue/" not in r),
+        "HEAD": (dot / "HEAD").read_text(),
+        "config": (dot / "config").read_text(),
+        "hooks": " ".join(sorted(p.name for p in (dot / "hooks").iterdir()))
+        if (dot / "hooks").is_dir()
+        else "",
+    }
+    for name in ("packed-refs", "objects/info/alternates", "info/attributes"):
+        path = dot / name
+        state[name] = path.read_text() if path.exists() else "<none>"
+    return state
+
+
+def test_a_commit_in_the_root_while_the_role_runs_is_role_escaped_and_put_back(
+    team: Team,
+) -> None:
+    """A person and a role writing the root look the same: the turn is `failed` with
+    `role-escaped`, the root's branch is put back, the commit is kept under a rescue ref
+    and the work tree (holding it) is not touched."""
     _pressure(team, 2)
+    head = git(team.bob.path, "rev-parse", "HEAD")
     role = MovesHead(WRITE_LOG, team.bob.path, {"MEMORY_mine.md": "# Mine\n"})
     result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
-    assert result.status == "landed", result.message
-    assert git(team.bob.path, "log", "-1", "--format=%s") == "insight: deploy rules cluster"
-    assert git(team.bob.path, "log", "-2", "--format=%s").splitlines()[1] == (
+    assert result.status == "failed", result.message
+    assert {p.code for p in result.problems} == {"role-escaped"}
+    assert "refs/heads/main" in result.message
+    assert git(team.bob.path, "rev-parse", "HEAD") == head
+    moved = git(team.bob.path, "for-each-ref", "--format=%(objectname)", "refs/memsync/rescue/")
+    assert git(team.bob.path, "log", "-1", "--format=%s", moved) == (
         "a person's own commit meanwhile"
     )
-    assert (team.bob.path / "MEMORY_mine.md").is_file()
-    assert git(team.bob.path, "status", "--porcelain") == ""
+    assert (team.bob.path / "MEMORY_mine.md").read_text() == "# Mine\n"  # nothing lost
+    assert not (team.bob.path / "insight_logs").exists()  # nothing of the role landed
 
 
-def test_a_turn_whose_paths_changed_meanwhile_is_not_replayed(team: Team) -> None:
+ESCAPES = {
+    # found through the alternates file of its own repository, not told
+    "discovered-through-alternates": 'ROOT_GIT=$(dirname "$(cat .git/objects/info/alternates)")'
+    + ' && git --git-dir "$ROOT_GIT" update-ref refs/heads/main HEAD~1',
+    # the role's commit, pushed into the root's checked-out branch behind git's back
+    "fetch-and-update-ref": WRITE_LOG
+    + ' && git --git-dir "$ROOT_GIT" fetch -q "$PWD" HEAD'
+    + ' && git --git-dir "$ROOT_GIT" update-ref refs/heads/main FETCH_HEAD',
+    "push-a-new-branch": WRITE_LOG + ' && git push -q "$ROOT_GIT" HEAD:refs/heads/escaped',
+    "write-the-ref-file": WRITE_LOG
+    + ' && git push -q "$ROOT_GIT" HEAD:refs/heads/tmp'
+    + ' && cp "$ROOT_GIT/refs/heads/tmp" "$ROOT_GIT/refs/heads/main"'
+    + ' && rm "$ROOT_GIT/refs/heads/tmp"',
+    "rewind-the-branch": 'git --git-dir "$ROOT_GIT" update-ref refs/heads/main HEAD~1',
+    "config": 'printf "[core]\\n\\thooksPath = /tmp\\n" >> "$ROOT_GIT/config"',
+    "hook": 'mkdir -p "$ROOT_GIT/hooks" && printf "#!/bin/sh\\n" > "$ROOT_GIT/hooks/post-commit"'
+    + ' && chmod +x "$ROOT_GIT/hooks/post-commit"',
+    "symbolic-head": 'git --git-dir "$ROOT_GIT" symbolic-ref HEAD refs/heads/elsewhere',
+    "pack-refs": 'git --git-dir "$ROOT_GIT" pack-refs --all',
+    "alternates": 'printf "/tmp\\n" > "$ROOT_GIT/objects/info/alternates"',
+    "attributes": 'mkdir -p "$ROOT_GIT/info" && echo "* filter=x" > "$ROOT_GIT/info/attributes"',
+    "delete-a-ref": 'git --git-dir "$ROOT_GIT" update-ref -d refs/remotes/origin/main',
+}
+
+
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+def test_an_insight_command_role_that_writes_the_root_is_role_escaped(
+    team: Team, escape: str
+) -> None:
+    """The role works in a repository of its own; one that finds the root (through its
+    alternates file here) and writes its refs, config, hooks or object settings anyway is
+    `role-escaped`: the turn failed, the root exactly as before, nothing published."""
     _pressure(team, 2)
-    role = MovesHead(WRITE_LOG, team.bob.path, {"insight_logs/2026-11-30-120000.md": "# Mine\n"})
+    before, files = _git_state(team.bob.path), snapshot(team.bob.path)
+    script = f"ROOT_GIT='{team.bob.path / '.git'}'; " + ESCAPES[escape]
+    role = CommandRole(CommandRoleSettings("insight", ("sh", "-c", script), timedelta(seconds=30)))
     result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
-    assert result.status == "failed" and "retried later" in result.message
-    assert (team.bob.path / "insight_logs" / "2026-11-30-120000.md").read_text() == "# Mine\n"
+    assert result.status == "failed", result.message
+    assert "role-escaped" in {p.code for p in result.problems}, result.problems
+    assert _git_state(team.bob.path) == before
+    assert snapshot(team.bob.path) == files
+    assert not (team.bob.path / "insight_logs").exists()
+    landed = run_cycle(team.bob.settings, INSIGHT, Script(WRITE_LOG), team.bob.state_dir)
+    assert landed.status == "landed", landed.message  # the claim was kept; the root works
+
+
+def test_the_old_attack_moves_only_the_roles_own_branch(team: Team) -> None:
+    """`git update-ref refs/heads/main HEAD` in the role's worktree moved the root's branch
+    when the worktree was a linked one; in the role's own repository it moves that
+    repository's branch, and the turn lands through the gate as usual."""
+    _pressure(team, 2)
+    start = git(team.bob.path, "rev-parse", "HEAD")
+    role = Script(WRITE_LOG + " && git update-ref refs/heads/main HEAD")
+    result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
+    assert result.status == "landed", result.message
+    assert git(team.bob.path, "rev-parse", "HEAD") == result.commit
+    assert git(team.bob.path, "rev-parse", "HEAD~1") == start  # one collapsed commit
+    assert git(team.bob.path, "for-each-ref", "refs/memsync/") == ""
+
+
+def test_the_role_works_in_a_repository_of_its_own(team: Team) -> None:
+    _pressure(team, 2)
+    seen: dict[str, str] = {}
+
+    def look(turn: TurnInput, deadline: Deadline) -> None:
+        seen["git_dir"] = git(turn.worktree, "rev-parse", "--absolute-git-dir")
+        seen["common"] = git(
+            turn.worktree, "rev-parse", "--path-format=absolute", "--git-common-dir"
+        )
+        seen["refs"] = git(turn.worktree, "for-each-ref")
+        Script(WRITE_LOG)(turn, deadline)
+
+    assert run_cycle(team.bob.settings, INSIGHT, look, team.bob.state_dir).status == "landed"
+    root_git = str((team.bob.path / ".git").resolve())
+    assert seen["git_dir"] == seen["common"] != root_git
+    assert not seen["git_dir"].startswith(str(team.bob.path.resolve()))
+    assert "refs/heads/main" not in seen["refs"] and "refs/remotes" not in seen["refs"]
 
 
 def test_status_shows_each_cycle_where_it_stands_and_how_it_last_ended(team: Team) -> None:
