@@ -1,8 +1,9 @@
 """Role write grants (CONTRACT §7): which paths a role's commit may change (pure).
 
 insight: only add `insight_logs/<name>.md`, exactly one file per turn (grants count files,
-not only paths: a second log is a `grant-violation` too); pruner: change `MEMORY.md` and `MEMORY_*.md`
-except the two fixed Agent Correction collections; a repair role: the synchronized paths.
+not only paths: a second log is a `grant-violation` too); pruner: change `MEMORY.md` and
+`MEMORY_*.md` except the two fixed Agent Correction collections; a repair role: the
+synchronized paths.
 Every cycle write then passes the full gate as well.
 """
 

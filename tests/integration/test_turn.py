@@ -3,9 +3,12 @@ worktree; grants and the gate decide; the admission transaction lands it once.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from memsync.config.model import CommandRoleSettings
 from memsync.cycles.roles import CommandRole
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.status import root_status
-from memsync.transports.process import Deadline
+from memsync.transports.process import PIPE_GRACE, Deadline
 from tests.conftest import Team
 from tests.helpers import GIT_ENV, commit, git, snapshot
 
@@ -331,3 +334,46 @@ def test_status_shows_each_cycle_where_it_stands_and_how_it_last_ended(team: Tea
     assert run_cycle(settings, INSIGHT, Script(WRITE_LOG), team.bob.state_dir).status == "landed"
     insight = root_status(settings, team.bob.state_dir).insight
     assert (insight.points, insight.last_result) == (0, "artifact")
+
+
+def _escaping_role(tmp_path: Path, marker: str, then: str, timeout: float) -> CommandRole:
+    """A command role that leaves `sleep <marker>` in a new session holding its stdout."""
+    flag = tmp_path / f"in-session-{marker}"
+    script = (
+        f"setsid sh -c 'echo $$ > {flag}; exec sleep {marker}' & "
+        f"while [ ! -s {flag} ]; do sleep 0.01; done; {then}"
+    )
+    return CommandRole(
+        CommandRoleSettings("insight", ("sh", "-c", script), timedelta(seconds=timeout))
+    )
+
+
+@pytest.mark.parametrize(
+    ("then", "timeout"), [("echo started", 30.0), ("echo started; sleep 60", 1.0)]
+)
+def test_a_role_that_leaves_a_process_holding_stdout_cannot_hold_the_turn_or_the_lock(
+    team: Team, tmp_path: Path, then: str, timeout: float
+) -> None:
+    _pressure(team, 2)
+    marker = f"617.{int(timeout)}"
+    head = git(team.bob.path, "rev-parse", "HEAD")
+    started = time.monotonic()
+    try:
+        role = _escaping_role(tmp_path, marker, then, timeout)
+        cycle = replace(INSIGHT, timeout=timeout)
+        result = run_cycle(team.bob.settings, cycle, role, team.bob.state_dir)
+        elapsed = time.monotonic() - started
+        assert elapsed < timeout + PIPE_GRACE + 5, elapsed
+        assert result.status == "failed", result.message
+        assert {p.code for p in result.problems} == {"role-escaped"}
+        assert git(team.bob.path, "rev-parse", "HEAD") == head
+        # the root lock is free: the next turn runs at once and lands
+        again = run_cycle(team.bob.settings, INSIGHT, Script(WRITE_LOG), team.bob.state_dir, wait=0)
+        assert again.status == "landed", again.message
+    finally:
+        found = subprocess.run(
+            ["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True, check=False
+        )
+        for pid in found.stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), 9)
