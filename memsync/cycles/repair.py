@@ -316,7 +316,9 @@ class Repairer:
                     scratch=self.layout.base / "prompts",
                 )
             finally:
-                guard.check(git, who)  # a role that wrote the root: restored, role-escaped
+                guard.check(
+                    git, who, worktree
+                )  # a role that wrote the root: restored, role-escaped
         except ExecutorFailed as exc:
             raise RepairFailed(exc.message, escaped_problems(exc)) from exc
         except RoleEscaped as exc:
@@ -324,7 +326,7 @@ class Repairer:
         made = self._commit(git.at(worktree), op.id, pre, conflict)
         if made is not None:
             try:
-                guard.check(git, who)  # nothing it left running wrote the root meanwhile
+                guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
             except RoleEscaped as exc:
                 raise RepairFailed(exc.message, exc.problems) from exc
             sandbox.fetch_result(git, worktree, made, candidate_ref(op.id))

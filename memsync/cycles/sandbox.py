@@ -34,6 +34,7 @@ from memsync.cycles.runrecord import ExecutorFailed, FailureKind
 from memsync.errors import MemsyncError
 from memsync.roots.layout import RESCUE_REFS
 from memsync.transports.git import Git
+from memsync.transports.process import kill_strays
 from memsync.validators.problems import Problem
 
 ROLE_ESCAPED = "role-escaped"  # CONTRACT §8: the root is restored and the turn failed
@@ -112,6 +113,26 @@ def fetch_result(root: Git, path: Path, commit: str, ref: str) -> None:
         raise MemsyncError(f"the role's result {commit[:12]} did not arrive in the root")
 
 
+def kill_stray_processes(path: Path) -> int:
+    """Kill what a role left running in its repository at `path` after its run (a process
+    whose working directory or an open file is there): it could still write. How many."""
+    inside = str(path.resolve())
+
+    def working_there(pid: int) -> bool:
+        base = Path(f"/proc/{pid}")
+        links = [base / "cwd"]
+        with contextlib.suppress(OSError):
+            links += list((base / "fd").iterdir())
+        for link in links:
+            with contextlib.suppress(OSError):
+                target = str(link.readlink())
+                if target == inside or target.startswith(inside + os.sep):
+                    return True
+        return False
+
+    return kill_strays(working_there)
+
+
 def _objects_dir(root: Git) -> Path:
     common = root.common_dir()
     if common is None:
@@ -149,29 +170,43 @@ class RootGuard:
         paths = {p for p in {*self.entries, *now} if self.entries.get(p) != now.get(p)}
         return sorted(self._shown(p) for p in paths)
 
-    def check(self, root: Git, who: str) -> None:
-        """Raise RoleEscaped (after restoring the root exactly) when anything guarded
-        differs from when the guard was taken."""
+    def check(self, root: Git, who: str, workspace: Path | None = None) -> None:
+        """Raise RoleEscaped when anything guarded differs from when the guard was taken
+        (after restoring the root exactly), or when the role left processes running in
+        its `workspace` (after killing them)."""
+        strays = kill_stray_processes(workspace) if workspace is not None else 0
         changed = self.changed()
-        if not changed:
+        if not changed and not strays:
             return
-        moved = self._moved_commits()
-        self.restore()
-        kept = [c for c in moved if _keep(root, c)]
-        listed = ", ".join(changed[:10]) + (
-            f" and {len(changed) - 10} more" if len(changed) > 10 else ""
-        )
-        message = (
-            f"{who} changed the root's own repository ({listed}); the root's refs, config "
-            "and hooks were put back exactly as they were and nothing of this turn lands"
-        )
-        if kept:
-            message += (
-                f"; the commit(s) the changed refs named are kept under {ESCAPED_RESCUE}"
-                f"<commit> ({', '.join(c[:12] for c in kept[:5])})"
+        problems: list[Problem] = []
+        messages: list[str] = []
+        if strays:
+            said = (
+                f"{who} left {strays} process(es) running in its repository after its run; "
+                "they were killed and nothing of this turn lands"
             )
-        problems = tuple(Problem(ROLE_ESCAPED, path, None, message) for path in changed[:20])
-        raise RoleEscaped(message, problems)
+            messages.append(said)
+            problems.append(Problem(ROLE_ESCAPED, None, None, said))
+        if changed:
+            moved = self._moved_commits()
+            self.restore()
+            kept = [c for c in moved if _keep(root, c)]
+            listed = ", ".join(changed[:10]) + (
+                f" and {len(changed) - 10} more" if len(changed) > 10 else ""
+            )
+            said = (
+                f"{who} changed the root's own repository ({listed}); the root's refs, "
+                "config and hooks were put back exactly as they were and nothing of this "
+                "turn lands"
+            )
+            if kept:
+                said += (
+                    f"; the commit(s) the changed refs named are kept under {ESCAPED_RESCUE}"
+                    f"<commit> ({', '.join(c[:12] for c in kept[:5])})"
+                )
+            messages.append(said)
+            problems += [Problem(ROLE_ESCAPED, path, None, said) for path in changed[:20]]
+        raise RoleEscaped("; ".join(messages), tuple(problems))
 
     def restore(self) -> None:
         """Put every guarded path back as it was: changed files rewritten, added ones

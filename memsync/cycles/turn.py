@@ -255,7 +255,7 @@ class _Turn:
         try:
             self.role(turn, Deadline.after(self.cycle.timeout))
         finally:
-            guard.check(git, who)  # a role that wrote the root: restored, role-escaped
+            guard.check(git, who, worktree)  # a role that wrote the root: restored, role-escaped
         leftovers = box.work_state().entries
         if leftovers:
             raise RoleFailed(
@@ -283,7 +283,7 @@ class _Turn:
             .strip()
         )
         fault("cycle-after-role-commit")
-        guard.check(git, who)  # nothing it left running wrote the root meanwhile
+        guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
         sandbox.fetch_result(git, worktree, collapsed, candidate_ref(op.id))
         return collapsed
 

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,27 +239,43 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
 
 def _kill_holders(fds: Iterable[int]) -> None:
     """SIGKILL every process holding the other end of these pipes: what an untrusted
-    program left outside its group. Found by the pipes' inodes in /proc (Linux); each one
-    is opened as a pidfd and checked again before the signal, so a reused pid is spared."""
+    program left outside its group, found by the pipes' inodes in /proc (Linux)."""
     wanted = set()
     for fd in fds:
         with contextlib.suppress(OSError):
             wanted.add(f"pipe:[{os.fstat(fd).st_ino}]")
-    if not wanted or not hasattr(signal, "pidfd_send_signal"):
-        return
-    me = os.getpid()
-    for entry in _proc_entries():
-        if entry == me or not _holds(entry, wanted):
+    if wanted:
+        kill_strays(lambda pid: _holds(pid, wanted))
+
+
+def kill_strays(matches: Callable[[int], bool]) -> int:
+    """SIGKILL every other process of ours `matches` (given its pid); how many there were.
+    Each is opened as a pidfd and matched again before the signal, so a pid reused
+    meanwhile is spared. Linux only (nothing is found elsewhere)."""
+    if not hasattr(signal, "pidfd_send_signal"):
+        return 0
+    me, uid, killed = os.getpid(), os.getuid(), 0
+    for pid in _proc_entries():
+        if pid == me or not _owned_by(pid, uid) or not matches(pid):
             continue
-        pidfd = _pidfd(entry)
+        pidfd = _pidfd(pid)
         if pidfd is None:
             continue
         try:
-            if _holds(entry, wanted):
+            if matches(pid):
                 with contextlib.suppress(OSError):
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    killed += 1
         finally:
             os.close(pidfd)
+    return killed
+
+
+def _owned_by(pid: int, uid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid == uid
+    except OSError:
+        return False
 
 
 def _proc_entries() -> list[int]:

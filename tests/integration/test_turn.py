@@ -20,7 +20,7 @@ from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.status import root_status
 from memsync.transports.process import PIPE_GRACE, Deadline
 from tests.conftest import Team
-from tests.helpers import GIT_ENV, commit, git, snapshot
+from tests.helpers import GIT_ENV, commit, git, snapshot, wait_for
 
 INSIGHT = CycleSettings("insight", True, threshold=2, points_per_commit=1)
 
@@ -377,3 +377,42 @@ def test_a_role_that_leaves_a_process_holding_stdout_cannot_hold_the_turn_or_the
         for pid in found.stdout.split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), 9)
+
+
+def test_a_role_that_leaves_a_detached_process_in_its_repository_is_role_escaped(
+    team: Team, tmp_path: Path
+) -> None:
+    """Out of its group, its session and its pipes, but still working in the role's
+    repository (it could write the root later): found, killed, role-escaped."""
+    _pressure(team, 2)
+    marker = "619.2718"
+    flag = tmp_path / "detached"
+    script = (
+        WRITE_LOG + f" && (setsid sh -c 'echo $$ > {flag}; exec sleep {marker}' "
+        "</dev/null >/dev/null 2>&1 &) && "
+        f"while [ ! -s {flag} ]; do sleep 0.01; done"
+    )
+    role = CommandRole(CommandRoleSettings("insight", ("sh", "-c", script), timedelta(seconds=30)))
+    head = git(team.bob.path, "rev-parse", "HEAD")
+    try:
+        result = run_cycle(team.bob.settings, INSIGHT, role, team.bob.state_dir)
+        assert result.status == "failed", result.message
+        assert {p.code for p in result.problems} == {"role-escaped"}
+        assert "left 1 process(es) running" in result.message
+        assert git(team.bob.path, "rev-parse", "HEAD") == head
+        pid = int(flag.read_text())
+        wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 10, "the kill")
+    finally:
+        found = subprocess.run(
+            ["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True, check=False
+        )
+        for pid_text in found.stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_text), 9)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[-1][:1] == "Z"
+    except FileNotFoundError:
+        return True
