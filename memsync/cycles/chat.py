@@ -146,6 +146,16 @@ async def ask_openai(
             FailureKind.TIMEOUT,
             f"{shown} did not answer within {seconds:g}s",
         ) from None
+    except (ValueError, RecursionError) as exc:  # an answer no parser should have let by
+        raise _openai_failed(
+            role,
+            operation_id,
+            started,
+            state,
+            scrub,
+            FailureKind.PROTOCOL,
+            f"{shown} answered something that could not be read ({type(exc).__name__})",
+        ) from None
     record = _openai_record(role, operation_id, started, state, scrub, "ok", "answered")
     log.info("%s", record.summary())
     return Answer(proposal, record)
