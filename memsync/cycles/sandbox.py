@@ -80,9 +80,10 @@ def create(root: Git, path: Path, start: str) -> Git:
     root's objects read-only; its config is memsync's (the root's identity only, so a
     role's `git commit` works as it did in the root). Returns its git box."""
     objects = _objects_dir(root)
+    object_format = root.out("rev-parse", "--show-object-format") or "sha1"
     path.mkdir(parents=True, exist_ok=False, mode=0o700)
     box = root.at(path)
-    box.run("init", "--quiet", "--template=", ".")
+    box.run("init", "--quiet", "--template=", f"--object-format={object_format}", ".")
     info = path / ".git" / "objects" / "info"
     info.mkdir(parents=True, exist_ok=True)
     write_bytes(info / "alternates", f"{objects}\n".encode())
