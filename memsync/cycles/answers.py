@@ -5,7 +5,6 @@ is quoted back to the model on the retry.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Collection
@@ -15,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from memsync.cycles import jsontext
 from memsync.cycles.promptkit import Kind
 
 TITLE_MAX = 100
@@ -121,11 +121,9 @@ def _json_object(text: str) -> dict[str, Any]:
     if not body:
         raise AnswerError("the answer was empty; it must be one JSON object")
     try:
-        value = json.loads(body, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise AnswerError(
-            f"the answer is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        value = jsontext.loads(body, object_pairs_hook=_no_duplicates)
+    except jsontext.JSONRefused as exc:
+        raise AnswerError(f"the answer is not usable JSON: {exc.message}") from None
     if not isinstance(value, dict):
         raise AnswerError(f"the answer must be a JSON object, not {type(value).__name__}")
     return value

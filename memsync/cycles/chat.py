@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import json
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -23,6 +22,7 @@ from yarl import URL
 
 from memsync.config.model import OpenAIRoleSettings
 from memsync.config.secrets import resolve_header
+from memsync.cycles import jsontext
 from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correction, parse_answer
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
@@ -150,6 +150,16 @@ async def ask_openai(
             FailureKind.TIMEOUT,
             f"{shown} did not answer within {seconds:g}s",
         ) from None
+    except (ValueError, RecursionError) as exc:  # an answer no parser should have let by
+        raise _openai_failed(
+            role,
+            operation_id,
+            started,
+            state,
+            scrub,
+            FailureKind.PROTOCOL,
+            f"{shown} answered something that could not be read ({type(exc).__name__})",
+        ) from None
     record = _openai_record(role, operation_id, started, state, scrub, "ok", "answered")
     log.info("%s", record.summary())
     return Answer(proposal, record)
@@ -270,9 +280,15 @@ class _Chat:
                     f"{shown} answered HTTP {resp.status}" + (f": {detail}" if detail else ""),
                 )
         try:
-            document = json.loads(raw)
+            document = jsontext.loads(raw)
+        except jsontext.JSONRefused as exc:
+            raise _Failure(
+                FailureKind.PROTOCOL,
+                f"{shown} answered 200 with a body that is not usable JSON: {exc.message}",
+            ) from None
+        try:
             content = document["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError):
             raise _Failure(
                 FailureKind.PROTOCOL, f"{shown} answered 200 with no chat completion in it"
             ) from None
@@ -286,7 +302,7 @@ def _error_detail(raw: bytes, limit: int = 300) -> str:
     """The provider's own error message (`{"error": {"message"}}`), else the body's start."""
     text = raw.decode("utf-8", "replace")
     with contextlib.suppress(ValueError, AttributeError, TypeError):
-        error = json.loads(text).get("error")
+        error = jsontext.loads(text).get("error")
         text = error.get("message", text) if isinstance(error, Mapping) else str(error or text)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

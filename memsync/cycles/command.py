@@ -30,7 +30,7 @@ from memsync.cycles.runrecord import (
 from memsync.errors import InternalError
 from memsync.roots.faults import fault
 from memsync.transports.git import Git
-from memsync.transports.process import Completed, Deadline, run_process
+from memsync.transports.process import PIPE_GRACE, Completed, Deadline, run_process
 from memsync.validators.paths import printable
 from memsync.validators.problems import Problem
 
@@ -163,7 +163,14 @@ def _command_record(
     stderr, cut_err = tail(done.stderr, output_cap, done.stderr_total)
     outcome = "ok"
     message = f"the role {role.name} finished"
-    if done.expired:
+    if done.escaped:
+        outcome = FailureKind.ESCAPED.value
+        message = (
+            f"the role {role.name} left a process running outside its process group that "
+            f"held its output past its exit (or its deadline); it was killed after "
+            f"{PIPE_GRACE:g}s and nothing of this run is used (role-escaped)"
+        )
+    elif done.expired:
         outcome = FailureKind.TIMEOUT.value
         message = (
             f"the role {role.name} did not finish within {seconds:g}s; "
@@ -206,7 +213,7 @@ def _command_failed(
 def uncommitted_changes(worktree: Path) -> tuple[Problem, ...]:
     """`uncommitted-changes` for every path the role left changed or untracked (not ignored)
     in its worktree. A git failure raises (never "assume clean")."""
-    entries = Git(worktree).work_state().entries
+    entries = Git(worktree, trusted_alternates=True).work_state().entries  # a role repository
     return tuple(
         Problem(
             "uncommitted-changes",

@@ -29,14 +29,16 @@ from pathlib import Path
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.config.model import CommandRoleSettings, RootSettings
+from memsync.cycles import sandbox
 from memsync.cycles.command import run_command
 from memsync.cycles.repairprompt import KIND, Conflict, RepairInputs, repair_key, repair_prompt
 from memsync.cycles.runrecord import ExecutorFailed
+from memsync.cycles.sandbox import RoleEscaped, RootGuard, escaped_problems
 from memsync.errors import MemsyncError
 from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published, Unstaged
 from memsync.roots.candidate import MergeFailed, merge_candidate
-from memsync.roots.layout import RootLayout
+from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.result import SyncStatus
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
@@ -280,7 +282,15 @@ class Repairer:
     ) -> str | MergeFailed | None:
         self._operation = op.id
         git = self.git
-        merged = merge_candidate(git, worktree, conflict.start, conflict.upstream)
+        # The merge and the role happen in a repository of the role's own, never a linked
+        # worktree of the root; the guard proves the role left the root's refs alone.
+        merged = merge_candidate(
+            git,
+            worktree,
+            conflict.start,
+            conflict.upstream,
+            checkout=lambda path, start: sandbox.create(git, path, start),
+        )
         if isinstance(merged, MergeFailed):
             again = conflict.conflicted and sorted(merged.files) == sorted(conflict.files)
             pre = conflict.start
@@ -293,18 +303,34 @@ class Repairer:
                 "nothing was run",
                 tuple(sorted(conflict.files)),
             )
+        who = f"the repair role {role.name}"
+        guard = RootGuard.take(git)
         try:
-            run_command(
-                role,
-                worktree=worktree,
-                prompt=prompt,
-                operation_id=op.id,
-                deadline=Deadline.after(role.timeout.total_seconds()),
-                scratch=self.layout.base / "prompts",
-            )
+            try:
+                run_command(
+                    role,
+                    worktree=worktree,
+                    prompt=prompt,
+                    operation_id=op.id,
+                    deadline=Deadline.after(role.timeout.total_seconds()),
+                    scratch=self.layout.base / "prompts",
+                )
+            finally:
+                guard.check(
+                    git, who, worktree
+                )  # a role that wrote the root: restored, role-escaped
         except ExecutorFailed as exc:
-            raise RepairFailed(exc.message) from exc
-        return self._commit(git.at(worktree), op.id, pre, conflict)
+            raise RepairFailed(exc.message, escaped_problems(exc)) from exc
+        except RoleEscaped as exc:
+            raise RepairFailed(exc.message, exc.problems) from exc
+        made = self._commit(sandbox.role_box(git, worktree), op.id, pre, conflict)
+        if made is not None:
+            try:
+                guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
+            except RoleEscaped as exc:
+                raise RepairFailed(exc.message, exc.problems) from exc
+            sandbox.fetch_result(git, worktree, made, candidate_ref(op.id))
+        return made
 
     def _commit(self, box: Git, operation: str, pre: str, conflict: Conflict) -> str | None:
         """The role's one commit with the operation trailer; None when it made none."""

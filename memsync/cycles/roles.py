@@ -27,6 +27,7 @@ from memsync.cycles.promptkit import Executor, Prompt
 from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.runrecord import ExecutorFailed
+from memsync.cycles.sandbox import escaped_problems
 from memsync.cycles.turn import RoleFailed, TurnInput
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
@@ -66,7 +67,7 @@ class CommandRole:
         except ExecutorFailed as exc:
             if self.runlog is not None:
                 self.runlog.write(exc.record)
-            raise RoleFailed(exc.message) from exc
+            raise RoleFailed(exc.message, escaped_problems(exc)) from exc
         if self.runlog is not None:
             self.runlog.write(record)
         log.info("%s", record.summary())
@@ -102,7 +103,7 @@ class OpenAIRole:
 
 def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
     """The turn's prompt, from what the worktree (at the root's HEAD) holds."""
-    git = Git(turn.worktree)
+    git = Git(turn.worktree, trusted_alternates=True)  # the role's own repository
     root = turn.worktree
     if turn.cycle == "insight":
         logs = sorted((p.name for p in (root / "insight_logs").glob("*.md")), reverse=True)
@@ -146,7 +147,7 @@ def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
 
 def apply(turn: TurnInput, proposal: Proposal) -> None:
     """Turn a proposal into a commit in the worktree (nothing for a no-op)."""
-    git = Git(turn.worktree)
+    git = Git(turn.worktree, trusted_alternates=True)  # the role's own repository
     if isinstance(proposal, InsightNoop):
         return
     if isinstance(proposal, InsightWrite):
@@ -240,7 +241,7 @@ def _memory_at(git: Git, rev: str) -> dict[str, str]:
 
 
 def _item_ids(root: Path) -> set[str]:
-    graph, _ = build_graph(Git(root).tree_view("HEAD"))
+    graph, _ = build_graph(Git(root, trusted_alternates=True).tree_view("HEAD"))
     return set(graph.items)
 
 

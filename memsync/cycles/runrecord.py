@@ -28,6 +28,7 @@ class FailureKind(StrEnum):
     MALFORMED = "malformed"  # the model's answer, twice unusable
     REFUSED = "refused"  # a request memsync will not make (an API key over plain http)
     NO_KEY = "api-key"  # the API key's reference could not be resolved
+    ESCAPED = "role-escaped"  # it left a process outside its group, or wrote the root
 
 
 _TRANSIENT = frozenset({FailureKind.TIMEOUT, FailureKind.CONNECTION})

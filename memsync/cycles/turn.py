@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memsync.config.model import RootSettings
+from memsync.cycles import sandbox
 from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
 from memsync.cycles.pressure import Pressure, PruneState, count_new, prune_due
 from memsync.cycles.prunefacts import (
@@ -30,6 +31,7 @@ from memsync.cycles.prunefacts import (
     prune_facts,
     removed_items,
 )
+from memsync.cycles.sandbox import ROLE_ESCAPED, RoleEscaped, RootGuard
 from memsync.errors import LockBusy, MemsyncError
 from memsync.roots import journal, recovery
 from memsync.roots.admit import (
@@ -46,7 +48,7 @@ from memsync.roots.admit import (
 )
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.faults import fault
-from memsync.roots.layout import RootLayout
+from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
 from memsync.transports.git import Git, GitBlobs
@@ -227,11 +229,12 @@ class _Turn:
             )
             if isinstance(outcome, Fenced) and outcome.candidate is not None:
                 outcome = self._replay(outcome, head, branch, key)
-        except RoleFailed as exc:  # the record settled `failed`; the claim is kept
+        except (RoleFailed, RoleEscaped) as exc:  # the record settled `failed`; claim kept
             self._completed("failed")
             codes = ", ".join(sorted({p.code for p in exc.problems}))
+            escaped = any(p.code == ROLE_ESCAPED for p in exc.problems)
             return self.result(
-                REFUSED if exc.problems else FAILED,
+                REFUSED if exc.problems and not escaped else FAILED,
                 f"{self.cycle.kind}: {exc.message}" + (f" ({codes})" if codes else ""),
                 problems=exc.problems,
             )
@@ -242,11 +245,17 @@ class _Turn:
     ) -> str | MergeFailed | None:
         git = self.git
         worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        git.worktree_add(worktree, head)
-        box = git.at(worktree)
+        # The role works in a repository of its own, never a linked worktree of the root;
+        # the guard proves it left the root's refs, config and hooks alone.
+        box = sandbox.create(git, worktree, head)
         facts = self.facts(head) if self.cycle.kind == "prune" else None
         turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context, facts)
-        self.role(turn, Deadline.after(self.cycle.timeout))
+        who = f"the {self.cycle.kind} role"
+        guard = RootGuard.take(git)
+        try:
+            self.role(turn, Deadline.after(self.cycle.timeout))
+        finally:
+            guard.check(git, who, worktree)  # a role that wrote the root: restored, role-escaped
         leftovers = box.work_state().entries
         if leftovers:
             raise RoleFailed(
@@ -265,7 +274,7 @@ class _Turn:
             return None  # commits that change nothing: a no-op
         message = box.out("log", "-1", "--format=%B", "HEAD").strip()
         if facts is not None:  # the ledger records what went and what grace kept
-            message = ledger_message(message, facts, removed_items(git, facts, top or head))
+            message = ledger_message(message, facts, removed_items(box, facts, top or head))
         message = owned_subject(self.cycle.kind, message)
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
         collapsed = (
@@ -274,6 +283,8 @@ class _Turn:
             .strip()
         )
         fault("cycle-after-role-commit")
+        guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
+        sandbox.fetch_result(git, worktree, collapsed, candidate_ref(op.id))
         return collapsed
 
     def _replay(self, fenced: Fenced, start: str, branch: str, key: str) -> Outcome:

@@ -7,6 +7,7 @@ touched. When the only conflicted path is the guidance inbox, it is merged by en
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,12 +32,26 @@ class MergeFailed:
         return bool(self.files)
 
 
-def merge_candidate(git: Git, path: Path, start: str, upstream: str) -> str | MergeFailed:
-    """A merge commit of `upstream` into `start`, made in a new worktree at `path`."""
+def merge_candidate(
+    git: Git,
+    path: Path,
+    start: str,
+    upstream: str,
+    *,
+    checkout: Callable[[Path, str], Git] | None = None,
+) -> str | MergeFailed:
+    """A merge commit of `upstream` into `start`, made in a new worktree at `path`.
+
+    `checkout` makes that worktree at `start` and returns its git box: by default a linked
+    worktree of `git`; a repair role's merge is made in a repository of its own.
+    """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    git.worktree_add(path, start)
+    if checkout is None:
+        git.worktree_add(path, start)
+        wt = git.at(path)
+    else:
+        wt = checkout(path, start)
     fault("after-staging")
-    wt = git.at(path)
     args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
     identity = git.identity_config()
     merged = wt.run(*args, upstream, check=False, config=identity)

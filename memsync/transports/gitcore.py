@@ -64,15 +64,18 @@ class GitCore:
         self.trusted_alternates = trusted_alternates
         self._env = clean_env(env)
 
-    def at(self, cwd: Path) -> Self:
+    def at(self, cwd: Path, *, trusted_alternates: bool | None = None) -> Self:
         """The same box, with the same deadline and credentials, for another directory
-        (a candidate worktree)."""
+        (a candidate worktree; with `trusted_alternates`, a repository memsync made that
+        borrows objects it chose, such as a role's own repository)."""
         other = type(self)(
             cwd,
             timeout=self.timeout,
             deadline=self.deadline,
             credentials=self.credentials,
-            trusted_alternates=self.trusted_alternates,
+            trusted_alternates=(
+                self.trusted_alternates if trusted_alternates is None else trusted_alternates
+            ),
         )
         other._env = dict(self._env)
         return other

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +55,14 @@ class Completed:
     # How many bytes each output had in all (`stdout`/`stderr` may hold only the last ones).
     stdout_total: int | None = None
     stderr_total: int | None = None
+    # An output pipe was still held open after the leader exited and its group was killed:
+    # something it started left the group (setsid, a daemon) and outlived it.
+    escaped: bool = False
+
+
+# Once the leader has exited, how long its outputs are still read (what it wrote is in the
+# pipe; a holder outside its group would otherwise keep the run open past every deadline).
+PIPE_GRACE = 1.0
 
 
 def run_process(
@@ -71,8 +79,11 @@ def run_process(
 
     With `keep` (a program we do not trust to be quiet or tidy: a role's agent), only the
     last `keep` bytes of each output are held while it runs, and when it exits whatever it
-    left running in its group is killed too. FileNotFoundError propagates when the program
-    does not exist; the caller names it. `on_start` is told the child's pid once it runs.
+    left running in its group is killed too. Either way the outputs are read only until
+    `PIPE_GRACE` after the leader exited (at the deadline it is killed), whatever still
+    holds a pipe: a process that left the group cannot hold the run open. FileNotFoundError
+    propagates when the program does not exist; the caller names it. `on_start` is told
+    the child's pid once it runs.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -83,86 +94,218 @@ def run_process(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    # communicate() without a timeout avoids subprocess's polling wait; the watchdog
-    # thread enforces the deadline instead.
+    # The watchdog thread enforces the deadline (no polling wait here).
     ticket = _WATCHDOG.watch(proc, max(seconds, 0.0))
     try:
         if on_start is not None:
             on_start(proc.pid)
-        totals: list[int] = []
-        if keep is None:
-            out, err = proc.communicate(input)
-        else:
-            out, err = _drain(proc, input, keep, totals)
-            # The leader has exited but is not reaped: its group id cannot have been given
-            # to anyone else, so this reaches exactly what it left behind.
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        drained = _Drain(proc, input, keep).run()
+        # The leader has exited but is not reaped: its group id cannot have been given
+        # to anyone else, so this reaches exactly what it left behind.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        if keep is not None:
             kill_group(proc)
-            _WATCHDOG.finish(ticket)  # before the reap frees the id: no late kill reaches it
-            proc.wait()
+        _WATCHDOG.finish(ticket)  # before the reap frees the id: no late kill reaches it
+        proc.wait()
     except BaseException:
         kill_group(proc)
-        if keep is None:
-            proc.communicate()
-        else:
-            proc.wait()  # the pipes may be closed already; the group is dead
+        _close(proc)
+        proc.wait()  # the group is dead; nothing is read any more
         raise
     finally:
         ticket.done = True
-    return Completed(proc.returncode, out, err, ticket.expired, *(totals or (None, None)))
+    totals = drained.totals if keep is not None else (None, None)
+    return Completed(
+        proc.returncode,
+        drained.stdout,
+        drained.stderr,
+        ticket.expired,
+        *totals,
+        escaped=drained.held_open and keep is not None,
+    )
 
 
-def _drain(
-    proc: subprocess.Popen[bytes], input: bytes | None, keep: int, totals: list[int]
-) -> tuple[bytes, bytes]:
-    """Feed `input` and read both outputs until they close, holding at most the last
-    `keep` (+1, so a cut shows) bytes of each; `totals` gets how many each had."""
-    held: dict[int, bytearray] = {}
-    counted: dict[int, int] = {}
-    pending = memoryview(input or b"")
-    with selectors.DefaultSelector() as selector:
+class _Drain:
+    """Feed the input and read both outputs until they close, or until `PIPE_GRACE`
+    after the leader exited (an untrusted leader's group is killed as soon as it exits);
+    with `keep`, holding at most the last `keep` (+1, so a cut shows) bytes of each."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None, keep: int | None):
+        self.proc, self.keep = proc, keep
+        self.pending = memoryview(input or b"")
+        self.held: dict[int, bytearray] = {}
+        self.counted: dict[int, int] = {}
+        self.stdout = self.stderr = b""
+        self.totals: tuple[int | None, int | None] = (0, 0)
+        self.held_open = False  # a pipe was still open when reading stopped
+
+    def run(self) -> _Drain:
+        proc = self.proc
+        exited_at: float | None = None
+        pidfd = _pidfd(proc.pid)
+        try:
+            with selectors.DefaultSelector() as selector:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        self.held[pipe.fileno()] = bytearray()
+                        selector.register(pipe.fileno(), selectors.EVENT_READ)
+                if proc.stdin is not None:
+                    if self.pending:
+                        os.set_blocking(proc.stdin.fileno(), False)
+                        selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+                    else:
+                        proc.stdin.close()
+                if pidfd is not None:
+                    selector.register(pidfd, selectors.EVENT_READ)
+                while any(fd != pidfd for fd in selector.get_map()):  # a pipe is open
+                    if exited_at is None:
+                        wait = None if pidfd is not None else _POLL
+                    else:
+                        wait = exited_at + PIPE_GRACE - time.monotonic()
+                        if wait <= 0:
+                            self.held_open = True
+                            if self.keep is not None:
+                                _kill_holders(fd for fd in self.held if fd in selector.get_map())
+                            break
+                    signalled = pidfd is None
+                    for key, _events in selector.select(wait):
+                        if key.fd == pidfd:
+                            selector.unregister(pidfd)
+                            signalled = True
+                        elif key.fd in self.held:
+                            self._read(selector, key.fd)
+                        else:
+                            self._write(selector, key.fd)
+                    if exited_at is None and signalled and _exited(proc):
+                        exited_at = time.monotonic()
+                        if self.keep is not None:
+                            kill_group(proc)  # not reaped yet: only its own group
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            self._finish()
+        return self
+
+    def _read(self, selector: selectors.BaseSelector, fd: int) -> None:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            selector.unregister(fd)
+            return
+        self.counted[fd] = self.counted.get(fd, 0) + len(chunk)
+        buffer = self.held[fd]
+        buffer += chunk
+        keep = self.keep
+        if keep is not None and len(buffer) > 2 * (keep + 1):
+            del buffer[: len(buffer) - keep - 1]
+
+    def _write(self, selector: selectors.BaseSelector, fd: int) -> None:
+        try:
+            self.pending = self.pending[os.write(fd, self.pending[:65536]) :]
+        except BlockingIOError:
+            return
+        except BrokenPipeError:
+            self.pending = self.pending[:0]
+        if not self.pending:
+            selector.unregister(fd)
+            self.proc.stdin.close()  # type: ignore[union-attr]
+
+    def _finish(self) -> None:
+        proc = self.proc
+        outs = []
         for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                held[pipe.fileno()] = bytearray()
-                selector.register(pipe.fileno(), selectors.EVENT_READ)
-        if proc.stdin is not None:
-            if pending:
-                os.set_blocking(proc.stdin.fileno(), False)
-                selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-        while selector.get_map():
-            for key, _events in selector.select():
-                fd = key.fd
-                if fd not in held:  # stdin
-                    try:
-                        pending = pending[os.write(fd, pending[:65536]) :]
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        if isinstance(exc, BlockingIOError):
-                            continue
-                        pending = pending[:0]
-                    if not pending:
-                        selector.unregister(fd)
-                        proc.stdin.close()  # type: ignore[union-attr]
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    selector.unregister(fd)
-                    continue
-                counted[fd] = counted.get(fd, 0) + len(chunk)
-                buffer = held[fd]
-                buffer += chunk
-                if len(buffer) > 2 * (keep + 1):
-                    del buffer[: len(buffer) - keep - 1]
-    outs = [
-        bytes(held.get(p.fileno(), b"")[-(keep + 1) :]) if p else b""
-        for p in (proc.stdout, proc.stderr)
-    ]
-    totals += [counted.get(p.fileno(), 0) if p else 0 for p in (proc.stdout, proc.stderr)]
-    for pipe in (proc.stdout, proc.stderr):
+            data = bytes(self.held.get(pipe.fileno(), b"")) if pipe is not None else b""
+            outs.append(data if self.keep is None else data[-(self.keep + 1) :])
+        self.stdout, self.stderr = outs
+        self.totals = tuple(  # type: ignore[assignment]
+            self.counted.get(p.fileno(), 0) if p else 0 for p in (proc.stdout, proc.stderr)
+        )
+        _close(proc)  # our ends: a holder left outside the group gets EPIPE, not our time
+
+
+_POLL = 0.2  # seconds between exit checks where pidfd_open is missing
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits (Linux 5.3+), else None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the leader has exited, without reaping it (its group id stays ours)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _kill_holders(fds: Iterable[int]) -> None:
+    """SIGKILL every process holding the other end of these pipes: what an untrusted
+    program left outside its group, found by the pipes' inodes in /proc (Linux)."""
+    wanted = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            wanted.add(f"pipe:[{os.fstat(fd).st_ino}]")
+    if wanted:
+        kill_strays(lambda pid: _holds(pid, wanted))
+
+
+def kill_strays(matches: Callable[[int], bool]) -> int:
+    """SIGKILL every other process of ours `matches` (given its pid); how many there were.
+    Each is opened as a pidfd and matched again before the signal, so a pid reused
+    meanwhile is spared. Linux only (nothing is found elsewhere)."""
+    if not hasattr(signal, "pidfd_send_signal"):
+        return 0
+    me, uid, killed = os.getpid(), os.getuid(), 0
+    for pid in _proc_entries():
+        if pid == me or not _owned_by(pid, uid) or not matches(pid):
+            continue
+        pidfd = _pidfd(pid)
+        if pidfd is None:
+            continue
+        try:
+            if matches(pid):
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    killed += 1
+        finally:
+            os.close(pidfd)
+    return killed
+
+
+def _owned_by(pid: int, uid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid == uid
+    except OSError:
+        return False
+
+
+def _proc_entries() -> list[int]:
+    try:
+        return [int(path.name) for path in Path("/proc").iterdir() if path.name.isdigit()]
+    except OSError:
+        return []
+
+
+def _holds(pid: int, links: set[str]) -> bool:
+    try:
+        held = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for link in held:
+        with contextlib.suppress(OSError):
+            if str(link.readlink()) in links:
+                return True
+    return False
+
+
+def _close(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
-            pipe.close()
-    return outs[0], outs[1]
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -229,9 +229,9 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
     assert_converged(team, tmp_path, "insight")
 
 
-# The insight agent, then (on its first run only) a person commits in the root meanwhile:
-# the turn is replayed onto the moved HEAD.
-REPLAYED_AGENT = (
+# The insight agent, then (on its first run only) it commits in the root itself, as a
+# person could meanwhile: the two look the same, so the turn is role-escaped.
+ESCAPING_AGENT = (
     INSIGHT_AGENT
     + """\
 if [ ! -e '{moved}' ]; then
@@ -244,28 +244,32 @@ fi
 )
 
 
-# Points the replay reaches (the first admission stops at its fence, after `prepared`).
-REPLAY_POINTS = ("after-worktree-update", "after-ref-update", "after-publish")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("point", REPLAY_POINTS)
-def test_a_replayed_turn_killed_after_it_settled_never_runs_again(
-    team: Team, tmp_path: Path, point: str
+def test_an_agent_that_commits_in_the_root_is_role_escaped_and_nothing_is_lost(
+    team: Team, tmp_path: Path
 ) -> None:
     script = tmp_path / "insight.sh"
     script.write_text(
-        REPLAYED_AGENT.format(
+        ESCAPING_AGENT.format(
             counter=tmp_path / "runs", moved=tmp_path / "moved", root=team.bob.path
         )
     )
     script.chmod(0o755)
     role = f"insight: {{executor: command, command: [{script}], timeout: 60s}}"
     cfg = configure(team, tmp_path, "insight", role)
-    code, out = run(cfg, "insight", "--force", fault=point)
-    assert code == -signal.SIGKILL, out
+    before = git(team.bob.path, "rev-parse", "HEAD")
+    code, out = run(cfg, "insight", "--force")
+    assert code == 1, out
+    report = CycleReport.model_validate_json(out)
+    assert report.status == "failed" and "role-escaped" in {p.code for p in report.problems}
+    assert git(team.bob.path, "rev-parse", "HEAD") == before  # the branch was put back
+    kept = git(team.bob.path, "for-each-ref", "--format=%(objectname)", "refs/memsync/rescue/")
+    assert git(team.bob.path, "log", "-1", "--format=%s", kept) == "pursuits: more"
+    assert (team.bob.path / "PURSUITS.md").read_text() == "# Pursuits\n\nMore.\n"
+    # The person commits what the work tree holds again; the next turn lands once.
+    git(team.bob.path, "commit", "-q", "-am", "pursuits: more")
     code, out = run(cfg, "insight")
     assert code == 0, out
-    assert starts(tmp_path) == 1, CycleReport.model_validate_json(out)
+    assert CycleReport.model_validate_json(out).status == "landed"
+    assert starts(tmp_path) == 2
     assert_converged(team, tmp_path, "insight")
     assert "pursuits: more" in git(team.bob.path, "log", "--format=%s")

@@ -399,7 +399,7 @@ async def test_malformed_json_is_retried_once_quoting_the_parse_error() -> None:
     quoted = second.messages[3]
     assert quoted["role"] == "user"
     assert (
-        "the answer is not valid JSON: Expecting property name enclosed in double quotes"
+        "the answer is not usable JSON: Expecting property name enclosed in double quotes"
         in (quoted["content"])
     )
     assert second.authorization == f"Bearer {KEY}"

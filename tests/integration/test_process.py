@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from memsync.errors import GitTimeout
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.transports.git import Git
-from memsync.transports.process import Deadline, run_process
+from memsync.transports.process import PIPE_GRACE, Deadline, run_process
 from tests.conftest import Team
 from tests.helpers import commit, settings_for, wait_for
 
@@ -128,3 +129,65 @@ def test_an_untrusted_programs_output_is_held_to_its_cap_while_it_runs(tmp_path:
     # MiB: 300 MiB went through; held whole, they would take 300-600 MiB (about 13 MiB is
     # the interpreter; the allocator under load has been seen near 120).
     assert int(done.stdout) < 200, done.stdout
+
+
+def _kill_marked(marker: str) -> None:
+    """Kill whatever a test left running with `marker` in its argv (never a broad name)."""
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    for pid in found.stdout.split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), 9)
+
+
+def _escaping(tmp_path: Path, marker: str) -> str:
+    """Shell that leaves `sleep <marker>` in a new session (out of the process group),
+    holding stdout, and goes on once it is there (so no group kill can beat it)."""
+    flag = tmp_path / f"in-session-{marker}"
+    return (
+        f"setsid sh -c 'echo $$ > {flag}; exec sleep {marker}' & "
+        f"while [ ! -s {flag} ]; do sleep 0.01; done; "
+    )
+
+
+@pytest.mark.parametrize("keep", [1000, None], ids=["untrusted", "git-style"])
+def test_a_process_that_left_the_group_holding_stdout_cannot_hold_the_run_open(
+    tmp_path: Path, keep: int | None
+) -> None:
+    marker = "613.1415" if keep else "613.2718"
+    script = _escaping(tmp_path, marker) + "echo started"
+    started = time.monotonic()
+    try:
+        done = run_process(
+            ["sh", "-c", script], cwd=tmp_path, env=dict(os.environ), seconds=30, keep=keep
+        )
+        elapsed = time.monotonic() - started
+        assert done.returncode == 0 and done.stdout == b"started\n" and not done.expired
+        assert elapsed < PIPE_GRACE + 3, elapsed
+        if keep is not None:  # an untrusted program's holder is found, killed and reported
+            assert done.escaped
+            wait_for(lambda: _gone(f"sleep {marker}"), 10, "the escaped holder to be killed")
+        else:
+            assert not done.escaped  # git's children are not hunted; the run just ends
+    finally:
+        _kill_marked(f"sleep {marker}")
+
+
+def test_the_deadline_ends_a_run_whatever_holds_its_pipes(tmp_path: Path) -> None:
+    marker = "613.3141"
+    script = _escaping(tmp_path, marker) + "sleep 30"
+    started = time.monotonic()
+    try:
+        done = run_process(
+            ["sh", "-c", script], cwd=tmp_path, env=dict(os.environ), seconds=0.5, keep=1000
+        )
+        elapsed = time.monotonic() - started
+        assert done.expired and done.escaped
+        assert elapsed < 0.5 + PIPE_GRACE + 3, elapsed
+    finally:
+        _kill_marked(f"sleep {marker}")
+
+
+def test_a_tidy_program_is_not_reported_as_escaped(tmp_path: Path) -> None:
+    script = "sleep 0.2 & echo done; wait"
+    done = run_process(["sh", "-c", script], cwd=tmp_path, env={}, seconds=30, keep=1000)
+    assert (done.returncode, done.stdout, done.escaped) == (0, b"done\n", False)

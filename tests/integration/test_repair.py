@@ -135,6 +135,30 @@ def test_a_repair_writing_outside_the_synchronized_paths_is_refused(
     assert agent.runs == 1
 
 
+@pytest.mark.parametrize("write", ["branch", "config"])
+def test_a_repair_role_that_writes_the_root_is_role_escaped(
+    team: Team, tmp_path: Path, write: str
+) -> None:
+    """The repair role merges and works in a repository of its own; one that writes the
+    root's branch or config anyway is `role-escaped` and the root is put back exactly."""
+    root_git = team.bob.path / ".git"
+    attack = {
+        "branch": f'git --git-dir "{root_git}" fetch -q "$PWD" HEAD'
+        f' && git --git-dir "{root_git}" update-ref refs/heads/main FETCH_HEAD',
+        "config": f'printf "[core]\\n\\thooksPath = /tmp\\n" >> "{root_git}/config"',
+    }[write]
+    agent = Agent(tmp_path, f'/bin/sh "{EXAMPLE}" && {attack}')
+    bob = with_role(team.bob, agent.role)
+    _local, upstream = conflict(team)
+    before = snapshot(bob.path)
+    config = (root_git / "config").read_bytes()
+    result = bob.sync()
+    unchanged(team, bob, result.status, before, upstream)
+    assert "role-escaped" in {p.code for p in result.problems}, result.message
+    assert (root_git / "config").read_bytes() == config
+    assert agent.runs == 1
+
+
 def test_a_repair_whose_merge_is_invalid_is_refused(team: Team, tmp_path: Path) -> None:
     broken = "# User Context {#user}\\n\\n- `tabs` prefers tabs → [dep:gone]\\n"
     agent = Agent(tmp_path, f"printf '{broken}' > MEMORY.md && git add MEMORY.md && {COMMIT}")

@@ -17,7 +17,16 @@ from memsync.cycles.runlog import RunLog
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.runrecord import RunRecord
 from tests.conftest import Team
-from tests.fakes.chat_server import USAGE, ChatServer, ChatState, answer, chat_server_thread, error
+from tests.fakes.chat_server import (
+    USAGE,
+    ChatServer,
+    ChatState,
+    Reply,
+    answer,
+    chat_server_thread,
+    error,
+)
+from tests.helpers import snapshot
 
 KEY = "sk-runlog-secret-key-0123456789abcdef"
 
@@ -86,6 +95,33 @@ def test_a_key_the_provider_echoes_never_reaches_the_log(team: Team, provider: C
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     assert KEY not in result.message
+
+
+DEEP = "[" * 100_000  # Python's JSON parser recursed once per level: RecursionError, exit 3
+NESTED_REPLIES = {
+    "whole-body": (Reply(body=DEEP.encode()),),
+    "inside-the-completion": (
+        Reply(body=b'{"choices": [{"message": {"content": "x"}}], "usage": ' + DEEP.encode()),
+    ),
+    "closed-whole-body": (Reply(body=(DEEP + "]" * 100_000).encode()),),
+    "message-content": (answer(DEEP), answer(DEEP + "]" * 100_000)),  # the retry, too
+    "nested-answer-field": (answer('{"action": "write", "title": ' + DEEP),) * 2,
+}
+
+
+@pytest.mark.parametrize("where", sorted(NESTED_REPLIES))
+def test_deeply_nested_json_fails_the_turn_with_a_reason_and_a_log_line(
+    team: Team, provider: ChatServer, where: str
+) -> None:
+    provider.state.script(*NESTED_REPLIES[where])
+    before = snapshot(team.bob.path)
+    result = cycle_now(settings(team, openai(provider)), "bob", "insight", force=True)
+    assert result.status == "failed", result.message
+    assert "nested" in result.message and "levels deep" in result.message
+    [line] = lines(team)
+    assert line["outcome"] in ("protocol", "malformed")
+    assert "levels deep" in str(line["message"])
+    assert snapshot(team.bob.path) == before
 
 
 def test_command_calls_log_their_exit_status_and_output_size(team: Team, tmp_path: Path) -> None:

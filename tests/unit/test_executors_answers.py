@@ -60,7 +60,7 @@ def test_think_blocks_fences_and_extra_keys_are_tolerated() -> None:
     ("kind", "text", "expected"),
     [
         ("insight", "", "the answer was empty"),
-        ("insight", "Sure, here you go", "not valid JSON: Expecting value at line 1 column 1"),
+        ("insight", "Sure, here you go", "not usable JSON: Expecting value at line 1 column 1"),
         ("insight", "[1, 2]", "must be a JSON object, not list"),
         ("insight", '{"action": "noop", "action": "write"}', "'action' appear twice"),
         ("insight", '{"reason": "x"}', "action: must be 'write' or 'noop'"),

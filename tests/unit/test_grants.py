@@ -44,3 +44,19 @@ def test_no_role_is_granted_a_path_the_sync_allowlist_refuses(status: str, path:
     for kind in ("insight", "prune", "repair"):
         if check_grants(kind, [(status, path)]) == []:
             assert policy.allows(path), (kind, path)
+
+
+def test_insight_may_add_exactly_one_log_per_turn() -> None:
+    for count in (2, 3, 50):
+        logs = [("A", f"insight_logs/2026-11-30-1200{n:02d}.md") for n in range(count)]
+        problems = check_grants("insight", logs)
+        assert [p.code for p in problems] == ["grant-violation"] * (count - 1)
+        assert all("1 file(s) per turn" in p.message for p in problems)
+
+
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=0, max_value=3))
+def test_an_insight_turn_never_passes_with_more_than_one_file(logs: int, others: int) -> None:
+    changes = [("A", f"insight_logs/l{n}.md") for n in range(logs)]
+    changes += [("M", f"MEMORY_{n}.md") for n in range(others)]
+    passed = check_grants("insight", changes) == []
+    assert passed == (logs == 1 and others == 0)
