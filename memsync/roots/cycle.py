@@ -15,7 +15,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, require
-from memsync.roots import journal, packs, recovery
+from memsync.roots import indexstat, journal, packs, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -132,7 +132,9 @@ class _Cycle:
         if not self.options.dry_run and self.start:  # the root was a repository with a head
             # Still under the root lock, outside the cycle's deadline: fold the packs that
             # fetches left once there are many (two directory listings otherwise).
-            packs.keep_small(Git(self.settings.path, timeout=self.timeout), self.timeout)
+            after = Git(self.settings.path, timeout=self.timeout)
+            packs.keep_small(after, self.timeout)
+            indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap statuses
         return result
 
     def _run(self) -> SyncResult:
