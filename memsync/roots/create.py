@@ -87,14 +87,20 @@ def init_root(
             )
         return _existing(Git(path, credentials=credentials), path, upstream, policy)
     upstream = local_upstream(upstream)  # the staging directory is one level deeper
-    with _claimed(path) as target:
-        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
-        try:
-            git = Git(staging, credentials=credentials)
-            done = _create(git, staging, branch, upstream, policy)
-            _move_into(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with _claimed(path) as target:
+            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
+            try:
+                git = Git(staging, credentials=credentials)
+                done = _create(git, staging, branch, upstream, policy)
+                _move_into(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except OSError as exc:  # permissions, a full disk: nothing was left behind
+        raise RootError(
+            f"cannot create the root in {path}: {exc.strerror or exc}",
+            hint="check the directory's permissions and free space, then run init again",
+        ) from exc
     # The renames changed the moved entries' ctime: store fresh stat data once, so that
     # `git status` (memsync's cycles, the person's) does not hash every file again.
     indexstat.refresh(Git(path, credentials=credentials))

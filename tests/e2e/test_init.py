@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.roots.create import local_upstream
 from tests.e2e.test_cli import memsync
 from tests.helpers import git
 
@@ -130,3 +131,30 @@ def test_a_relative_upstream_path_is_read_from_the_callers_directory(tmp_path: P
     done = memsync("init", "mem", "--upstream", "team.git", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert git(tmp_path / "mem", "remote", "get-url", "origin") == str(tmp_path / "team.git")
+
+
+def test_a_killed_inits_staging_directory_is_named_and_left_alone(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    (root / ".memsync-init-k1ll3d").mkdir(parents=True)
+    (root / ".memsync-init-k1ll3d" / "MEMORY.md").write_text("# half made\n")
+    done = memsync("init", str(root))
+    assert done.returncode == 2 and ".memsync-init-k1ll3d" in done.stderr, done.stderr
+    assert (root / ".memsync-init-k1ll3d" / "MEMORY.md").read_text() == "# half made\n"
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("ssh://git@host/x.git", True),
+        ("git@host:x.git", True),
+        ("host:path/x.git", True),
+        ("https://host/x.git", True),
+        ("/abs/team.git", True),
+        ("team.git", False),
+        ("../up/team.git", False),
+        ("./a:b/team.git", False),
+    ],
+)
+def test_only_a_relative_local_upstream_path_is_made_absolute(given: str, kept: bool) -> None:
+    made = local_upstream(given)
+    assert made == given if kept else made == str(Path.cwd() / given)
