@@ -25,7 +25,7 @@ from memsync.roots.plan import Action, Facts, decide, questions
 from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes
 from memsync.roots.push import Outgoing
-from memsync.roots.result import SyncResult, SyncStatus
+from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
 from memsync.transports.gitparse import fsck_findings
@@ -134,7 +134,8 @@ class _Cycle:
             # fetches left once there are many (two directory listings otherwise).
             after = Git(self.settings.path, timeout=self.timeout)
             packs.keep_small(after, self.timeout)
-            indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap statuses
+            if result.status in OK:  # a refused or dirty root keeps every byte, index too
+                indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
         return result
 
     def _run(self) -> SyncResult:

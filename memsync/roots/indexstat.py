@@ -8,8 +8,9 @@ every time too. memsync's cycles run `git status` without optional locks (a pers
 stores fresh stat data: a freshly cloned or joined 10,000-file root, a checkout or a
 publication left thousands of files hashed on every poll, and the watcher saw every open.
 
-So, after a cycle and under the root lock, `refresh_when_due` stores fresh stat data with
-`git update-index -q --refresh` (`Git.refresh_stat`) when it is due:
+So, after a cycle that ended well (`current`, `synced`, `pushed`: a refused or dirty root
+keeps every byte, its index too) and under the root lock, `refresh_when_due` stores fresh
+stat data with `git update-index -q --refresh` (`Git.refresh_stat`) when it is due:
 
 - the index changed since memsync last left it fresh (its inode, size and mtime differ
   from the ones recorded in the root's state directory): a clone, a join, a publication,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memsync.roots import indexstat
 from memsync.roots.layout import RootLayout
+from memsync.transports.git import Git
 from tests.conftest import Team
 from tests.helpers import commit, git
 
@@ -93,7 +94,9 @@ def test_a_persons_index_lock_is_respected_and_the_refresh_comes_later(team: Tea
     assert rereads(team.bob.path) == []
 
 
-def test_the_refresh_never_changes_staged_content_or_the_work_tree(team: Team) -> None:
+def test_a_dirty_root_keeps_its_index_and_the_refresh_never_changes_staged_content(
+    team: Team,
+) -> None:
     memory = team.bob.path / "MEMORY.md"
     memory.write_text(memory.read_text() + "\n- staged line\n")
     git(team.bob.path, "add", "-f", "MEMORY.md")
@@ -101,8 +104,11 @@ def test_the_refresh_never_changes_staged_content_or_the_work_tree(team: Team) -
     staged, unstaged = git(team.bob.path, "diff", "--cached"), git(team.bob.path, "diff")
     entries, text = git(team.bob.path, "ls-files", "-s"), memory.read_text()
     age(team.bob.path)
-    assert team.bob.sync().status == "dirty"
-    assert indexstat.record_file(layout_of(team)).exists()  # the refresh ran
+    index = (team.bob.path / ".git" / "index").read_bytes()
+    assert team.bob.sync().status == "dirty"  # a cycle that did not end well writes nothing
+    assert (team.bob.path / ".git" / "index").read_bytes() == index
+    assert indexstat.refresh_when_due(Git(team.bob.path), layout_of(team))  # the refresh itself
+    assert (team.bob.path / ".git" / "index").read_bytes() != index
     assert git(team.bob.path, "ls-files", "-s") == entries
     assert git(team.bob.path, "diff", "--cached") == staged
     assert git(team.bob.path, "diff") == unstaged and memory.read_text() == text
