@@ -14,6 +14,7 @@ SUITES = {
     "views": views.run,
     "viewpull": viewpull.run,
     "daemon": daemon.run,
+    "fresh": daemon.fresh_rows,
     "startup": startup.run,
 }
 

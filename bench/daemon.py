@@ -5,6 +5,9 @@ hub (alice's daemon validates, pushes and notifies; bob's follows the hub's even
 50 commits; and the same with the event stream off and a 1 s poll, for comparison.
 B7: an idle daemon with 10 roots and 5 views for 60 s: CPU share, RSS, git processes.
 B8: `memsync run` start to `READY=1` with 10 roots.
+B7f: a freshly cloned 10,000-file root (`git clone` of a bare upstream) under a daemon with
+a 1 s poll and the watcher on: CPU share of the daemon and its git children over 30 s, and
+the watcher's inotify queue overflows (issue 16, item 22). Run alone: `python -m bench fresh`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ ENV = {
 COMMITS = 50
 POLLED = 15
 IDLE = 60.0
+FRESH_FILES = 10_000
+FRESH_IDLE = 30.0
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -276,6 +281,68 @@ def idle(base: Path) -> dict[str, float]:
         server.wait(timeout=10)
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` and of its reaped children (its git processes)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def fresh_root_idle(base: Path, files: int = FRESH_FILES, *, stale: bool = False) -> dict[str, Any]:
+    """A root of `files` files cloned by git and never refreshed, polled every second.
+
+    A clone leaves the files checked out in the index's own second racily clean (on this
+    machine about a third of 10,000); `stale` makes every entry's stat data stale instead
+    (times moved to the index's), as after a checkout that fits in one second on a fast disk.
+    """
+    source = base / "source"
+    memsync("init", str(source))
+    logs = source / "insight_logs"
+    logs.mkdir()
+    for i in range(files):
+        (logs / f"log-{i:05d}.md").write_text(f"# Insight {i}\n\nNothing new.\n")
+    git(source, "add", "-f", "insight_logs")
+    git(source, "commit", "-q", "-m", "many logs")
+    upstream = base / "team.git"
+    git(base, "clone", "-q", "--bare", str(source), str(upstream))
+    root = base / "root"
+    git(base, "clone", "-q", str(upstream), str(root))
+    if stale:
+        index = root / ".git" / "index"
+        when = index.stat().st_mtime_ns
+        for path in (root / "insight_logs").iterdir():
+            os.utime(path, ns=(when, when))
+        os.utime(index, ns=(when, when))
+    config = header(base, "d") + root_yaml("fresh", root, ["interval: 1s"])
+    with daemon(base / "d", config) as (proc, _ready):
+        time.sleep(5)  # the start-up cycle, and the index quiet long enough to refresh
+        before = cpu_seconds(proc.pid)
+        time.sleep(FRESH_IDLE)
+        used = cpu_seconds(proc.pid) - before
+        log = (base / "d" / "daemon.log").read_text(errors="replace")
+    return {"cpu_share": used / FRESH_IDLE, "overflows": log.count("Inotify queue overflowed")}
+
+
+def fresh_rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for label, files, stale in (
+        ("B7f fresh 10k-file clone, 1 s poll", FRESH_FILES, False),
+        ("B7f same, every entry's stat data stale", FRESH_FILES, True),
+        ("B7f floor: a 1-file clone, 1 s poll", 1, False),
+    ):
+        with tempfile.TemporaryDirectory(prefix="memsync-bench-b7f-") as tmp:
+            fresh = fresh_root_idle(Path(tmp), files, stale=stale)
+        rows.append(
+            {
+                "name": f"{label}: CPU % incl. git (inotify overflows: {fresh['overflows']})",
+                "memsync_ms": fresh["cpu_share"] * 100,
+                "raw_ms": 1.0,
+                "ratio": fresh["cpu_share"] * 100,
+                "target": "<= 1 %, 0 overflows",
+            }
+        )
+    return rows
+
+
 def ready_with_ten_roots(base: Path) -> float:
     upstream = base / "team.git"
     git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
@@ -347,6 +414,7 @@ def run() -> list[dict[str, Any]]:
             "target": "<= 80 MB",
         }
     )
+    rows += fresh_rows()
     with tempfile.TemporaryDirectory(prefix="memsync-bench-b8-") as tmp:
         ready = ready_with_ten_roots(Path(tmp)) * 1000
     rows.append(

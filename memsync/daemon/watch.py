@@ -5,7 +5,11 @@ Watched: the root's top level (not recursive), each synchronized subdirectory th
 (`insight_logs/`, `shared_views/`, `update_queue/`, `update_records/`, recursive), the
 `.git` directory itself (not recursive: `HEAD`, `packed-refs`) and `.git/refs/heads/`.
 Object writes, the index and fetched refs are never watched, so a fetch or our own cycle
-does not wake us. Watchdog's threads only hand events to the loop.
+does not wake us. Only events that can mean a change are asked of the kernel (`CHANGES`:
+creates, writes, attribute changes, moves, deletes, a close after writing): never opens,
+reads or a close after reading, which `git status` and every reader cause by the thousand
+(a 10,000-file root overflowed the inotify queue on every poll). Watchdog's threads only
+hand events to the loop.
 """
 
 from __future__ import annotations
@@ -16,7 +20,19 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
@@ -28,6 +44,19 @@ SYNCED_DIRS = ("insight_logs", "shared_views", "update_queue", "update_records")
 DEBOUNCE = 0.3  # edits: an editor may write several files in a burst
 REF_DEBOUNCE = 0.05  # a commit moves a ref atomically: act on it almost at once
 WRITES = frozenset({"created", "deleted", "modified", "moved", "closed"})
+# The events watched, as an allowlist: watchdog turns it into the inotify mask, so the
+# kernel never queues an open, a read or a close-without-write (`closed` is close-write).
+CHANGES: tuple[type[FileSystemEvent], ...] = (
+    FileCreatedEvent,
+    DirCreatedEvent,
+    FileModifiedEvent,
+    DirModifiedEvent,
+    FileMovedEvent,
+    DirMovedEvent,
+    FileDeletedEvent,
+    DirDeletedEvent,
+    FileClosedEvent,
+)
 
 
 def relevant(root: Path, path: str) -> bool:
@@ -53,7 +82,7 @@ class _Handler(FileSystemEventHandler):
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in WRITES:
-            return  # watchdog also reports opens and reads: git reads our files constantly
+            return  # never asked for (`CHANGES`); kept should a platform report them anyway
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
             if path and relevant(self.watcher.root, path):
@@ -94,7 +123,9 @@ class RootWatcher:
         if key in self._watches or not path.is_dir():
             return
         try:
-            self._watches[key] = self.observer.schedule(self._handler, key, recursive=recursive)
+            self._watches[key] = self.observer.schedule(
+                self._handler, key, recursive=recursive, event_filter=list(CHANGES)
+            )
         except OSError as exc:  # inotify limits, a directory that just vanished
             log.warning("cannot watch %s: %s", path, exc)
 

@@ -5,15 +5,27 @@ and a baseline commit. With an upstream that already holds the branch, the root 
 from the upstream instead (fetched, validated, then checked out), so a second machine joins
 the same history rather than starting an unrelated one; an empty upstream receives the
 baseline by push.
+
+A failed init leaves the directory as it found it: the root is built in a staging
+directory inside PATH (same file system, whatever the parent allows) and its entries are
+renamed into place only once everything succeeded; on any failure the staging directory is
+removed, and so are PATH and the parents init created itself (only while they are empty).
+Nothing init did not create is ever removed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsync.errors import RootError, require
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome
+from memsync.roots import indexstat
+from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome, cause
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.validators.rightmemory import default_graph_validator
@@ -49,6 +61,9 @@ class InitResult:
     message: str
 
 
+STAGING_PREFIX = ".memsync-init-"
+
+
 def init_root(
     path: Path,
     *,
@@ -63,11 +78,100 @@ def init_root(
     path = path.expanduser().absolute()
     if path.exists() and not path.is_dir():
         raise RootError(f"{path} exists and is not a directory")
-    path.mkdir(parents=True, exist_ok=True)
-    git = Git(path, credentials=credentials)
-    if any(path.iterdir()):
-        return _existing(git, path, upstream, policy)
+    if path.is_dir() and any(path.iterdir()):
+        leftovers = sorted(p.name for p in path.iterdir())
+        if all(name.startswith(STAGING_PREFIX) for name in leftovers):
+            raise RootError(
+                f"{path} holds only {leftovers[0]}, left by an init that was killed",
+                hint=f"remove {path / leftovers[0]}, then run init again",
+            )
+        return _existing(Git(path, credentials=credentials), path, upstream, policy)
+    upstream = local_upstream(upstream)  # the staging directory is one level deeper
+    try:
+        with _claimed(path) as target:
+            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
+            try:
+                git = Git(staging, credentials=credentials)
+                done = _create(git, staging, branch, upstream, policy)
+                _move_into(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except OSError as exc:  # permissions, a full disk: nothing was left behind
+        raise RootError(
+            f"cannot create the root in {path}: {exc.strerror or exc}",
+            hint="check the directory's permissions and free space, then run init again",
+        ) from exc
+    # The renames changed the moved entries' ctime: store fresh stat data once, so that
+    # `git status` (memsync's cycles, the person's) does not hash every file again.
+    indexstat.refresh(Git(path, credentials=credentials))
+    return replace(done, path=path)
 
+
+def local_upstream(upstream: str | None) -> str | None:
+    """A relative local path made absolute (from the caller's working directory, as
+    `git clone` reads it); URLs and `host:path` are returned as they are (pure but for
+    the working directory)."""
+    if upstream is None or "://" in upstream or Path(upstream).is_absolute():
+        return upstream
+    colon, slash = upstream.find(":"), upstream.find("/")
+    if colon > 0 and (slash < 0 or colon < slash):
+        return upstream  # scp-like ssh: host:path
+    return str(Path.cwd() / upstream)
+
+
+@contextlib.contextmanager
+def _claimed(path: Path) -> Iterator[Path]:
+    """An empty directory at `path` for the body to fill; on failure, the directories
+    this call created (path and missing parents) are removed again while still empty."""
+    made: list[Path] = []
+    for each in (path, *path.parents):
+        if each.exists():
+            break
+        made.append(each)
+    for each in reversed(made):
+        try:
+            each.mkdir()
+        except FileExistsError:
+            made.remove(each)  # someone else made it meanwhile: not ours
+        except OSError as exc:
+            _remove_empty(made)
+            raise RootError(f"cannot create {each}: {exc.strerror}") from exc
+    try:
+        yield path
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _remove_empty(made: list[Path]) -> None:
+    for each in made:  # deepest first
+        with contextlib.suppress(OSError):  # not empty, or gone: it is not ours any more
+            each.rmdir()
+
+
+def _move_into(staging: Path, target: Path) -> None:
+    """Rename every entry of `staging` into `target`; on failure, move back what moved."""
+    moved: list[str] = []
+    try:
+        for entry in sorted(path.name for path in staging.iterdir()):
+            if os.path.lexists(target / entry):
+                raise RootError(
+                    f"{target / entry} appeared while init ran; nothing was created",
+                    hint="run init again in an empty directory",
+                )
+            (staging / entry).rename(target / entry)
+            moved.append(entry)
+    except BaseException:
+        for entry in moved:
+            with contextlib.suppress(OSError):
+                (target / entry).rename(staging / entry)
+        raise
+
+
+def _create(
+    git: Git, path: Path, branch: str, upstream: str | None, policy: SyncPolicy
+) -> InitResult:
+    """Build the root in the empty directory `path` (the staging directory)."""
     git.run("init", "--quiet", f"--initial-branch={branch}", ".")
     if upstream is not None:
         git.run("remote", "add", "--", "origin", upstream)
@@ -76,9 +180,14 @@ def init_root(
         outcome, detail = git.fetch("origin", branch, f"refs/remotes/origin/{branch}")
         if outcome is FetchOutcome.UNREACHABLE:
             raise RootError(
-                f"the upstream could not be reached: {detail.splitlines()[-1:]}",
-                hint="check the URL and your credentials, then run init again "
-                "in an empty directory",
+                f"the upstream could not be reached: {cause(detail)}",
+                hint="check the URL, the host key and your credentials, then run init "
+                "again (nothing was created)",
+            )
+        if outcome is FetchOutcome.BAD_OBJECTS:
+            raise RootError(
+                f"the upstream sent objects git's object check refuses: {cause(detail)}",
+                hint="fix the upstream (or choose another), then run init again",
             )
         if outcome is FetchOutcome.OK:
             return _join(git, path, branch, upstream, policy)
@@ -94,8 +203,9 @@ def init_root(
         outcome_push, detail = git.push("origin", head, branch)
         if outcome_push is not PushOutcome.OK:
             raise RootError(
-                f"the root was created but the baseline push failed: {detail}",
-                hint="run `memsync sync-now` once the upstream is reachable",
+                f"the baseline push to the empty upstream failed: {cause(detail)}",
+                hint="run init again once the upstream is reachable (nothing was created; "
+                "if the upstream has a branch now, init joins it)",
             )
         git.update_ref(f"refs/remotes/origin/{branch}", head, reason="memsync: init push")
         pushed = True

@@ -15,7 +15,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
-from memsync.roots import journal, packs, recovery
+from memsync.roots import indexstat, journal, packs, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -26,7 +26,7 @@ from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
 from memsync.roots.repoconfig import CODE as UNSAFE
-from memsync.roots.result import SyncResult, SyncStatus
+from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
 from memsync.transports.gitparse import fsck_findings
@@ -136,7 +136,10 @@ class _Cycle:
         if not self.options.dry_run and self.start:  # the root was a repository with a head
             # Still under the root lock, outside the cycle's deadline: fold the packs that
             # fetches left once there are many (two directory listings otherwise).
-            packs.keep_small(Git(self.settings.path, timeout=self.timeout), self.timeout)
+            after = Git(self.settings.path, timeout=self.timeout)
+            packs.keep_small(after, self.timeout)
+            if result.status in OK:  # a refused or dirty root keeps every byte, index too
+                indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
         return result
 
     def _run(self) -> SyncResult:

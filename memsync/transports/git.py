@@ -352,6 +352,14 @@ class Git(TreeReads):
         self.run("read-tree", commit)
         self.run("update-index", "-q", "--refresh", check=False)
 
+    def refresh_stat(self) -> bool:
+        """Store fresh stat data in the index (`update-index -q --refresh`); True when git
+        finished. Only stat data of entries whose content matches changes: no staged
+        version, no work-tree file. git takes `index.lock` itself, exclusively, before it
+        reads the index: when someone else holds it, git writes nothing and this answers
+        at once (False when there was something to store; the lock is left alone)."""
+        return self.run("update-index", "-q", "--refresh", check=False).returncode == 0
+
     def reset_to(self, commit: str) -> None:
         """Force index and work tree to `commit` (recovery of our own interrupted write)."""
         self.run("read-tree", "--reset", "-u", commit)
