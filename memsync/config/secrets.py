@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import GetCoreSchemaHandler, ValidationInfo
 from pydantic_core import core_schema
 
+from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import SecretError
 
 SecretKind = Literal["env", "file", "credential", "value"]
@@ -26,6 +27,7 @@ REFERENCE_FORMS = '{env: NAME}, {file: PATH}, {credential: NAME} or {value: "...
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME = re.compile(r"[A-Za-z0-9_.@:-]+")
 _REDACTED = "********"
+MAX_SECRET_BYTES = 64 * 1024  # a token or a key is well under 1 KiB
 
 
 @dataclass(frozen=True, repr=False)
@@ -147,12 +149,20 @@ def resolve(ref: SecretRef, *, environ: Mapping[str, str] | None = None) -> str:
 
 
 def _read_file(path: Path, what: str) -> str:
+    """A secret file's text: a regular file only (a FIFO never blocks the read), bounded."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_SECRET_BYTES)
     except FileNotFoundError:
         raise SecretError(f"{what}: {path} does not exist") from None
+    except NotRegularFile as exc:
+        raise SecretError(f"{what}: {path} is {exc.kind}, not a regular file") from None
     except OSError as exc:
         raise SecretError(f"{what}: cannot read {path}: {exc.strerror}") from exc
+    if len(raw) > MAX_SECRET_BYTES:
+        raise SecretError(
+            f"{what}: {path} is larger than {MAX_SECRET_BYTES // 1024} KiB; "
+            "a secret file holds one token or key"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
