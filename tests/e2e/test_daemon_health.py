@@ -123,29 +123,40 @@ def readyz(port: int) -> tuple[int, dict[str, object]]:
         return exc.code, json.loads(exc.read())
 
 
-def test_ready_only_after_every_root_finished_a_first_cycle(
+def test_ready_only_after_every_root_and_view_finished_a_first_cycle(
     team: Team, tmp_path: Path, start: Callable[..., Daemon]
 ) -> None:
     port = free_port()
-    hanging = socket.socket()  # an upstream that takes connections and never answers
+    hanging = socket.socket()  # an upstream and a hub that take connections, never answer
     hanging.bind(("127.0.0.1", 0))
     hanging.listen(8)
+    slow = f"http://127.0.0.1:{hanging.getsockname()[1]}"
     carol = tmp_path / "carol"
     memsync("init", str(carol))
-    git(carol, "remote", "add", "origin", f"http://127.0.0.1:{hanging.getsockname()[1]}/t.git")
+    git(carol, "remote", "add", "origin", f"{slow}/t.git")
+    public = memsync("keys", "generate", "--out", str(tmp_path / "view.key")).stdout.strip()
     listen = f"http: {{listen: 127.0.0.1:{port}}}\n"
+    view = (
+        "views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+        f"    source: {{kind: http, url: {slow}/v1/views/auth}}\n"
+        f'    trust: {{keys: ["{public}"]}}\n'
+    )
     roots: dict[str, dict[str, object]] = {
         "bob": {"path": team.bob.path},
         "carol": {"path": carol, "timeout": "300s"},
     }
-    config = write_config(tmp_path, roots, listen)
+    config = write_config(tmp_path, roots, listen + view)
     try:
         daemon = start(config)
-        first = ["root carol: first cycle not finished"]  # bob's is done, and ok
+        first = [  # bob's first cycle is done, and ok
+            "root carol: first cycle not finished",
+            "view team-auth: first pull not finished",
+        ]
         wait_for(lambda: readyz(port) == (503, {"status": "unready", "reasons": first}), 30, "bob")
     finally:
-        hanging.close()  # carol's fetch is reset: her first cycle ends, offline
-    wait_for(lambda: readyz(port)[1].get("reasons") == ["root carol: offline"], 30, "offline")
+        hanging.close()  # carol's fetch and the view's pull are reset: their first cycles end
+    failed = ["root carol: offline", "view team-auth: unavailable"]
+    wait_for(lambda: readyz(port)[1].get("reasons") == failed, 60, "both failed")
     write_config(tmp_path, {"bob": {"path": team.bob.path}}, listen)
     daemon.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: readyz(port)[0] == 200, 30, "ready once only bob is configured")
