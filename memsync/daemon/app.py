@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -528,7 +529,11 @@ def _past_max_stale(views: list[ViewSettings], state_dir: Path) -> list[tuple[st
         trust = TrustState.load(trust_path(state_dir, view.name))
         if trust.is_past_max_stale(now, view.max_stale):
             age = trust.age(now)
-            found.append((view.name, f"last checked {age} ago" if age else "never checked"))
+            if age is None:
+                found.append((view.name, "never checked"))
+            else:
+                rounded = timedelta(seconds=int(age.total_seconds()))
+                found.append((view.name, f"last checked {rounded} ago"))
     return found
 
 
