@@ -175,7 +175,11 @@ class Daemon:
     async def _reloads(self) -> None:
         while True:
             self._reload_again = False
-            await self.reload()
+            try:
+                await self.reload()
+            except Exception:  # a bug in a reload must not end the daemon, nor go unsaid
+                log.exception("reload failed, keeping the running configuration")
+                self.notifier.ready(self._summary())
             if not self._reload_again:
                 return
 
