@@ -20,6 +20,7 @@ import json
 import math
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def call(
     sock.settimeout(wait)
     try:
         try:
-            sock.connect(str(socket_path))
+            _connect(sock, socket_path, wait)
         except (ConnectionRefusedError, FileNotFoundError) as exc:
             raise DaemonUnavailable(f"no daemon answers on {socket_path}") from exc
         except TimeoutError as exc:
@@ -110,6 +111,20 @@ def call(
             hint=error.get("hint"),
         )
     return answer
+
+
+def _connect(sock: socket.socket, socket_path: Path, wait: float) -> None:
+    """Connect within `wait` seconds (TimeoutError after): a daemon whose backlog is full
+    refuses with EAGAIN at once rather than making the caller wait, so ask again."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            sock.connect(str(socket_path))
+            return
+        except BlockingIOError as exc:
+            if time.monotonic() >= deadline:
+                raise TimeoutError from exc
+            time.sleep(0.05)
 
 
 def _check_peer(sock: socket.socket, socket_path: Path) -> None:
