@@ -9,6 +9,7 @@ import contextlib
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -131,6 +132,18 @@ def test_a_live_socket_too_busy_to_accept_is_not_taken_for_stale(
         assert daemon.proc.wait(timeout=30) == 2
         assert "cannot tell whether something listens on it" in daemon.log.read_text()
         assert place.lstat().st_ino == identity  # the live listener keeps its socket
+
+
+def test_at_exit_the_daemon_removes_only_the_socket_it_bound(
+    tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    place = tmp_path / "run" / "memsync.sock"
+    daemon = start(plain_config(tmp_path, place))
+    place.unlink()
+    place.write_text("written there while the daemon ran\n")
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(timeout=30) == 0
+    assert place.read_text() == "written there while the daemon ran\n"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown a socket to another user")
