@@ -53,8 +53,8 @@ def test_a_fifo_at_the_config_path_refuses_each_reload_and_status_still_answers(
     for _ in range(8):  # one at a time, so none coalesces with another
         daemon.proc.send_signal(signal.SIGHUP)
         began = time.monotonic()
-        answer = call(daemon.socket, "GET", "/v1/status", timeout=5)
-        assert answer["daemon"]["running"] and time.monotonic() - began < 5
+        answer = call(daemon.socket, "GET", "/v1/status", timeout=15)
+        assert answer["daemon"]["running"] and time.monotonic() - began < 15
     done = memsync("--config", str(copy), "status", "--json")
     assert done.returncode == 0, done.stderr
     refused = f"reload refused, keeping the running configuration: config file {config} is a FIFO"
@@ -83,7 +83,7 @@ async def test_sighups_coalesce_into_one_reload_on_its_own_thread(tmp_path: Path
     client = ThreadPoolExecutor(max_workers=1)  # not the loop's default pool
     loop = asyncio.get_running_loop()
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not settings.control_socket.exists():
             assert time.monotonic() < deadline and not running.done()
             await asyncio.sleep(0.02)
@@ -94,9 +94,9 @@ async def test_sighups_coalesce_into_one_reload_on_its_own_thread(tmp_path: Path
         for _ in range(8):  # while that reload hangs
             os.kill(os.getpid(), signal.SIGHUP)
         status = loop.run_in_executor(
-            client, lambda: call(settings.control_socket, "GET", "/v1/status", timeout=5)
+            client, lambda: call(settings.control_socket, "GET", "/v1/status", timeout=15)
         )
-        assert (await asyncio.wait_for(status, 10))["daemon"]["running"]
+        assert (await asyncio.wait_for(status, 20))["daemon"]["running"]
         assert len(loads) == 1 and loads[0].startswith("reload")
         release.set()
         while len(loads) < 2:  # the burst asked for one more, no more
