@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,10 +29,18 @@ from pydantic import BaseModel
 
 from memsync import timefmt
 from memsync.config import find_config_path, format_problem, load_config, settings_from
+from memsync.config.files import kind_of
 from memsync.config.model import RootSettings, Settings
 from memsync.config.schema import Config
 from memsync.config.secrets import SecretRef, resolve, resolve_header
 from memsync.config.statedir import check_state_dir
+from memsync.daemon.client import SAFE_SOCKET_HINT
+from memsync.daemon.peer import (
+    DirFacts,
+    directory_chain,
+    directory_refusal,
+    socket_directory_refusal,
+)
 from memsync.errors import ConfigError, GitError, MemsyncError
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.transports.git import Git, cause
@@ -408,23 +417,52 @@ def check_disk(state_dir: Path) -> Check:
 
 
 def check_socket(socket: Path) -> Check:
-    """The daemon can bind its control socket: a short path in a writable directory."""
+    """The daemon can bind its control socket, as `memsync run` would judge the place: a
+    short path, in a directory only this user can write (or one it would create), with
+    nothing at the path but a socket of this user's."""
     hint = "set control.socket to a path in a directory this user can write"
     size = len(os.fsencode(socket))
     if size > SOCKET_PATH_MAX:
         message = f"{socket} is {size} bytes long; a Unix socket path holds {SOCKET_PATH_MAX}"
         return Check("socket", FAIL, message, "set control.socket to a shorter path")
-    if socket.exists() and not socket.is_socket():
-        return Check("socket", FAIL, f"{socket} exists and is not a socket", hint)
-    entry = next((p for p in socket.parents if p.exists()), Path("/"))
+    entry = next((p for p in (socket.parent, *socket.parent.parents) if p.exists()), Path("/"))
     if not entry.is_dir():
         return Check(
             "socket", FAIL, f"{socket} cannot be created: {entry} is not a directory", hint
         )
     if not os.access(entry, os.W_OK | os.X_OK):
         return Check("socket", FAIL, f"this user cannot create {socket} (in {entry})", hint)
-    there = " (a socket is there: a daemon may be running)" if socket.exists() else ""
-    return Check("socket", OK, f"{socket} can be created{there}")
+    refusal = _socket_place_refusal(socket, entry)
+    if refusal is not None:
+        return Check(
+            "socket", FAIL, f"memsync run would refuse {socket}: {refusal}", SAFE_SOCKET_HINT
+        )
+    try:
+        info = socket.lstat()
+    except OSError:
+        return Check("socket", OK, f"{socket} can be created")
+    if not stat.S_ISSOCK(info.st_mode):
+        message = f"{socket} is {kind_of(info.st_mode)}, not a socket; memsync run would refuse it"
+        return Check("socket", FAIL, message, "move it away, or set control.socket to another path")
+    if info.st_uid != os.geteuid():
+        message = f"{socket} is a socket of uid {info.st_uid}; memsync run would refuse it"
+        return Check("socket", FAIL, message, hint)
+    return Check(
+        "socket", OK, f"{socket} can be created (a socket is there: a daemon may be running)"
+    )
+
+
+def _socket_place_refusal(socket: Path, entry: Path) -> str | None:
+    """What `memsync run` would say about the socket's directory; when it does not exist
+    yet, about the directories above it (the daemon creates it, 0700)."""
+    if entry == socket.parent:
+        return socket_directory_refusal(socket)
+    try:
+        above = directory_chain(entry)
+    except OSError as exc:
+        return f"{entry} cannot be examined ({exc.strerror})"
+    made = DirFacts(str(socket.parent), os.geteuid(), stat.S_IFDIR | 0o700)
+    return directory_refusal([made, *above], os.geteuid())
 
 
 def check_systemd(environ: Mapping[str, str]) -> Check:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsync import __version__
+from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import ConfigError
 
 CONFIG_ENV = "MEMSYNC_CONFIG"
@@ -58,10 +59,16 @@ def find_config_path(explicit: str | None, *, system_path: Path = SYSTEM_CONFIG)
 
 
 def read_config(path: Path) -> bytes:
-    """The bytes of a config file (ConfigError when missing, unreadable or too large)."""
+    """The bytes of a config file (ConfigError when missing, not a regular file,
+    unreadable or too large); a FIFO or a device at `path` never blocks the read."""
     try:
-        with path.open("rb") as handle:  # never more than the cap, whatever `path` is
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        raw = read_regular(path, MAX_CONFIG_BYTES)
+    except NotRegularFile as exc:
+        raise ConfigError(
+            f"config file {path} is {exc.kind}, not a regular file",
+            source=str(path),
+            hint="point --config (or $MEMSYNC_CONFIG) at the YAML file itself",
+        ) from exc
     except FileNotFoundError as exc:
         raise ConfigError(
             f"config file {path} does not exist",
@@ -158,8 +165,7 @@ def _key(name: str, raw: bytes) -> str:
 def _entries(memo: Path) -> dict[str, dict[str, str]]:
     """The memo's well-formed entries ({} for a missing, foreign or corrupt memo)."""
     try:
-        with memo.open("rb") as handle:
-            data = json.loads(handle.read(_MEMO_BYTES + 1))
+        data = json.loads(read_regular(memo, _MEMO_BYTES))
     except (OSError, ValueError):
         return {}
     entries = data.get("entries") if isinstance(data, dict) and data.get("version") == 1 else None

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import GetCoreSchemaHandler, ValidationInfo
 from pydantic_core import core_schema
 
+from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import SecretError
 
 SecretKind = Literal["env", "file", "credential", "value"]
@@ -29,6 +30,7 @@ _REDACTED = "********"
 MAX_HEADER_SECRET = 4096
 # What a token sent in an HTTP header may hold: visible ASCII, no spaces, bounded.
 _HEADER_SECRET = re.compile(rf"[\x21-\x7e]{{1,{MAX_HEADER_SECRET}}}")
+MAX_SECRET_BYTES = 64 * 1024  # a token or a key is well under 1 KiB
 
 
 @dataclass(frozen=True, repr=False)
@@ -173,12 +175,20 @@ def resolve_header(
 
 
 def _read_file(path: Path, what: str) -> str:
+    """A secret file's text: a regular file only (a FIFO never blocks the read), bounded."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_SECRET_BYTES)
     except FileNotFoundError:
         raise SecretError(f"{what}: {path} does not exist") from None
+    except NotRegularFile as exc:
+        raise SecretError(f"{what}: {path} is {exc.kind}, not a regular file") from None
     except OSError as exc:
         raise SecretError(f"{what}: cannot read {path}: {exc.strerror}") from exc
+    if len(raw) > MAX_SECRET_BYTES:
+        raise SecretError(
+            f"{what}: {path} is larger than {MAX_SECRET_BYTES // 1024} KiB; "
+            "a secret file holds one token or key"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

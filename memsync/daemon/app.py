@@ -7,7 +7,13 @@ Sync cycles run in a small thread pool (the blocking `roots.cycle.sync_root`, un
 same cross-process root lock the CLI takes, bounded by `sync.timeout`); view pulls run on
 the loop. A failing root or view backs off and never stops the others. `SIGTERM` lets the
 running cycles finish, says `STOPPING=1` and exits 0; `SIGHUP` re-reads the config and keeps
-the old one when the new one does not validate.
+the old one when the new one does not validate. Reloads run one at a time on their own
+thread (a burst of SIGHUPs during a reload runs one more), never on the threads that answer
+the control socket, so a config path that cannot be read never starves `status`.
+
+Ready (`/readyz`, CONTRACT §6) means every configured root and view has finished (or
+failed) its first cycle since it was configured, every root's last cycle was ok, and no
+view is unavailable or past its `max_stale`.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -32,7 +39,13 @@ from pydantic import BaseModel
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
-from memsync.daemon.control import ControlSocket, CycleRequest, PullRequest, SyncRequest
+from memsync.daemon.control import (
+    ControlSocket,
+    CycleRequest,
+    PullRequest,
+    SyncRequest,
+    claim,
+)
 from memsync.daemon.events import Event, follow
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
@@ -55,6 +68,7 @@ from memsync.roots.result import SyncResult, SyncStatus
 from memsync.status import status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
+from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import ScheduleEntry, ViewsPullReport
 
@@ -73,6 +87,10 @@ class Daemon:
             max_workers=max(2, min(MAX_WORKERS, len(settings.roots))),
             thread_name_prefix="cycle",
         )
+        # Reloads have their own thread: one at a time, never the control socket's.
+        self._reloader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reload")
+        self._reloading: asyncio.Task[None] | None = None
+        self._reload_again = False
         self.metrics = Metrics()
         self.notifier = Notifier.from_env()
         self.roots: dict[str, RootWorker] = {}
@@ -91,6 +109,7 @@ class Daemon:
     async def run(self) -> int:
         loop = self._loop = asyncio.get_running_loop()
         ensure_state_dir(self.settings.state_dir)
+        claim(self.settings.control_socket)  # a misplaced socket stops us before any work
         await asyncio.gather(
             *(asyncio.to_thread(_recover, r, self.settings.state_dir) for r in self.settings.roots)
         )
@@ -99,7 +118,7 @@ class Daemon:
         for sig, action in (
             (signal.SIGTERM, self._stop.set),
             (signal.SIGINT, self._stop.set),
-            (signal.SIGHUP, lambda: asyncio.ensure_future(self.reload())),
+            (signal.SIGHUP, self.hangup),
         ):
             loop.add_signal_handler(sig, action)
         self._scheduler = AsyncIOScheduler(event_loop=loop)
@@ -136,6 +155,9 @@ class Daemon:
             await control.stop()
             if health is not None:
                 await health.cleanup()
+            if self._reloading is not None:
+                self._reloading.cancel()
+            self._reloader.shutdown(wait=False, cancel_futures=True)
             self.pool.shutdown(wait=True)
         log.info("stopped")
         return 0
@@ -143,11 +165,30 @@ class Daemon:
     def stop(self) -> None:
         self._stop.set()
 
+    def hangup(self) -> None:
+        """SIGHUP: start a reload, or ask the running one for one more (bursts coalesce)."""
+        if self._reloading is not None and not self._reloading.done():
+            self._reload_again = True
+            return
+        self._reloading = asyncio.get_running_loop().create_task(self._reloads())
+
+    async def _reloads(self) -> None:
+        while True:
+            self._reload_again = False
+            try:
+                await self.reload()
+            except Exception:  # a bug in a reload must not end the daemon, nor go unsaid
+                log.exception("reload failed, keeping the running configuration")
+                self.notifier.ready(self._summary())
+            if not self._reload_again:
+                return
+
     async def reload(self) -> None:
-        """SIGHUP: re-read the config; keep the old one when the new one is invalid."""
+        """Re-read the config; keep the old one when the new one is invalid."""
         self.notifier.reloading()
+        loop = asyncio.get_running_loop()
         try:
-            fresh = await asyncio.to_thread(self._load)
+            fresh = await loop.run_in_executor(self._reloader, self._load)
         except MemsyncError as exc:
             log.error("reload refused, keeping the running configuration: %s", exc.message)
             self.notifier.ready(self._summary())
@@ -251,7 +292,7 @@ class Daemon:
         if not self.settings.http_listen:
             return None
         host, _, port = self.settings.http_listen.rpartition(":")
-        runner = web.AppRunner(health_app(self.metrics, self.unready), access_log=None)
+        runner = web.AppRunner(health_app(self.metrics, self.readiness), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
         return runner
@@ -324,16 +365,35 @@ class Daemon:
             log.log(level, "root %s: %s: %s", result.root, result.status, result.message)
 
     def unready(self) -> list[str]:
+        """What keeps the daemon unready, from what its workers hold (no file read)."""
         reasons: list[str] = []
         for name, worker in self.roots.items():
-            last = worker.trigger.last
-            if last is not None and not last.ok:
+            trigger = worker.trigger
+            last = trigger.last
+            if trigger.runs == 0:
+                reasons.append(f"root {name}: first cycle not finished")
+            elif trigger.error is not None:
+                reasons.append(f"root {name}: error: {trigger.error}")
+            elif last is not None and not last.ok:
                 reasons.append(f"root {name}: {last.status}")
         for name, vworker in self.views.items():
-            last_view = vworker.trigger.last
-            if last_view is not None and last_view.status == "unavailable":
+            vtrigger = vworker.trigger
+            last_view = vtrigger.last
+            if vtrigger.runs == 0:
+                reasons.append(f"view {name}: first pull not finished")
+            elif vtrigger.error is not None:
+                reasons.append(f"view {name}: error: {vtrigger.error}")
+            elif last_view is not None and last_view.status == "unavailable":
                 reasons.append(f"view {name}: unavailable")
         return reasons
+
+    async def readiness(self) -> list[str]:
+        """`/readyz`: `unready()`, and the views past their `max_stale` (trust records)."""
+        reasons = self.unready()
+        judged = {r.split(":", 1)[0] for r in reasons}
+        views = [v.settings for n, v in self.views.items() if f"view {n}" not in judged]
+        stale = await asyncio.to_thread(_past_max_stale, views, self.settings.state_dir)
+        return reasons + [f"view {name}: past max_stale ({age})" for name, age in stale]
 
     async def status(self) -> BaseModel:
         report = await asyncio.to_thread(status_report, self.settings)
@@ -465,6 +525,22 @@ def _recover(root: RootSettings, state_dir: Path) -> None:
                 recovery.recover(git, records, layout, SyncPolicy(max_file_size=root.max_file_size))
     except MemsyncError as exc:
         log.warning("root %s: recovery at start-up failed: %s", root.name, exc.message)
+
+
+def _past_max_stale(views: list[ViewSettings], state_dir: Path) -> list[tuple[str, str]]:
+    """The views whose last good check is older than their `max_stale`, with that age."""
+    now = timefmt.now()
+    found: list[tuple[str, str]] = []
+    for view in views:
+        trust = TrustState.load(trust_path(state_dir, view.name))
+        if trust.is_past_max_stale(now, view.max_stale):
+            age = trust.age(now)
+            if age is None:
+                found.append((view.name, "never checked"))
+            else:
+                rounded = timedelta(seconds=int(age.total_seconds()))
+                found.append((view.name, f"last checked {rounded} ago"))
+    return found
 
 
 def _view_events_url(view: ViewSettings) -> str | None:

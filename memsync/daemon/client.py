@@ -6,18 +6,34 @@ import (no aiohttp, no daemon stack, not even `http.client`, whose email parser 
 cost more than the rest of `memsync status`): people type `memsync status` all day. It
 speaks the little HTTP/1.1 the daemon's own server answers: one request per connection
 (`Connection: close`), a body delimited by Content-Length, chunked or the end of the stream.
+
+It talks only to a daemon it can trust (`peer`): the socket's directory must be this
+user's alone and the process that answers must run as this user; anything else is
+`SocketRefused` (exit 2), never a verdict and never a silent fallback. A daemon that does
+not answer within the wait is `DaemonTimeout`, said in words (`MEMSYNC_CONTROL_TIMEOUT`
+shortens or lengthens every wait).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
-from memsync.errors import MemsyncError
+from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
+from memsync.errors import ConfigError, MemsyncError
 
 MAX_ANSWER = 64 * 1024 * 1024  # a status document of many roots is KiBs; a bound all the same
+TIMEOUT_ENV = "MEMSYNC_CONTROL_TIMEOUT"  # seconds: overrides every wait for the daemon
+LOG_HINT = "check `journalctl --user -u memsync` or retry"
+SAFE_SOCKET_HINT = (
+    "set control.socket to a path in a directory only you can write "
+    "(the default, $XDG_RUNTIME_DIR/memsync.sock, is one)"
+)
 
 
 class DaemonUnavailable(Exception):
@@ -28,32 +44,59 @@ class DaemonError(MemsyncError):
     """The daemon answered with an error document."""
 
 
+class DaemonTimeout(DaemonError):
+    """The daemon accepted nothing or answered nothing within the wait."""
+
+
+class SocketRefused(ConfigError):
+    """The control socket is not one this user's daemon could be behind: it lives where
+    others can write, or another user's process answers on it."""
+
+
 def call(
     socket_path: Path, method: str, path: str, body: object = None, *, timeout: float = 3600
 ) -> Any:
     """One request to the daemon; the decoded JSON answer.
 
     Raises DaemonUnavailable when nothing listens (the caller falls back to in-process
-    work) and DaemonError when the daemon refused the request.
+    work), SocketRefused when the socket is not trustworthy, DaemonTimeout when the daemon
+    does not answer within `timeout` seconds (or `$MEMSYNC_CONTROL_TIMEOUT`), and
+    DaemonError when the daemon refused the request.
     """
-    if not socket_path.exists():
-        raise DaemonUnavailable(f"no control socket at {socket_path}")
+    wait = _timeout(timeout)
+    try:
+        os.lstat(socket_path)
+    except FileNotFoundError as exc:
+        raise DaemonUnavailable(f"no control socket at {socket_path}") from exc
+    except OSError as exc:
+        raise DaemonUnavailable(f"cannot reach {socket_path}: {exc.strerror}") from exc
+    refusal = socket_directory_refusal(socket_path)
+    if refusal is not None:
+        raise SocketRefused(
+            f"memsync will not use the control socket {socket_path}: {refusal}",
+            hint=SAFE_SOCKET_HINT,
+        )
     payload = None if body is None else json.dumps(body).encode()
     head = f"{method} {path} HTTP/1.1\r\nHost: memsync\r\nConnection: close\r\n"
     if payload is not None:
         head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
+    sock.settimeout(wait)
     try:
         try:
-            sock.connect(str(socket_path))
+            _connect(sock, socket_path, wait)
         except (ConnectionRefusedError, FileNotFoundError) as exc:
             raise DaemonUnavailable(f"no daemon answers on {socket_path}") from exc
+        except TimeoutError as exc:
+            raise _silent(socket_path, wait) from exc
+        _check_peer(sock, socket_path)
         try:
             sock.sendall(head.encode("ascii") + b"\r\n" + (payload or b""))
             raw = _read_all(sock)
         except (ConnectionResetError, BrokenPipeError) as exc:
             raise _closed(method, path) from exc
+        except TimeoutError as exc:
+            raise _silent(socket_path, wait) from exc
     finally:
         sock.close()
     status, reason, data = _response(raw, method, path)
@@ -68,6 +111,58 @@ def call(
             hint=error.get("hint"),
         )
     return answer
+
+
+def _connect(sock: socket.socket, socket_path: Path, wait: float) -> None:
+    """Connect within `wait` seconds (TimeoutError after): a daemon whose backlog is full
+    refuses with EAGAIN at once rather than making the caller wait, so ask again."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            sock.connect(str(socket_path))
+            return
+        except BlockingIOError as exc:
+            if time.monotonic() >= deadline:
+                raise TimeoutError from exc
+            time.sleep(0.05)
+
+
+def _check_peer(sock: socket.socket, socket_path: Path) -> None:
+    """SocketRefused unless the process behind the socket runs as this user."""
+    try:
+        refusal = peer_refusal(peer_uid(sock), os.geteuid(), serving=False)
+    except OSError as exc:
+        refusal = f"its peer cannot be identified ({exc.strerror})"
+    if refusal is not None:
+        raise SocketRefused(
+            f"memsync will not trust the control socket {socket_path}: {refusal}; "
+            "another user may be posing as the daemon",
+            hint=SAFE_SOCKET_HINT,
+        )
+
+
+def _timeout(default: float) -> float:
+    """`$MEMSYNC_CONTROL_TIMEOUT` when set (a positive number of seconds), else `default`."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(
+            f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds",
+            hint=f"unset {TIMEOUT_ENV}, or set it to e.g. 30",
+        )
+    return value
+
+
+def _silent(socket_path: Path, wait: float) -> DaemonTimeout:
+    shown = f"{wait:g}"
+    return DaemonTimeout(
+        f"the daemon at {socket_path} did not answer within {shown} s", hint=LOG_HINT
+    )
 
 
 def _read_all(sock: socket.socket) -> bytes:
@@ -128,16 +223,3 @@ def _unchunk(data: bytes) -> bytes | None:
             return b"".join(out)
         out.append(data[:size])
         data = data[size + 2 :]
-
-
-def answers(socket_path: Path) -> bool:
-    """True when a daemon answers on `socket_path` (used to take over stale sockets)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(2)
-    try:
-        sock.connect(str(socket_path))
-    except OSError:
-        return False
-    finally:
-        sock.close()
-    return True

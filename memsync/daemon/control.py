@@ -5,15 +5,25 @@
 (`{"root", "force"}`: one maintenance turn, answered with the `cycle --json` document).
 Junk requests get a JSON error and the daemon goes on; a client
 that disconnects mid-request does not cancel the cycle it asked for (others may share it).
-A stale socket file from a killed daemon is taken over only when nothing answers on it.
+
+Where the socket may be (`claim`): in a directory only this user can write (`peer`), else a
+configuration error naming the path. What stands at the path is removed only when it is
+proven to be a stale socket of this user's (a socket, ours, and connecting is refused);
+any other kind of file, a socket of another user, or one whose state cannot be told stops
+the start-up with a configuration error, and the file is left as it was. Each request's
+peer is checked (SO_PEERCRED): only this user and root get an answer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import socket
+import stat
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +32,10 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memsync.daemon.client import answers
-from memsync.errors import UsageError
+from memsync.config.files import kind_of
+from memsync.daemon.client import SAFE_SOCKET_HINT
+from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
+from memsync.errors import ConfigError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +77,13 @@ class SocketInUse(UsageError):
     """Another daemon answers on the control socket."""
 
 
+class SocketPlaceError(ConfigError):
+    """`control.socket` names a place the daemon will not bind or clear."""
+
+
+REFUSAL_LOG_EVERY = 60.0  # seconds between two log lines about refused peers
+
+
 def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"error": {"code": code, "message": message}}, status=status)
 
@@ -103,12 +122,43 @@ def control_app(controller: Controller) -> web.Application:
         except UsageError as exc:
             return _error(400, "usage", exc.message)
 
-    app = web.Application(client_max_size=64 * 1024, middlewares=[_errors])
+    app = web.Application(client_max_size=64 * 1024, middlewares=[_peers(), _errors])
     app.router.add_get("/v1/status", status)
     app.router.add_post("/v1/sync", sync)
     app.router.add_post("/v1/views/pull", pull)
     app.router.add_post("/v1/cycles/{cycle}", cycles)
     return app
+
+
+def _peers() -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Refuse every request whose peer is neither this user nor root (logged at most once a
+    minute: a refused peer could otherwise fill the journal)."""
+    own = os.geteuid()
+    logged = [-REFUSAL_LOG_EVERY]
+
+    @web.middleware
+    async def check(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        transport = request.transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        try:
+            refusal = (
+                peer_refusal(peer_uid(sock), own, serving=True)
+                if sock is not None
+                else "its peer cannot be identified"
+            )
+        except OSError as exc:
+            refusal = f"its peer cannot be identified ({exc.strerror})"
+        if refusal is None:
+            return await handler(request)
+        now = time.monotonic()
+        if now - logged[0] >= REFUSAL_LOG_EVERY:
+            logged[0] = now
+            log.warning("control socket: refused a request: %s", refusal)
+        return _error(403, "forbidden", f"this daemon answers only its own user: {refusal}")
+
+    return check
 
 
 @web.middleware
@@ -138,35 +188,109 @@ async def _body(request: web.Request, model: type[M]) -> M | web.Response:
         return _error(400, "bad-request", f"not a valid request: {first}")
 
 
+def claim(path: Path) -> Path:
+    """Make `path` free for the daemon's socket, or raise: the real path to bind.
+
+    The directory is created (0700) when missing and must be this user's alone. A stale
+    socket of this user's is unlinked; nothing else ever is.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise SocketPlaceError(
+            f"control.socket {path}: cannot create its directory: {exc.strerror}",
+            hint=SAFE_SOCKET_HINT,
+        ) from exc
+    refusal = socket_directory_refusal(path)
+    if refusal is not None:
+        raise SocketPlaceError(
+            f"control.socket {path}: the daemon will not listen there: {refusal}",
+            hint=SAFE_SOCKET_HINT,
+        )
+    real = Path(os.path.realpath(path.parent)) / path.name
+    try:
+        info = os.lstat(real)
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise SocketPlaceError(f"control.socket {path}: {exc.strerror}") from exc
+    if not stat.S_ISSOCK(info.st_mode):
+        raise SocketPlaceError(
+            f"control.socket {path} is {kind_of(info.st_mode)}, not a socket; memsync "
+            "removes only a stale socket of its own and leaves this one as it is",
+            hint="move it away, or set control.socket to another path",
+        )
+    if info.st_uid != os.geteuid():
+        raise SocketPlaceError(
+            f"control.socket {path} is a socket of uid {info.st_uid}, not of this user; "
+            "memsync leaves it as it is",
+            hint="remove it as its owner, or set control.socket to another path",
+        )
+    probe = _connect(real)
+    if probe is None:
+        raise SocketInUse(
+            f"another memsync daemon answers on {path}",
+            hint="stop it first (systemctl --user stop memsync), or set "
+            "control.socket to another path",
+        )
+    if probe != errno.ECONNREFUSED:
+        raise SocketPlaceError(
+            f"control.socket {path}: cannot tell whether something listens on it "
+            f"({os.strerror(probe)}); memsync leaves it as it is",
+            hint="retry; if no daemon runs, remove the socket file",
+        )
+    real.unlink()  # a socket of ours that nobody listens on: a killed daemon's leftover
+    return real
+
+
+def _connect(path: Path) -> int | None:
+    """None when something accepts a connection on `path`; else the errno that said no
+    (ETIMEDOUT when it neither accepted nor refused within two seconds)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(2)
+    try:
+        sock.connect(str(path))
+    except TimeoutError:
+        return errno.ETIMEDOUT
+    except OSError as exc:
+        return exc.errno or errno.EIO
+    finally:
+        sock.close()
+    return None
+
+
 @dataclass
 class ControlSocket:
     """The control socket's site on the daemon's runner."""
 
     path: Path
     runner: web.AppRunner
+    identity: tuple[int, int] | None  # (st_dev, st_ino) of the socket bound
 
     @classmethod
     async def start(cls, path: Path, controller: Controller) -> ControlSocket:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists() or path.is_symlink():
-            if answers(path):
-                raise SocketInUse(
-                    f"another memsync daemon answers on {path}",
-                    hint="stop it first (systemctl --user stop memsync), or set "
-                    "control.socket to another path",
-                )
-            path.unlink()  # a stale socket left by a killed daemon
+        real = claim(path)
         runner = web.AppRunner(control_app(controller), access_log=None, handle_signals=False)
         await runner.setup()
         # Bind with a umask that leaves the socket 0600 from its first instant.
         old = os.umask(0o177)
         try:
-            await web.UnixSite(runner, str(path)).start()
+            await web.UnixSite(runner, str(real)).start()
         finally:
             os.umask(old)
-        return cls(path, runner)
+        return cls(real, runner, _identity(real))
 
     async def stop(self) -> None:
         await self.runner.cleanup()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        # Only the socket this daemon bound: whatever replaced it is someone else's.
+        if self.identity is not None and _identity(self.path) == self.identity:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISSOCK(info.st_mode) else None

@@ -1,13 +1,15 @@
 """Prometheus metrics (CONTRACT §6) and the health endpoints on `http.listen`.
 
 One registry per daemon (not the global one), so tests can run several daemons in one
-process. `/healthz` answers 200 while the loop runs; `/readyz` 200 only when every root's
-last cycle was ok and no view is past `max_stale`, else 503 with the reasons.
+process. `/healthz` answers 200 while the loop runs; `/readyz` 200 only when every root and
+view finished its first cycle, every root's last cycle was ok and no view is past
+`max_stale`, else 503 with the reasons (`root NAME: first cycle not finished`, `root NAME:
+offline`, `view NAME: past max_stale (...)`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
@@ -77,7 +79,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-def health_app(metrics: Metrics, readiness: Callable[[], list[str]]) -> web.Application:
+def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) -> web.Application:
     """`/metrics`, `/healthz`, `/readyz`; `readiness()` lists what keeps the daemon unready."""
 
     async def metrics_page(request: web.Request) -> web.Response:
@@ -88,7 +90,7 @@ def health_app(metrics: Metrics, readiness: Callable[[], list[str]]) -> web.Appl
         return web.json_response({"status": "ok"})
 
     async def readyz(request: web.Request) -> web.Response:
-        reasons = readiness()
+        reasons = await readiness()
         if reasons:
             return web.json_response({"status": "unready", "reasons": reasons}, status=503)
         return web.json_response({"status": "ready"})

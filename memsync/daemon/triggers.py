@@ -74,8 +74,9 @@ class Trigger(Generic[Opt, T]):
         self._automatic: dict[Opt, bool] = {}  # pending jobs nobody waits for explicitly
         self._wake = asyncio.Event()
         self.running: Opt | None = None
-        self.runs = 0
+        self.runs = 0  # jobs finished, with a verdict or an error
         self.last: T | None = None
+        self.error: str | None = None  # the last job's error, when it raised one
         self.closed = False
 
     def request(self, options: Opt, *, explicit: bool = False) -> asyncio.Future[T]:
@@ -119,6 +120,7 @@ class Trigger(Generic[Opt, T]):
             try:
                 verdict = await self._run(options)
             except Exception as exc:  # the job's own error: reported, never fatal
+                self.error = f"{type(exc).__name__}: {exc}"[:200]
                 self.backoff.failed(self._clock())
                 if not future.done():
                     future.set_exception(exc)
@@ -126,7 +128,7 @@ class Trigger(Generic[Opt, T]):
             finally:
                 self.running = None
                 self.runs += 1
-            self.last = verdict
+            self.last, self.error = verdict, None
             if self._failed(verdict):
                 self.backoff.failed(self._clock())
             else:

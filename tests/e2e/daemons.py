@@ -49,11 +49,18 @@ class Daemon:
         return StatusReport.model_validate_json(done.stdout)
 
 
-def write_config(tmp_path: Path, roots: dict[str, dict[str, object]], extra: str = "") -> Path:
+def write_config(
+    tmp_path: Path,
+    roots: dict[str, dict[str, object]],
+    extra: str = "",
+    *,
+    socket_path: Path | None = None,
+    filename: str = "config.yaml",
+) -> Path:
     lines = [
         "version: 1",
         f"state_dir: {tmp_path / 'state'}",
-        f"control: {{socket: {tmp_path / 'run' / 'memsync.sock'}}}",
+        f"control: {{socket: {socket_path or tmp_path / 'run' / 'memsync.sock'}}}",
         "roots:",
     ]
     for name, options in roots.items():
@@ -63,10 +70,11 @@ def write_config(tmp_path: Path, roots: dict[str, dict[str, object]], extra: str
             f"    watch: {options.get('watch', 'false')}",
         ]
         lines.append(
-            f"    sync: {{interval: {options.get('interval', '60s')}, timeout: 20s"
+            f"    sync: {{interval: {options.get('interval', '60s')}, "
+            f"timeout: {options.get('timeout', '20s')}"
             + (", autocommit: true}" if options.get("autocommit") else "}")
         )
-    path = tmp_path / "config.yaml"
+    path = tmp_path / filename
     path.write_text("\n".join(lines) + "\n" + extra)
     return path
 

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from memsync.views.keys import generate_key
 from memsync.wire import ValidateReport
@@ -231,3 +234,43 @@ def test_doctor_fails_a_token_that_cannot_go_in_a_header(team: Team, tmp_path: P
     for key in ("roots.alice.publish[0].token", "views.team-auth.source.token"):
         assert checks[key].status == "fail"
         assert "not usable as a token" in checks[key].message
+
+
+def _shared(tmp_path: Path) -> Path:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    return shared / "m.sock"
+
+
+def _notes(tmp_path: Path) -> Path:
+    notes = tmp_path / "run" / "m.sock"
+    notes.parent.mkdir(mode=0o700)
+    notes.write_text("my notes\n")
+    return notes
+
+
+def _not_yet_under_shared(tmp_path: Path) -> Path:
+    shared = tmp_path / "open"
+    shared.mkdir()
+    shared.chmod(0o777)
+    return shared / "run" / "m.sock"  # run/ would be made 0700, but open/ is not sticky
+
+
+@pytest.mark.parametrize(
+    ("place", "words"),
+    [
+        (_shared, "is writable by other users (mode 1777)"),
+        (_notes, "is a regular file, not a socket; memsync run would refuse it"),
+        (_not_yet_under_shared, "above it is writable by other users without the sticky bit"),
+    ],
+)
+def test_doctor_fails_a_socket_place_the_daemon_would_refuse(
+    team: Team, tmp_path: Path, place: Callable[[Path], Path], words: str
+) -> None:
+    socket = place(tmp_path)
+    code, report = doctor(write_config(tmp_path, team, socket=socket))
+    check = {c.name: c for c in report.checks}["socket"]
+    assert code == 1 and check.status == "fail"
+    assert words in check.message, check.message
+    assert not socket.exists() or socket.read_text() == "my notes\n"  # doctor only looks

@@ -688,7 +688,7 @@ def test_resolve_file(tmp_path: Path) -> None:
     with pytest.raises(SecretError, match="not UTF-8") as caught:
         resolve(SecretRef("file", str(tmp_path / "binary")))
     assert "secret-bytes" not in str(caught.value)
-    with pytest.raises(SecretError, match="cannot read"):
+    with pytest.raises(SecretError, match="is a directory, not a regular file"):
         resolve(SecretRef("file", str(tmp_path)))
 
 
@@ -772,7 +772,7 @@ def test_load_config_file_problems(tmp_path: Path) -> None:
     bad.write_bytes(b"version: 1\n# caf\xe9\n")
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_config(bad)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="is a directory, not a regular file"):
         load_config(tmp_path)
 
 

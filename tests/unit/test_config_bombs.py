@@ -10,14 +10,17 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from memsync.config import load_config, load_config_text
 from memsync.config.load import MAX_CONFIG_BYTES, MAX_DEPTH
-from memsync.errors import ConfigError, Located
+from memsync.config.secrets import MAX_SECRET_BYTES, SecretRef, resolve
+from memsync.errors import ConfigError, Located, SecretError
 from memsync.wire.cli import ErrorReport
 
 
@@ -130,9 +133,64 @@ def test_files_over_the_cap_are_not_read(tmp_path: Path) -> None:
     big.write_bytes(b"version: 1\n" + b"#" * MAX_CONFIG_BYTES + b"\n")
     with pytest.raises(ConfigError, match=r"is larger than 1024 KiB"):
         load_config(big)
-    # An endless "file" is read up to the cap, not until memory runs out.
-    with pytest.raises(ConfigError, match=r"is larger than 1024 KiB"):
+    # An endless "file" is not a regular one: refused before a byte is read.
+    with pytest.raises(ConfigError, match=r"/dev/zero is a character device, not a regular"):
         load_config(Path("/dev/zero"))
+
+
+def within(seconds: float, call: Callable[[], object]) -> BaseException | None:
+    """What `call` raised (None if nothing), failing the test if it is still running after
+    `seconds` (a blocked open on a FIFO would otherwise hang the test run)."""
+    raised: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            raised.append(None)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert raised, f"still blocked after {seconds} s"
+    return raised[0]
+
+
+def test_a_config_path_that_is_not_a_regular_file_is_refused_without_blocking(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    error = within(5, lambda: load_config(fifo))
+    assert isinstance(error, ConfigError)
+    assert error.message == f"config file {fifo} is a FIFO, not a regular file"
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(ConfigError, match="is a directory, not a regular file"):
+        load_config(tmp_path / "dir.yaml")
+    # A link to a regular file is an ordinary way to keep a config: followed.
+    real = tmp_path / "real.yaml"
+    real.write_text("version: 1\n")
+    (tmp_path / "linked.yaml").symlink_to(real)
+    assert load_config(tmp_path / "linked.yaml").version == 1
+    (tmp_path / "to-fifo.yaml").symlink_to(fifo)
+    error = within(5, lambda: load_config(tmp_path / "to-fifo.yaml"))
+    assert isinstance(error, ConfigError) and "is a FIFO" in error.message
+
+
+def test_a_secret_file_is_read_only_when_regular_and_small(tmp_path: Path) -> None:
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    error = within(5, lambda: resolve(SecretRef("file", str(fifo))))
+    assert isinstance(error, SecretError)
+    assert error.message == f"secret file {fifo}: {fifo} is a FIFO, not a regular file"
+    big = tmp_path / "big"
+    big.write_bytes(b"t" * (MAX_SECRET_BYTES + 1))
+    with pytest.raises(SecretError, match="larger than 64 KiB"):
+        resolve(SecretRef("file", str(big)))
+    small = tmp_path / "small"
+    small.write_bytes(b"t" * (MAX_SECRET_BYTES - 1) + b"\n")
+    assert resolve(SecretRef("file", str(small))) == "t" * (MAX_SECRET_BYTES - 1)
 
 
 # The child caps its own address space: an unguarded bomb then dies (MemoryError) instead of
