@@ -216,9 +216,6 @@ class Git(TreeReads):
         result = self.run("cat-file", "blob", f":{stage}:{path}", check=False)
         return result.stdout if result.returncode == 0 else None
 
-    def write_tree(self) -> str:
-        return self.out("write-tree")
-
     def refs(self, prefix: str) -> dict[str, str]:
         raw = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix).stdout
         return gitparse.parse_refs(raw)
@@ -347,11 +344,6 @@ class Git(TreeReads):
         )
         return done.stdout.decode("ascii").strip()
 
-    def read_tree_index(self, commit: str) -> None:
-        """Set the index to `commit`'s tree, leaving the work tree as it is."""
-        self.run("read-tree", commit)
-        self.run("update-index", "-q", "--refresh", check=False)
-
     def refresh_stat(self) -> bool:
         """Store fresh stat data in the index (`update-index -q --refresh`); True when git
         finished. Only stat data of entries whose content matches changes: no staged
@@ -359,7 +351,3 @@ class Git(TreeReads):
         reads the index: when someone else holds it, git writes nothing and this answers
         at once (False when there was something to store; the lock is left alone)."""
         return self.run("update-index", "-q", "--refresh", check=False).returncode == 0
-
-    def reset_to(self, commit: str) -> None:
-        """Force index and work tree to `commit` (recovery of our own interrupted write)."""
-        self.run("read-tree", "--reset", "-u", commit)
