@@ -32,7 +32,7 @@ from aiohttp.http import SERVER_SOFTWARE
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
 
-from memsync.hub.guard import Gate, HeadGuard, abort
+from memsync.hub.guard import BACKLOG, Gate, HeadGuard, abort
 from memsync.hub.state import HubState
 from memsync.hub.tokens import TokenInfo, redact
 from memsync.names import is_name
@@ -161,8 +161,8 @@ class FastLane(asyncio.Protocol):
         self._buffer = buffer
         if self._head_since is None:
             self._last = loop.time()
-        elif self._timer is not None and self._timer.when() > self._deadline():
-            self._schedule()  # a head began while the idle deadline was set
+        if self._timer is None or self._timer.when() > self._deadline():
+            self._schedule()  # the deadline came nearer (a head began, or idleness did)
 
     def _answer(self, head: bytes) -> bytes | None:
         """The 304 for one request head, or None when aiohttp must answer it."""
@@ -299,7 +299,7 @@ class FastSite(web.SockSite):
         lanes: set[FastLane],
         gate: Gate,
     ) -> None:
-        super().__init__(runner, sock)
+        super().__init__(runner, sock, backlog=BACKLOG)
         self._hub, self._lanes, self._gate = hub, lanes, gate
 
     async def start(self) -> None:

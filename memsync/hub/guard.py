@@ -9,7 +9,8 @@ connection may sit idle, how many connections one worker holds (`Limits`, `Gate`
   stream is a request under way: it is never idle.
 - A worker holds at most `max_connections` connections; one more is closed as soon as it is
   accepted, before anything is read from it. The default keeps room below the process's
-  descriptor limit (RLIMIT_NOFILE) for the files, database and pipes the hub itself opens.
+  descriptor limit (RLIMIT_NOFILE) for the files, database and pipes the hub itself opens
+  and for one batch of accepted connections.
 
 Every refusal is logged as a warning; `ratelog.RepeatFilter` bounds how often.
 """
@@ -32,15 +33,17 @@ HEADER_TIMEOUT = 10.0
 IDLE_TIMEOUT = 60.0
 MAX_STREAMS_PER_TOKEN = 16
 RESERVED_FDS = 64  # at least this many descriptors stay free for the hub's own files
+BACKLOG = 128  # connections asyncio accepts in one go, before any of them can be closed
 
 
 def default_max_connections() -> int:
     """Connections per worker: the descriptor limit less an eighth of it (at least
-    `RESERVED_FDS`) for the hub's own files."""
+    `RESERVED_FDS`) for the hub's own files, and less one batch of accepted connections
+    (`BACKLOG`), which are open for a moment before the ones past the cap are closed."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = 1 << 20
-    return max(1, soft - max(RESERVED_FDS, soft // 8))
+    return max(1, soft - max(RESERVED_FDS, soft // 8) - BACKLOG)
 
 
 @dataclass(frozen=True)

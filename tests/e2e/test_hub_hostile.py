@@ -1,0 +1,258 @@
+"""`memsync hub serve` against the clients an attacker would write, as real processes on
+loopback: connections that send half a request head (or a head one byte at a time, or
+nothing) and hold it, more connections than the hub may hold, idle keep-alive connections,
+and more event streams on one token than it may have.
+
+What the tests watch is what an operator would: the hub's descriptors (/proc/<pid>/fd), its
+log lines, whether /v1/health still answers and how fast, and what the clients see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import select
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from memsync.hub.tokens import hub_init, open_store
+from tests.e2e.hubs import HubProcess, hub_process
+from tests.e2e.test_hub_workers import WORKERS, children, held, publish, tcp_inodes
+from tests.helpers import wait_for
+from tests.integration.test_hub import bearer, build
+
+# A request head cut short three ways: nothing at all, the start of a request the fast lane
+# reads itself, the start of one it hands to aiohttp.
+HALF_HEADS = (
+    b"",
+    b"GET /v1/views/auth/manifest HTTP/1.1\r\nHost: x\r\nAuthoriz",
+    b"POST /v1/roots/team/notify HTTP/1.1\r\nHost: x\r\nContent-Le",
+)
+HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+PROMPT = 2.0  # seconds /v1/health may take while the hub is under attack (a loaded CI host)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    hub_init(tmp_path / "hub")
+    return tmp_path / "hub"
+
+
+@contextlib.contextmanager
+def half_open(
+    port: int, count: int, heads: tuple[bytes, ...] = HALF_HEADS
+) -> Iterator[list[socket.socket]]:
+    """`count` connections that each sent the start of a request head and hold it."""
+    conns: list[socket.socket] = []
+    try:
+        for n in range(count):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            conns.append(conn)
+            with contextlib.suppress(ConnectionError):
+                conn.sendall(heads[n % len(heads)])
+            conn.setblocking(False)
+        yield conns
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def is_closed(conn: socket.socket) -> bool:
+    """Whether the hub closed the connection (EOF or reset); never blocks."""
+    try:
+        while conn.recv(65536):
+            pass
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+    return True
+
+
+def health_seconds(hub: HubProcess) -> float:
+    """How long /v1/health takes on a new connection (it must answer 200)."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+        conn.sendall(HEALTH)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200"), "no health answer"
+    return time.monotonic() - started
+
+
+def warnings(hub: HubProcess, words: str) -> list[str]:
+    return [line for line in hub.log() if words in line]
+
+
+def test_half_sent_heads_are_closed_after_the_header_timeout(data: Path) -> None:
+    with hub_process(data, "--workers", "1", "--header-timeout", "3s") as hub:
+        baseline = hub.fds()
+        with half_open(hub.port, 300) as conns:
+            opened = time.monotonic()
+            assert max(health_seconds(hub) for _ in range(5)) < PROMPT
+            assert hub.fds() >= baseline + 300  # the hub holds them, for now
+            if time.monotonic() - opened < 2.0:  # (a slow host may be past the timeout)
+                assert not any(is_closed(conn) for conn in conns), "closed before the timeout"
+            wait_for(lambda: all(is_closed(c) for c in conns), 15, "the half-open to close")
+            wait_for(lambda: hub.fds() <= baseline + 2, 10, "the hub's descriptors to go")
+            assert time.monotonic() - opened >= 2.5  # by the timeout, not by anything sooner
+            assert health_seconds(hub) < PROMPT
+        lines = warnings(hub, "request head did not arrive within 3 s")
+        assert 1 <= len(lines) <= 2, lines  # 300 closes, at most a line per interval
+        assert len(hub.log()) < 20, hub.log()
+
+
+@pytest.mark.parametrize(
+    ("options", "nofile", "cap"),
+    [
+        (("--max-connections", "40"), None, 40),
+        ((), 320, 320 - 64 - 128),  # 64 stay free, and room to accept 128 at once
+    ],
+    ids=["option", "from-the-descriptor-limit"],
+)
+def test_connections_past_the_cap_are_closed_at_once(
+    data: Path, options: tuple[str, ...], nofile: int | None, cap: int
+) -> None:
+    with hub_process(
+        data, "--workers", "1", "--header-timeout", "60s", *options, nofile=nofile
+    ) as hub:
+        baseline = hub.fds()
+        with half_open(hub.port, cap + 100) as conns:
+
+            def shut() -> int:
+                return sum(is_closed(conn) for conn in conns)
+
+            wait_for(lambda: shut() >= 100, 10, "the connections past the cap to be closed")
+            # (one or two of the launcher's health checks may still be closing)
+            assert shut() <= 102, "a connection under the cap was closed"
+            assert not any(is_closed(conn) for conn in conns[: cap - 2])  # first come, kept
+            assert hub.fds() <= baseline + cap
+            assert hub.healthy() is False  # at the cap, a new connection is closed too
+        wait_for(hub.healthy, 10, "the hub to answer once the connections are gone")
+        assert len(warnings(hub, "closing new ones at once")) == 1, hub.log()
+        assert not warnings(hub, "Too many open files"), hub.log()
+        assert len(hub.log()) < 20, hub.log()
+
+
+def drip(conn: socket.socket, head: bytes, until: float) -> float | None:
+    """Send `head` a byte every 0.2 s (never its end) until the hub closes the connection;
+    the seconds that took, or None if it was still open at `until` (monotonic)."""
+    started = time.monotonic()
+    for byte in head * 100:
+        readable, _, _ = select.select([conn], [], [], 0.2)
+        if readable and is_closed(conn):
+            return time.monotonic() - started
+        if time.monotonic() > until:
+            return None
+        with contextlib.suppress(ConnectionError):
+            conn.send(bytes([byte]))
+    return None
+
+
+@pytest.mark.parametrize(
+    ("first", "dripped"),
+    [
+        (b"", b"GET /v1/views/auth/manifest HTTP/1.1\r\nX-Slow: "),  # the fast lane's
+        (b"", b"GET /v1/health HTTP/1.1\r\nX-Slow: "),  # aiohttp's
+        (HEALTH, b"GET /v1/health HTTP/1.1\r\nX-Slow: "),  # the next head after an answer
+    ],
+    ids=["fast-lane", "aiohttp", "after-an-answer"],
+)
+def test_a_head_sent_a_byte_at_a_time_is_closed_at_the_header_timeout(
+    data: Path, first: bytes, dripped: bytes
+) -> None:
+    with (
+        hub_process(
+            data, "--workers", "1", "--header-timeout", "2s", "--idle-timeout", "60s"
+        ) as hub,
+        socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn,
+    ):
+        if first:
+            conn.sendall(first)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        took = drip(conn, dripped, time.monotonic() + 15)
+        assert took is not None, "a head that never ends kept its connection"
+        assert 1.5 <= took <= 10, took
+
+
+def test_idle_keep_alive_connections_are_closed(data: Path) -> None:
+    manifest, package = build("auth", 1)
+    with hub_process(data, "--workers", "1", "--idle-timeout", "2s") as hub:
+        store = open_store(data)
+        try:
+            _id, token = store.create(["admin"], label="test")
+        finally:
+            store.close()
+        assert asyncio.run(publish(hub.url, token, "auth", manifest, package)) == 201
+        with contextlib.ExitStack() as stack:
+            # one connection answered by aiohttp, one by the fast lane (a 304)
+            plain = stack.enter_context(socket.create_connection(("127.0.0.1", hub.port), 10))
+            lane = stack.enter_context(socket.create_connection(("127.0.0.1", hub.port), 10))
+            conditional = (
+                f"GET /v1/views/auth/manifest HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {token}\r\nIf-None-Match: *\r\n\r\n"
+            ).encode()
+            for _ in range(2):  # a second request within the timeout is still served
+                plain.sendall(HEALTH)
+                assert plain.recv(4096).startswith(b"HTTP/1.1 200")
+                lane.sendall(conditional)
+                assert lane.recv(4096).startswith(b"HTTP/1.1 304")
+            answered = time.monotonic()
+            for conn in (plain, lane):
+                conn.setblocking(False)
+            wait_for(lambda: is_closed(plain) and is_closed(lane), 10, "idle connections to close")
+            assert time.monotonic() - answered >= 1.5
+
+
+async def _stream_status(url: str, token: str, sessions: list[aiohttp.ClientSession]) -> int:
+    """Open an event stream on a new connection; its status (the stream stays open)."""
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1))
+    sessions.append(session)
+    response = await session.get(f"{url}/v1/events", headers=bearer(token))
+    if response.status == 200:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        return 200
+    body = await response.json()
+    assert body["error"]["code"] == "too-many-streams", body
+    assert "Retry-After" in response.headers
+    response.release()
+    return response.status
+
+
+async def _streams(hub: HubProcess, first: str, second: str, cap: int) -> None:
+    sessions: list[aiohttp.ClientSession] = []
+    try:
+        assert [await _stream_status(hub.url, first, sessions) for _ in range(cap)] == [200] * cap
+        # the streams are spread over the workers, yet the cap is the token's in all of them
+        inodes = tcp_inodes(hub.port, "01")
+        spread = [held(pid, inodes) for pid in children(hub.proc.pid)]
+        past = [await _stream_status(hub.url, first, sessions) for _ in range(12)]
+        assert past == [429] * 12, (past, spread)
+        assert await _stream_status(hub.url, second, sessions) == 200  # another token's own
+        await sessions[0].close()  # one of the first token's streams ends...
+
+        async def reopened() -> bool:
+            return await _stream_status(hub.url, first, sessions) == 200
+
+        async with asyncio.timeout(10):  # ...and its place is free at once, not at a ping
+            while not await reopened():
+                await asyncio.sleep(0.05)
+    finally:
+        for session in sessions:
+            await session.close()
+
+
+def test_a_token_holds_at_most_its_cap_of_event_streams_across_workers(data: Path) -> None:
+    store = open_store(data)
+    try:
+        _a, first = store.create(["read:*"], label="first")
+        _b, second = store.create(["read:*"], label="second")
+    finally:
+        store.close()
+    with hub_process(data, "--workers", str(WORKERS), "--max-streams-per-token", "4") as hub:
+        wait_for(lambda: len(children(hub.proc.pid)) == WORKERS, 10, "the workers")
+        asyncio.run(_streams(hub, first, second, 4))
+        assert not warnings(hub, "Traceback"), hub.log()
