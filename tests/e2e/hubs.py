@@ -48,10 +48,13 @@ class HubProcess:
 
 
 @contextlib.contextmanager
-def hub_process(data: Path, *options: str, nofile: int | None = None) -> Iterator[HubProcess]:
+def hub_process(
+    data: Path, *options: str, nofile: int | None = None, config: Path | None = None
+) -> Iterator[HubProcess]:
     """A hub serving `data` with `hub serve` `options` (and, given `nofile`, that
-    descriptor limit), its stderr in a file next to `data`; stopped (SIGTERM, then
-    SIGKILL of its whole group) when the block ends."""
+    descriptor limit; given `config`, with that configuration file rather than `--data`),
+    its stderr in a file next to `data`; stopped (SIGTERM, then SIGKILL of its whole group)
+    when the block ends."""
     port = free_port()
     stderr = data.parent / f"hub-{port}.log"
 
@@ -62,7 +65,9 @@ def hub_process(data: Path, *options: str, nofile: int | None = None) -> Iterato
     with stderr.open("wb") as err:
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "memsync", "hub", "serve", "--data", str(data)),
+                *(sys.executable, "-m", "memsync"),
+                *(("--config", str(config)) if config else ()),
+                *("hub", "serve", *(() if config else ("--data", str(data)))),
                 *("--listen", f"127.0.0.1:{port}", *options),
             ],
             stdout=subprocess.DEVNULL,

@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import select
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -256,3 +258,55 @@ def test_a_token_holds_at_most_its_cap_of_event_streams_across_workers(data: Pat
         wait_for(lambda: len(children(hub.proc.pid)) == WORKERS, 10, "the workers")
         asyncio.run(_streams(hub, first, second, 4))
         assert not warnings(hub, "Traceback"), hub.log()
+
+
+@pytest.mark.parametrize(("options", "cap"), [((), 1), (("--max-streams-per-token", "2"), 2)])
+def test_the_limits_come_from_the_hub_section_and_the_options_override_it(
+    data: Path, tmp_path: Path, options: tuple[str, ...], cap: int
+) -> None:
+    config = tmp_path / "memsync.yaml"
+    config.write_text(
+        f"version: 1\nhub: {{data_dir: {data}, max_streams_per_token: 1, idle_timeout: 1s}}\n"
+    )
+    store = open_store(data)
+    try:
+        _id, token = store.create(["read:*"], label="reader")
+    finally:
+        store.close()
+
+    async def statuses() -> list[int]:
+        sessions: list[aiohttp.ClientSession] = []
+        try:
+            return [await _stream_status(hub.url, token, sessions) for _ in range(cap + 1)]
+        finally:
+            for session in sessions:
+                await session.close()
+
+    with hub_process(data, "--workers", "1", *options, config=config) as hub:
+        assert asyncio.run(statuses()) == [200] * cap + [429]
+        with socket.create_connection(("127.0.0.1", hub.port), timeout=10) as conn:
+            conn.sendall(HEALTH)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+            conn.setblocking(False)
+            wait_for(lambda: is_closed(conn), 10, "the idle timeout of the config")
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("--header-timeout", "0s"),
+        ("--idle-timeout", "soon"),
+        ("--max-connections", "0"),
+        ("--max-streams-per-token", "-1"),
+    ],
+)
+def test_a_limit_out_of_range_is_a_usage_error(data: Path, option: tuple[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memsync", "hub", "serve", "--data", str(data), *option],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert option[0] in done.stderr
