@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, startup, sync, validate, viewpull, views
+from bench import daemon, hostile, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
@@ -15,6 +15,7 @@ SUITES = {
     "viewpull": viewpull.run,
     "daemon": daemon.run,
     "startup": startup.run,
+    "hostile": hostile.run,
 }
 
 
