@@ -132,6 +132,7 @@ class FastLane(asyncio.Protocol):
             abort(transport)
             return
         self._counted = True
+        self._gate.waiting(transport, self._evict)  # (keyed by the transport, as aiohttp's is)
         self._lanes.add(self)
         self._head_since = asyncio.get_running_loop().time()  # the first head is due now
         self._schedule()
@@ -161,6 +162,7 @@ class FastLane(asyncio.Protocol):
         self._buffer = buffer
         if self._head_since is None:
             self._last = loop.time()
+            self._gate.waiting(self._transport, self._evict)  # answered: last in line again
         if self._timer is None or self._timer.when() > self._deadline():
             self._schedule()  # the deadline came nearer (a head began, or idleness did)
 
@@ -232,7 +234,7 @@ class FastLane(asyncio.Protocol):
         if self._handler is not None:
             self._handler.connection_lost(exc)
         elif self._counted:
-            self._gate.release()
+            self._gate.release(self._transport)
         self._counted = False
         self._forget()
 
@@ -266,6 +268,11 @@ class FastLane(asyncio.Protocol):
                 abort(self._transport)
             else:
                 self.close()
+
+    def _evict(self) -> None:
+        """Make room for a new connection (the worker holds its cap)."""
+        if self._handler is None:
+            abort(self._transport)
 
     def close(self) -> None:
         """Close the connection (idle, or the server stops) unless aiohttp has it."""

@@ -7,10 +7,13 @@ connection may sit idle, how many connections one worker holds (`Limits`, `Gate`
   connection handler with a deadline) to the rest.
 - A connection with no request under way is closed after `idle_timeout` seconds. An event
   stream is a request under way: it is never idle.
-- A worker holds at most `max_connections` connections; one more is closed as soon as it is
-  accepted, before anything is read from it. The default keeps room below the process's
-  descriptor limit (RLIMIT_NOFILE) for the files, database and pipes the hub itself opens
-  and for one batch of accepted connections.
+- A worker holds at most `max_connections` connections. At the cap, a new connection
+  closes the one that has waited longest for a request (half a head, or nothing since
+  its last answer), so that clients holding connections open cannot shut others out;
+  when every connection has a request under way (event streams, uploads), the new one is
+  closed as soon as it is accepted, before anything is read from it. The default keeps
+  room below the process's descriptor limit (RLIMIT_NOFILE) for the files, database and
+  pipes the hub itself opens and for one batch of accepted connections.
 
 Every refusal is logged as a warning; `ratelog.RepeatFilter` bounds how often.
 """
@@ -60,25 +63,49 @@ class Limits:
 
 
 class Gate:
-    """The connections one worker holds, against its cap."""
+    """The connections one worker holds, against its cap, and which of them wait for a
+    request (a head not yet whole, or nothing since the last answer), longest first."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.held = 0
+        self._waiting: dict[object, Callable[[], None]] = {}  # connection -> its closing
 
     def admit(self) -> bool:
-        """Count a new connection; False (not counted) when the worker holds its cap."""
+        """Count a new connection. At the cap, the connection waiting longest for a request
+        is closed to make room; False (not counted) when every one is busy."""
         if self.held >= self.cap:
+            if not self._waiting:
+                log.warning(
+                    "holding %d connections, the most allowed (hub.max_connections), all "
+                    "busy: closing new ones at once",
+                    self.cap,
+                )
+                return False
             log.warning(
-                "holding %d connections, the most allowed (hub.max_connections): "
-                "closing new ones at once",
+                "holding %d connections, the most allowed (hub.max_connections): closing "
+                "the ones that waited longest for a request",
                 self.cap,
             )
-            return False
+            oldest = next(iter(self._waiting))
+            self._waiting.pop(oldest)()
         self.held += 1
         return True
 
-    def release(self) -> None:
+    def waiting(self, connection: object, close: Callable[[], None], *, anew: bool = True) -> None:
+        """`connection` waits for a request: from now on (`anew`: it goes last in line), or
+        still (it keeps its place; `close` is how to close it now)."""
+        if anew:
+            self._waiting.pop(connection, None)
+        self._waiting[connection] = close
+
+    def busy(self, connection: object) -> None:
+        """`connection` has a request under way, or is gone."""
+        self._waiting.pop(connection, None)
+
+    def release(self, connection: object) -> None:
+        """`connection` is gone."""
+        self._waiting.pop(connection, None)
         self.held -= 1
 
 
@@ -99,6 +126,7 @@ class HeadGuard(RequestHandler):
     ) -> None:
         super().__init__(manager, **kwargs)
         self._gate: Gate | None = gate
+        self._connection: asyncio.BaseTransport | None = None  # its key in the gate
         self._header_timeout = header_timeout
         self._head_timer: asyncio.TimerHandle | None = None
         self.on_lost: list[Callable[[], None]] = []  # called once the connection is gone
@@ -108,16 +136,34 @@ class HeadGuard(RequestHandler):
         due since `head_since` (loop time)."""
         transport.set_protocol(self)
         self.connection_made(transport)
-        self._head_timer = self._loop.call_at(head_since + self._header_timeout, self._late)
+        self._await_head(head_since, anew=False)  # its place in line is the lane's
         self.data_received(unread)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._connection = transport
+        super().connection_made(transport)
+
+    def _await_head(self, since: float, *, anew: bool = True) -> None:
+        """A request head is due since `since`: its deadline, and a place in the line of
+        connections waiting for a request (by when the head began, not its last byte)."""
+        self._head_timer = self._loop.call_at(since + self._header_timeout, self._late)
+        if self._gate is not None:
+            self._gate.waiting(self._connection, self._evict, anew=anew)
 
     def data_received(self, data: bytes) -> None:
         if data and self._head_timer is None and self._between_requests():
-            self._head_timer = self._loop.call_later(self._header_timeout, self._late)
+            self._await_head(self._loop.time())
         super().data_received(data)
         if self._head_timer is not None and self._messages:  # the head is in
             self._head_timer.cancel()
             self._head_timer = None
+            if self._gate is not None:
+                self._gate.busy(self._connection)
+
+    def _evict(self) -> None:
+        if self.transport is not None:
+            abort(self.transport)
+        self.force_close()
 
     def _between_requests(self) -> bool:
         return not self._messages and not self._request_in_progress
@@ -138,7 +184,7 @@ class HeadGuard(RequestHandler):
             self._head_timer.cancel()
             self._head_timer = None
         if self._gate is not None:
-            self._gate.release()
+            self._gate.release(self._connection)
             self._gate = None
         callbacks, self.on_lost = self.on_lost, []
         for callback in callbacks:

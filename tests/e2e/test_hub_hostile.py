@@ -115,7 +115,7 @@ def test_half_sent_heads_are_closed_after_the_header_timeout(data: Path) -> None
     ],
     ids=["option", "from-the-descriptor-limit"],
 )
-def test_connections_past_the_cap_are_closed_at_once(
+def test_at_the_cap_a_new_connection_closes_the_one_waiting_longest(
     data: Path, options: tuple[str, ...], nofile: int | None, cap: int
 ) -> None:
     with hub_process(
@@ -127,16 +127,48 @@ def test_connections_past_the_cap_are_closed_at_once(
             def shut() -> int:
                 return sum(is_closed(conn) for conn in conns)
 
-            wait_for(lambda: shut() >= 100, 10, "the connections past the cap to be closed")
-            # (one or two of the launcher's health checks may still be closing)
-            assert shut() <= 102, "a connection under the cap was closed"
-            assert not any(is_closed(conn) for conn in conns[: cap - 2])  # first come, kept
+            # (the launcher's last health checks may still be held, and go first)
+            wait_for(lambda: shut() >= 98, 10, "the oldest connections to be closed")
+            assert shut() <= 100
+            assert not any(is_closed(conn) for conn in conns[100:])  # the newest are kept
             assert hub.fds() <= baseline + cap
-            assert hub.healthy() is False  # at the cap, a new connection is closed too
-        wait_for(hub.healthy, 10, "the hub to answer once the connections are gone")
-        assert len(warnings(hub, "closing new ones at once")) == 1, hub.log()
+            # the hub still answers a client that sends its request at once
+            assert max(health_seconds(hub) for _ in range(5)) < PROMPT
+            assert hub.fds() <= baseline + cap
+        wait_for(lambda: hub.fds() <= baseline + 2, 10, "the hub's descriptors to go")
+        assert len(warnings(hub, "waited longest for a request")) == 1, hub.log()
         assert not warnings(hub, "Too many open files"), hub.log()
         assert len(hub.log()) < 20, hub.log()
+
+
+def test_at_the_cap_with_every_connection_busy_a_new_one_is_closed_at_once(
+    data: Path,
+) -> None:
+    store = open_store(data)
+    try:
+        _id, token = store.create(["read:*"], label="reader")
+    finally:
+        store.close()
+
+    async def streams() -> None:
+        sessions: list[aiohttp.ClientSession] = []
+        try:
+            statuses = [await _stream_status(hub.url, token, sessions) for _ in range(4)]
+            assert statuses == [200] * 4
+            started = time.monotonic()
+            assert await asyncio.to_thread(hub.healthy) is False  # closed, not answered...
+            assert time.monotonic() - started < PROMPT  # ...at once, not after a timeout
+            await sessions[0].close()  # a stream ends: there is room again
+            async with asyncio.timeout(10):
+                while not await asyncio.to_thread(hub.healthy):
+                    await asyncio.sleep(0.05)
+        finally:
+            for session in sessions:
+                await session.close()
+
+    with hub_process(data, "--workers", "1", "--max-connections", "4") as hub:
+        asyncio.run(streams())
+        assert len(warnings(hub, "all busy: closing new ones at once")) == 1, hub.log()
 
 
 def drip(conn: socket.socket, head: bytes, until: float) -> float | None:
