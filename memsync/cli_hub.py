@@ -91,7 +91,8 @@ def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
     type=click.IntRange(min=1),
     metavar="N",
     help="Connections one worker holds; more are closed at once (default: "
-    "hub.max_connections, else the descriptor limit less an eighth, at least 64).",
+    "hub.max_connections, else the descriptor limit less an eighth (at least 64) and "
+    "less 256).",
 )
 @click.option(
     "--max-streams-per-token",

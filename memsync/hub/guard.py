@@ -13,7 +13,7 @@ connection may sit idle, how many connections one worker holds (`Limits`, `Gate`
   when every connection has a request under way (event streams, uploads), the new one is
   closed as soon as it is accepted, before anything is read from it. The default keeps
   room below the process's descriptor limit (RLIMIT_NOFILE) for the files, database and
-  pipes the hub itself opens and for one batch of accepted connections.
+  pipes the hub itself opens and for two batches of accepted connections.
 
 Every refusal is logged as a warning; `ratelog.RepeatFilter` bounds how often.
 """
@@ -41,12 +41,13 @@ BACKLOG = 128  # connections asyncio accepts in one go, before any of them can b
 
 def default_max_connections() -> int:
     """Connections per worker: the descriptor limit less an eighth of it (at least
-    `RESERVED_FDS`) for the hub's own files, and less one batch of accepted connections
-    (`BACKLOG`), which are open for a moment before the ones past the cap are closed."""
+    `RESERVED_FDS`) for the hub's own files, and less two batches of accepted connections
+    (`BACKLOG`): a connection closed to make room (or refused) keeps its descriptor until
+    the loop's next turn, while the next batch is accepted."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = 1 << 20
-    return max(1, soft - max(RESERVED_FDS, soft // 8) - BACKLOG)
+    return max(1, soft - max(RESERVED_FDS, soft // 8) - 2 * BACKLOG)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@
 3. Each service runs as its unit says, under the part of the unit's sandbox that does not
    need a service manager: `SystemCallFilter=` (+ `SystemCallErrorNumber=`),
    `RestrictAddressFamilies=`, `MemoryDenyWriteExecute=` (seccomp rules as systemd writes
-   them, through libseccomp), `NoNewPrivileges=`, `UMask=` and `LimitNOFILE=`; with the unit's `ExecStart=`,
-   `ExecReload=`, `WatchdogSec=`, `Type=notify` protocol and exit status. A hardening line
+   them, through libseccomp), `NoNewPrivileges=`, `UMask=` and `LimitNOFILE=`; with the
+   unit's `ExecStart=`, `ExecReload=`, `WatchdogSec=`, `Type=notify` protocol and exit
+   status. A hardening line
    that breaks the program fails here, not on a user's machine.
 
 No systemd runs in the container: unit files are copied to tmp_path; user units see a
