@@ -6,7 +6,8 @@ connection may sit idle, how many connections one worker holds (`Limits`, `Gate`
   paths apply it: the fast lane (`fastlane.py`) to the heads it reads, `HeadGuard` (aiohttp's
   connection handler with a deadline) to the rest.
 - A connection with no request under way is closed after `idle_timeout` seconds. An event
-  stream is a request under way: it is never idle.
+  stream is a request under way: it is never idle. A client that stops reading its answers
+  (the hub's send buffer stays full) is closed after `idle_timeout` as well.
 - A worker holds at most `max_connections` connections. At the cap, a new connection
   closes the one that has waited longest for a request (half a head, or nothing since
   its last answer), so that clients holding connections open cannot shut others out;
@@ -110,6 +111,10 @@ class Gate:
         self.held -= 1
 
 
+def stalled_message() -> str:
+    return "closed a connection: its client read none of its answer for %g s (hub.idle_timeout)"
+
+
 def abort(transport: asyncio.BaseTransport) -> None:
     """Close at once, dropping unsent data (a client that stopped reading keeps nothing)."""
     if isinstance(transport, asyncio.WriteTransport):
@@ -130,6 +135,7 @@ class HeadGuard(RequestHandler):
         self._connection: asyncio.BaseTransport | None = None  # its key in the gate
         self._header_timeout = header_timeout
         self._head_timer: asyncio.TimerHandle | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
         self.on_lost: list[Callable[[], None]] = []  # called once the connection is gone
 
     def take_over(self, transport: asyncio.Transport, unread: bytes, head_since: float) -> None:
@@ -180,10 +186,29 @@ class HeadGuard(RequestHandler):
             abort(self.transport)
             self.force_close()
 
+    def pause_writing(self) -> None:
+        """The client stopped reading: it has `idle_timeout` to read again."""
+        super().pause_writing()
+        if self._stall_timer is None:
+            self._stall_timer = self._loop.call_later(self._keepalive_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        if self.transport is not None:
+            log.warning(stalled_message(), self._keepalive_timeout)
+            self._evict()
+
     def connection_lost(self, exc: BaseException | None) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        for timer in (self._head_timer, self._stall_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._stall_timer = None
         if self._gate is not None:
             self._gate.release(self._connection)
             self._gate = None
