@@ -32,7 +32,7 @@ from aiohttp.http import SERVER_SOFTWARE
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
 
-from memsync.hub.guard import BACKLOG, Gate, HeadGuard, abort, stalled_message
+from memsync.hub.guard import BACKLOG, Gate, HeadGuard, abort
 from memsync.hub.state import HubState
 from memsync.hub.tokens import TokenInfo, redact
 from memsync.names import is_name
@@ -112,7 +112,9 @@ class FastLane(asyncio.Protocol):
     It also keeps the connection's deadlines until aiohttp takes it (`guard.py`): the
     request head due since the connection opened or since its first byte after an answer
     must be whole within `header_timeout`, and a connection with nothing under way is
-    closed after `idle_timeout`."""
+    closed after `idle_timeout`. A client that reads none of its answers stops the lane
+    reading (`pause_writing`); the deadline of the head it was sending, or of idleness
+    since its last request, still closes it."""
 
     def __init__(self, server: Server, hub: HubState, lanes: set[FastLane], gate: Gate) -> None:
         self._server, self._hub, self._lanes, self._gate = server, hub, lanes, gate
@@ -125,7 +127,6 @@ class FastLane(asyncio.Protocol):
         self._last = 0.0  # loop time of the last answer (the start of idleness)
         self._timer: asyncio.TimerHandle | None = None
         self._paused = False
-        self._stall: asyncio.TimerHandle | None = None  # closes a client that stopped reading
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast("asyncio.Transport", transport)
@@ -222,9 +223,7 @@ class FastLane(asyncio.Protocol):
     def pause_writing(self) -> None:  # a client that does not read its answers
         if self._handler is None:
             self._paused = True
-            self._transport.pause_reading()
-            loop = asyncio.get_running_loop()
-            self._stall = loop.call_later(self._limits.idle_timeout, self._stalled)
+            self._transport.pause_reading()  # its deadlines run on: see `_check`
 
     def resume_writing(self) -> None:
         if self._handler is not None:
@@ -232,15 +231,6 @@ class FastLane(asyncio.Protocol):
         elif self._paused:
             self._paused = False
             self._transport.resume_reading()
-            if self._stall is not None:
-                self._stall.cancel()
-                self._stall = None
-
-    def _stalled(self) -> None:
-        self._stall = None
-        if self._handler is None:
-            log.warning(stalled_message(), self._limits.idle_timeout)
-            abort(self._transport)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._handler is not None:
@@ -252,10 +242,9 @@ class FastLane(asyncio.Protocol):
 
     def _forget(self) -> None:
         self._lanes.discard(self)
-        for timer in (self._timer, self._stall):
-            if timer is not None:
-                timer.cancel()
-        self._timer = self._stall = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _deadline(self) -> float:
         if self._head_since is not None:

@@ -111,10 +111,6 @@ class Gate:
         self.held -= 1
 
 
-def stalled_message() -> str:
-    return "closed a connection: its client read none of its answer for %g s (hub.idle_timeout)"
-
-
 def abort(transport: asyncio.BaseTransport) -> None:
     """Close at once, dropping unsent data (a client that stopped reading keeps nothing)."""
     if isinstance(transport, asyncio.WriteTransport):
@@ -201,7 +197,11 @@ class HeadGuard(RequestHandler):
     def _stalled(self) -> None:
         self._stall_timer = None
         if self.transport is not None:
-            log.warning(stalled_message(), self._keepalive_timeout)
+            log.warning(
+                "closed a connection: its client read none of its answer for %g s "
+                "(hub.idle_timeout)",
+                self._keepalive_timeout,
+            )
             self._evict()
 
     def connection_lost(self, exc: BaseException | None) -> None:

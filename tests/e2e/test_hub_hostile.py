@@ -241,6 +241,54 @@ def test_idle_keep_alive_connections_are_closed(data: Path) -> None:
             assert time.monotonic() - answered >= 1.5
 
 
+def flood_unread(port: int, request: bytes) -> socket.socket:
+    """A connection that sends `request` over and over, pipelined, and reads nothing: a
+    small receive buffer, requests sent for a second or until the hub stops taking them."""
+    conn = socket.socket()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn.connect(("127.0.0.1", port))
+    conn.setblocking(False)
+    batch, until = request * 256, time.monotonic() + 1
+    with contextlib.suppress(BlockingIOError, ConnectionError):
+        while time.monotonic() < until and select.select([], [conn], [], 0.2)[1]:
+            conn.send(batch)
+    return conn
+
+
+TCP_CLOSE, TCP_CLOSE_WAIT = 7, 8  # tcpi_state values (linux/tcp_states.h)
+
+
+def shut_by_hub(conn: socket.socket) -> bool:
+    """Whether the hub closed or reset the connection, seen in the socket's TCP state
+    (reading would take what the hub sent: this client never reads)."""
+    return conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] in (TCP_CLOSE, TCP_CLOSE_WAIT)
+
+
+def test_a_client_that_reads_none_of_its_answers_is_closed(data: Path) -> None:
+    manifest, package = build("auth", 1)
+    with hub_process(data, "--workers", "1", "--idle-timeout", "2s") as hub:
+        store = open_store(data)
+        try:
+            _id, token = store.create(["admin"], label="test")
+        finally:
+            store.close()
+        assert asyncio.run(publish(hub.url, token, "auth", manifest, package)) == 201
+        conditional = (
+            f"GET /v1/views/auth/manifest HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {token}\r\nIf-None-Match: *\r\n\r\n"
+        ).encode()
+        baseline = hub.fds()
+        conns = [flood_unread(hub.port, request) for request in (HEALTH, conditional)]
+        try:
+            wait_for(lambda: all(shut_by_hub(c) for c in conns), 20, "the stalled to be closed")
+            wait_for(lambda: hub.fds() <= baseline, 10, "the hub's descriptors to go")
+        finally:
+            for conn in conns:
+                conn.close()
+        assert len(warnings(hub, "read none of its answer for 2 s")) == 1, hub.log()  # aiohttp's
+        # (the fast lane's connection is closed by its idle deadline, without a warning)
+
+
 async def _stream_status(url: str, token: str, sessions: list[aiohttp.ClientSession]) -> int:
     """Open an event stream on a new connection; its status (the stream stays open)."""
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1))
