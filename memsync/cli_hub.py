@@ -10,8 +10,10 @@ import click
 
 from memsync import timefmt
 from memsync.clikit import EXIT_OK, App, emit
+from memsync.config.model import HubSettings
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
+from memsync.hub.guard import Limits
 from memsync.hub.serve import run_hub
 from memsync.hub.tokens import hub_init, open_store
 from memsync.hub.workers import default_workers
@@ -73,22 +75,83 @@ def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
     help="Worker processes sharing the port (default: the number of cores; 1 serves in "
     "this process).",
 )
+@click.option(
+    "--header-timeout",
+    metavar="DURATION",
+    help="A request head must arrive whole within this (default: hub.header_timeout, else 10s).",
+)
+@click.option(
+    "--idle-timeout",
+    metavar="DURATION",
+    help="Close a connection with no request under way after this (default: "
+    "hub.idle_timeout, else 60s).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Connections one worker holds; more are closed at once (default: "
+    "hub.max_connections, else the descriptor limit less an eighth (at least 64) and "
+    "less 256).",
+)
+@click.option(
+    "--max-streams-per-token",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Event streams one token may hold; more get 429 (default: "
+    "hub.max_streams_per_token, else 16).",
+)
 @click.pass_obj
-def hub_serve(app: App, data: Path | None, listen: str | None, workers: int | None) -> int:
+def hub_serve(
+    app: App,
+    data: Path | None,
+    listen: str | None,
+    workers: int | None,
+    header_timeout: str | None,
+    idle_timeout: str | None,
+    max_connections: int | None,
+    max_streams_per_token: int | None,
+) -> int:
     """Serve views, tokens and change events until SIGTERM or Ctrl-C.
 
     With several workers, this process supervises them: if one of them dies, the hub
     stops them all and exits 3 (for systemd to restart it).
+
+    With --data, the configuration is not read; otherwise the `hub:` section gives the
+    data dir, the address and the limits the options above do not set.
     """
     data_dir = _hub_dir(app, data)
-    if listen is None:
-        settings = None if data is not None else app.settings()
-        listen = settings.hub.listen if settings and settings.hub else "127.0.0.1:8765"
+    settings = app.settings().hub if data is None else None
+    base = settings or HubSettings(data_dir, "127.0.0.1:8765")
+    limits = Limits(
+        header_timeout=_seconds("--header-timeout", header_timeout, base.header_timeout),
+        idle_timeout=_seconds("--idle-timeout", idle_timeout, base.idle_timeout),
+        max_connections=max_connections or base.max_connections,
+        max_streams_per_token=max_streams_per_token or base.max_streams_per_token,
+    )
     if not app.debug:  # what an operator wants to see: serving where, revisions, stopping
         logging.getLogger("memsync.hub").setLevel(logging.INFO)
         logging.getLogger("memsync.hub.access").setLevel(logging.WARNING)  # not every GET
-    run_hub(data_dir, listen, workers if workers is not None else default_workers())
+    run_hub(
+        data_dir,
+        listen or base.listen,
+        workers if workers is not None else default_workers(),
+        limits,
+        base.log_interval,
+    )
     return EXIT_OK
+
+
+def _seconds(option: str, given: str | None, default: float) -> float:
+    if given is None:
+        return default
+    try:
+        seconds = parse_duration(given).total_seconds()
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from exc
+    if seconds <= 0:
+        raise UsageError(f"{option} must be more than 0, not {given!r}")
+    return seconds
 
 
 @hub.group("token")

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from memsync.config.schema import CommandRole, Config, GitSource, OpenAIRole, Root, View
+from memsync.config.schema import CommandRole, Config, GitSource, Hub, OpenAIRole, Root, View
 from memsync.config.secrets import SecretRef
 from memsync.transports.credentials import GitCredentials
 
@@ -134,6 +134,11 @@ RoleSettings = CommandRoleSettings | OpenAIRoleSettings
 class HubSettings:
     data_dir: Path
     listen: str
+    header_timeout: float = 10.0
+    idle_timeout: float = 60.0
+    max_connections: int | None = None
+    max_streams_per_token: int = 16
+    log_interval: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -248,7 +253,7 @@ def settings_from(config: Config, config_path: Path | None) -> Settings:
         config_path=config_path,
         http_listen=config.http.listen if config.http else None,
         views=tuple(view_settings(n, v, config.roots) for n, v in config.views.items()),
-        hub=HubSettings(config.hub.data_dir, config.hub.listen) if config.hub else None,
+        hub=_hub(config.hub) if config.hub else None,
         roles=roles,
     )
 
@@ -257,3 +262,15 @@ def _role(name: str, role: CommandRole | OpenAIRole) -> RoleSettings:
     if isinstance(role, CommandRole):
         return CommandRoleSettings(name, tuple(role.command), role.timeout)
     return OpenAIRoleSettings(name, role.base_url, role.model, role.api_key, role.timeout)
+
+
+def _hub(hub: Hub) -> HubSettings:
+    return HubSettings(
+        hub.data_dir,
+        hub.listen,
+        header_timeout=hub.header_timeout.total_seconds(),
+        idle_timeout=hub.idle_timeout.total_seconds(),
+        max_connections=hub.max_connections,
+        max_streams_per_token=hub.max_streams_per_token,
+        log_interval=hub.log_interval.total_seconds(),
+    )

@@ -125,4 +125,12 @@ roles:
 hub:
   data_dir: /var/lib/memsync-hub  # made by `memsync hub init DIR` (required)
   listen: 127.0.0.1:8765          # default 127.0.0.1:8765
+  # Limits against hostile or broken clients (`hub serve` options override them):
+  header_timeout: 10s             # a request head must arrive whole within this; default 10s
+  idle_timeout: 60s               # a connection with no request under way closes; default 60s
+  max_connections: null           # per worker; default (null): the descriptor limit
+                                  # (ulimit -n, LimitNOFILE=) less an eighth of it (at
+                                  # least 64) and less 256
+  max_streams_per_token: 16       # event streams one token may hold at once; default 16
+  log_interval: 60s               # the same warning is logged at most this often; default 60s
 """

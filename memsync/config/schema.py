@@ -327,6 +327,11 @@ Role = Annotated[
 class Hub(_Model):
     data_dir: ConfigPath
     listen: Listen = "127.0.0.1:8765"
+    header_timeout: Duration = timedelta(seconds=10)  # a request head arrives whole within it
+    idle_timeout: Duration = timedelta(seconds=60)  # a connection with no request is closed
+    max_connections: Count | None = None  # per worker; None: from the descriptor limit
+    max_streams_per_token: Count = 16  # event streams one token may hold at once
+    log_interval: Duration = timedelta(seconds=60)  # the same warning at most this often
 
 
 def default_state_dir() -> Path:

@@ -29,6 +29,7 @@ from memsync.errors import UsageError
 from memsync.hub.errors import ApiError
 from memsync.hub.events import Subscriber
 from memsync.hub.fastlane import LANES, FastSite, close_lanes, matches
+from memsync.hub.guard import Gate, HeadGuard, Limits
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import (
     Revision,
@@ -132,6 +133,7 @@ class HubAccessLogger(AbstractAccessLogger):
 
 
 HUB = web.AppKey("memsync.hub", HubState)
+GATE = web.AppKey("memsync.hub.gate", Gate)
 
 
 def _authorize(request: web.Request) -> TokenInfo:
@@ -246,7 +248,24 @@ async def events(request: web.Request) -> web.StreamResponse:
     for root in roots:  # roots hold nothing to hide: say so rather than stay silent forever
         if not token.may_watch(root):
             raise ApiError(403, "forbidden", f"this token may not receive events of root {root}")
-    subscriber = Subscriber(token, frozenset(roots), frozenset(views))
+    if not hub.streams.open(token.id):
+        cap = hub.streams.cap
+        raise ApiError(
+            429,
+            "too-many-streams",
+            f"this token already holds {cap} event streams, the most allowed "
+            "(hub.max_streams_per_token); close one first",
+            headers={hdrs.RETRY_AFTER: str(round(hub.heartbeat) + 1)},
+        )
+    try:
+        return await _stream(request, hub, Subscriber(token, frozenset(roots), frozenset(views)))
+    finally:
+        hub.streams.close(token.id)
+
+
+async def _stream(
+    request: web.Request, hub: HubState, subscriber: Subscriber
+) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={
             hdrs.CONTENT_TYPE: "text/event-stream",
@@ -254,8 +273,11 @@ async def events(request: web.Request) -> web.StreamResponse:
             "X-Accel-Buffering": "no",
         }
     )
+    token = subscriber.token
     loop = asyncio.get_running_loop()
     hub.events.subscribers.add(subscriber)
+    if isinstance(request.protocol, HeadGuard):  # a client that leaves ends its stream now
+        request.protocol.on_lost.append(subscriber.close)
     try:
         await response.prepare(request)
         await response.write(b"retry: 5000\n\n")
@@ -375,6 +397,7 @@ def make_app(
     max_upload: int = 12 * 1024 * 1024,
     heartbeat: float = 15.0,
     peers: Peers | None = None,
+    limits: Limits | None = None,
 ) -> web.Application:
     """The hub application over an initialised data dir (`TokenError` if it is not one).
 
@@ -382,7 +405,8 @@ def make_app(
     of several workers (`peers`), the supervisor has done both (`workers.py`).
     """
     app = web.Application(middlewares=[_errors], client_max_size=max_upload)
-    app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat, peers)
+    app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat, peers, limits)
+    app[GATE] = Gate(app[HUB].limits.connections())
     app[LANES] = set()
     app.cleanup_ctx.append(_lifetime)
     app.on_shutdown.append(_close_streams)
@@ -446,7 +470,7 @@ async def _close_streams(app: web.Application) -> None:
 def hub_site(runner: web.AppRunner, sock: socket.socket) -> FastSite:
     """A site serving `runner`'s hub on a bound socket, conditional GETs in the fast lane
     (`fastlane.py`); use it rather than a bare `TCPSite` or `SockSite`."""
-    return FastSite(runner, sock, runner.app[HUB], runner.app[LANES])
+    return FastSite(runner, sock, runner.app[HUB], runner.app[LANES], runner.app[GATE])
 
 
 def hub_runner(app: web.Application) -> web.AppRunner:
@@ -455,9 +479,11 @@ def hub_runner(app: web.Application) -> web.AppRunner:
     No lingering close: a request answered before its body is in (a 413 at the cap, a 401
     or 403 on an upload) gets its answer and then the connection is closed. aiohttp would
     otherwise read and discard the rest of the body for up to 10 s, however large it is.
+    A connection waiting for its next request is closed after `hub.idle_timeout`.
     """
     return web.AppRunner(
         app,
+        keepalive_timeout=app[HUB].limits.idle_timeout,
         access_log_class=HubAccessLogger,
         access_log=access_log,
         shutdown_timeout=5.0,

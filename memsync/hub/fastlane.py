@@ -32,14 +32,15 @@ from aiohttp.http import SERVER_SOFTWARE
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
 
+from memsync.hub.guard import BACKLOG, Gate, HeadGuard, abort
 from memsync.hub.state import HubState
 from memsync.hub.tokens import TokenInfo, redact
 from memsync.names import is_name
 
+log = logging.getLogger("memsync.hub")
 access_log = logging.getLogger("memsync.hub.access")
 
 MAX_HEAD = 8190  # longer heads go to aiohttp, which applies its own limits
-IDLE_TIMEOUT = 3630.0  # seconds an idle keep-alive connection stays open (aiohttp's default)
 _REQUEST_LINE = re.compile(rb"GET /v1/views/([A-Za-z0-9._-]{1,128})/(manifest|package) HTTP/1\.1")
 _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*((?:[\x21-\x7e][\x20-\x7e\t]*)?)")
 _HOST = re.compile(rb"[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](?::[0-9]{1,5})?")
@@ -106,28 +107,45 @@ def matches(header: str | None, etag: str) -> bool:
 
 
 class FastLane(asyncio.Protocol):
-    """One connection: 304s answered here until a request needs aiohttp (see above)."""
+    """One connection: 304s answered here until a request needs aiohttp (see above).
 
-    def __init__(self, server: Server, hub: HubState, lanes: set[FastLane]) -> None:
-        self._server, self._hub, self._lanes = server, hub, lanes
+    It also keeps the connection's deadlines until aiohttp takes it (`guard.py`): the
+    request head due since the connection opened or since its first byte after an answer
+    must be whole within `header_timeout`, and a connection with nothing under way is
+    closed after `idle_timeout`. A client that reads none of its answers stops the lane
+    reading (`pause_writing`); the deadline of the head it was sending, or of idleness
+    since its last request, still closes it."""
+
+    def __init__(self, server: Server, hub: HubState, lanes: set[FastLane], gate: Gate) -> None:
+        self._server, self._hub, self._lanes, self._gate = server, hub, lanes, gate
+        self._limits = hub.limits
         self._buffer = b""
         self._transport: asyncio.Transport
         self._handler: RequestHandler | None = None
-        self._last = 0.0
-        self._idle: asyncio.TimerHandle | None = None
+        self._counted = False
+        self._head_since: float | None = None  # loop time a request head has been due since
+        self._last = 0.0  # loop time of the last answer (the start of idleness)
+        self._timer: asyncio.TimerHandle | None = None
         self._paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast("asyncio.Transport", transport)
+        if not self._gate.admit():
+            abort(transport)
+            return
+        self._counted = True
+        self._gate.waiting(transport, self._evict)  # (keyed by the transport, as aiohttp's is)
         self._lanes.add(self)
-        loop = asyncio.get_running_loop()
-        self._last = loop.time()
-        self._idle = loop.call_at(self._last + IDLE_TIMEOUT, self._check_idle)
+        self._head_since = asyncio.get_running_loop().time()  # the first head is due now
+        self._schedule()
 
     def data_received(self, data: bytes) -> None:
         if self._handler is not None:  # (a write may arrive before set_protocol applies)
             self._handler.data_received(data)
             return
+        loop = asyncio.get_running_loop()
+        if self._head_since is None:  # the first byte of a new request head
+            self._head_since = loop.time()
         buffer = self._buffer + data if self._buffer else data
         while buffer:
             end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
@@ -142,8 +160,13 @@ class FastLane(asyncio.Protocol):
                 return
             self._transport.write(answer)
             buffer = buffer[end + 4 :]
+            self._head_since = loop.time() if buffer else None
         self._buffer = buffer
-        self._last = asyncio.get_running_loop().time()
+        if self._head_since is None:
+            self._last = loop.time()
+            self._gate.waiting(self._transport, self._evict)  # answered: last in line again
+        if self._timer is None or self._timer.when() > self._deadline():
+            self._schedule()  # the deadline came nearer (a head began, or idleness did)
 
     def _answer(self, head: bytes) -> bytes | None:
         """The 304 for one request head, or None when aiohttp must answer it."""
@@ -180,12 +203,17 @@ class FastLane(asyncio.Protocol):
         self._forget()
         if self._paused:  # aiohttp's own flow control takes over from here
             self._transport.resume_reading()
-        handler = self._server()
+        server = self._server
+        handler = HeadGuard(
+            server,
+            gate=self._gate,
+            header_timeout=self._limits.header_timeout,
+            loop=asyncio.get_running_loop(),
+            **server._kwargs,  # what `server()` would pass: the runner's handler settings
+        )
         self._handler = handler
         self._buffer = b""
-        self._transport.set_protocol(handler)
-        handler.connection_made(self._transport)
-        handler.data_received(unread)
+        handler.take_over(self._transport, unread, self._head_since or handler._loop.time())
 
     def eof_received(self) -> bool | None:
         if self._handler is not None:
@@ -195,7 +223,7 @@ class FastLane(asyncio.Protocol):
     def pause_writing(self) -> None:  # a client that does not read its answers
         if self._handler is None:
             self._paused = True
-            self._transport.pause_reading()
+            self._transport.pause_reading()  # its deadlines run on: see `_check`
 
     def resume_writing(self) -> None:
         if self._handler is not None:
@@ -207,25 +235,54 @@ class FastLane(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._handler is not None:
             self._handler.connection_lost(exc)
+        elif self._counted:
+            self._gate.release(self._transport)
+        self._counted = False
         self._forget()
 
     def _forget(self) -> None:
         self._lanes.discard(self)
-        if self._idle is not None:
-            self._idle.cancel()
-            self._idle = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def _check_idle(self) -> None:
-        loop = asyncio.get_running_loop()
-        if loop.time() - self._last >= IDLE_TIMEOUT:
-            self.close()
-        else:
-            self._idle = loop.call_at(self._last + IDLE_TIMEOUT, self._check_idle)
+    def _deadline(self) -> float:
+        if self._head_since is not None:
+            return self._head_since + self._limits.header_timeout
+        return self._last + self._limits.idle_timeout
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_at(self._deadline(), self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if asyncio.get_running_loop().time() < self._deadline():
+            self._schedule()
+        elif self._handler is None:
+            if self._head_since is not None:
+                log.warning(
+                    "closed a connection: its request head did not arrive within %g s "
+                    "(hub.header_timeout)",
+                    self._limits.header_timeout,
+                )
+                abort(self._transport)
+            else:
+                self.close()
+
+    def _evict(self) -> None:
+        """Make room for a new connection (the worker holds its cap)."""
+        if self._handler is None:
+            abort(self._transport)
 
     def close(self) -> None:
         """Close the connection (idle, or the server stops) unless aiohttp has it."""
         if self._handler is None:
-            self._transport.close()
+            if self._transport.get_write_buffer_size():
+                abort(self._transport)  # a client that does not read its answers
+            else:
+                self._transport.close()
 
 
 def _may_become_ours(partial: bytes) -> bool:
@@ -244,18 +301,23 @@ class FastSite(web.SockSite):
     """A listening socket whose connections start in the fast lane."""
 
     def __init__(
-        self, runner: web.BaseRunner, sock: socket.socket, hub: HubState, lanes: set[FastLane]
+        self,
+        runner: web.BaseRunner,
+        sock: socket.socket,
+        hub: HubState,
+        lanes: set[FastLane],
+        gate: Gate,
     ) -> None:
-        super().__init__(runner, sock)
-        self._hub, self._lanes = hub, lanes
+        super().__init__(runner, sock, backlog=BACKLOG)
+        self._hub, self._lanes, self._gate = hub, lanes, gate
 
     async def start(self) -> None:
         await web.BaseSite.start(self)
-        server, hub, lanes = self._runner.server, self._hub, self._lanes
+        server, hub, lanes, gate = self._runner.server, self._hub, self._lanes, self._gate
         if server is None:
             raise RuntimeError("the runner is not set up")
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: FastLane(server, hub, lanes), sock=self._sock, backlog=self._backlog
+            lambda: FastLane(server, hub, lanes, gate), sock=self._sock, backlog=self._backlog
         )
 
 

@@ -9,6 +9,8 @@ made by the supervisor before it forks (`Board.create`) and inherited:
   read of a worker compares the page with what it saw last (a memory compare, no system
   call) and, when it moved, rescans the views on disk before answering: a client that
   published through one worker reads its revision through any other at once;
+- the count of every worker's event streams per token (`streams.StreamTable`), which
+  caps a token's streams across the workers;
 - one datagram socket pair per worker, its inbox. A worker that published a revision or
   accepted a notify writes one datagram to every other worker's inbox; a worker reading
   its inbox rescans the views (revision) or passes the event on (upstream) to the event
@@ -27,6 +29,8 @@ import socket
 import struct
 from collections.abc import Callable
 
+from memsync.hub.streams import StreamTable
+
 log = logging.getLogger("memsync.hub")
 
 _SLOT = struct.Struct("=Q")
@@ -39,9 +43,10 @@ Listener = Callable[[str, str, bytes], None]  # (kind, name, JSON data)
 class Board:
     """What the supervisor makes before forking: the shared page and every inbox."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, connections: int = 1024) -> None:
         self.count = count
         self.page = mmap.mmap(-1, max(mmap.PAGESIZE, count * _SLOT.size))  # MAP_SHARED
+        self.streams = StreamTable(count, connections)  # a slot per connection of a worker
         self.pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for _ in range(count)]
         for inbox, outbox in self.pairs:
             inbox.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, INBOX_BYTES)
@@ -55,7 +60,7 @@ class Board:
             if other != index:
                 inbox.close()
         outboxes = [outbox for other, (_inbox, outbox) in enumerate(self.pairs) if other != index]
-        return Peers(index, self.count, self.page, self.pairs[index][0], outboxes)
+        return Peers(index, self.count, self.page, self.pairs[index][0], outboxes, self.streams)
 
     def close(self) -> None:
         """The supervisor's copies, once every worker is forked."""
@@ -74,8 +79,10 @@ class Peers:
         page: mmap.mmap,
         inbox: socket.socket,
         outboxes: list[socket.socket],
+        streams: StreamTable | None = None,
     ) -> None:
         self.index = index
+        self.streams = streams or StreamTable(count, 1024)
         self._page = page
         self._size = count * _SLOT.size
         self._inbox = inbox

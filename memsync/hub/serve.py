@@ -15,6 +15,8 @@ from pathlib import Path
 from memsync.config.units import check_listen
 from memsync.errors import UsageError
 from memsync.hub.app import hub_runner, hub_site, make_app
+from memsync.hub.guard import Limits
+from memsync.hub.ratelog import LOG_INTERVAL, quiet_repeats
 from memsync.hub.workers import bind_sockets, serve_workers
 
 log = logging.getLogger("memsync.hub")
@@ -30,10 +32,10 @@ def _split_listen(listen: str) -> tuple[str, int]:
     return host.removeprefix("[").removesuffix("]"), int(port)
 
 
-async def serve_hub(data_dir: Path, listen: str) -> None:
+async def serve_hub(data_dir: Path, listen: str, limits: Limits | None = None) -> None:
     """Serve until SIGTERM or SIGINT, then stop gracefully (streams closed, writes drained)."""
     host, port = _split_listen(listen)
-    runner = hub_runner(make_app(data_dir))
+    runner = hub_runner(make_app(data_dir, limits=limits))
     await runner.setup()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -55,14 +57,21 @@ async def serve_hub(data_dir: Path, listen: str) -> None:
         await runner.cleanup()
 
 
-def run_hub(data_dir: Path, listen: str, workers: int = 1) -> None:
+def run_hub(
+    data_dir: Path,
+    listen: str,
+    workers: int = 1,
+    limits: Limits | None = None,
+    log_interval: float = LOG_INTERVAL,
+) -> None:
     """`memsync hub serve`: run the hub until it is told to stop, in this process
     (`workers` 1) or in `workers` processes on one port (`WorkerFailed` if one of them
-    ends on its own)."""
+    ends on its own). The same warning is logged at most once per `log_interval`."""
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
+    quiet_repeats(log_interval)
     if workers == 1:
-        asyncio.run(serve_hub(data_dir, listen))
+        asyncio.run(serve_hub(data_dir, listen, limits))
         return
     host, port = _split_listen(listen)
-    serve_workers(data_dir, host, port, workers)
+    serve_workers(data_dir, host, port, workers, limits)

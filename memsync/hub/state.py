@@ -21,8 +21,10 @@ from pathlib import Path
 
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.hub.events import EventBus
+from memsync.hub.guard import Limits
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import Revision, RevisionStore
+from memsync.hub.streams import StreamTable
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.validators.problems import Problem
 from memsync.wire.hub import RevisionEvent, UpstreamEvent
@@ -59,6 +61,7 @@ class HubState:
         max_upload: int,
         heartbeat: float,
         peers: Peers | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.tokens = open_store(data_dir)
@@ -69,6 +72,9 @@ class HubState:
         self.package_check = package_check or default_package_check
         self.max_upload = max_upload
         self.heartbeat = heartbeat
+        self.limits = limits or Limits()
+        table = peers.streams if peers is not None else StreamTable(1, self.limits.connections())
+        self.streams = table.tally(peers.index if peers else 0, self.limits.max_streams_per_token)
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusals: dict[tuple[str, str], float] = {}

@@ -37,6 +37,7 @@ from types import FrameType
 
 from memsync.errors import MemsyncError, UsageError
 from memsync.hub.app import hub_runner, hub_site, lock_data_dir, make_app
+from memsync.hub.guard import Limits
 from memsync.hub.peers import Board, Peers
 from memsync.hub.revisions import RevisionStore
 from memsync.hub.tokens import open_store
@@ -118,14 +119,16 @@ def _prepare(data_dir: Path) -> None:
     RevisionStore(data_dir).clean()
 
 
-def serve_workers(data_dir: Path, host: str, port: int, count: int) -> None:
+def serve_workers(
+    data_dir: Path, host: str, port: int, count: int, limits: Limits | None = None
+) -> None:
     """Run the hub as `count` worker processes until SIGTERM or SIGINT (see above)."""
     lock = lock_data_dir(data_dir)
     try:
         _prepare(data_dir)
         sockets = bind_sockets(host, port, count)
         try:
-            Supervisor(data_dir, sockets).run()
+            Supervisor(data_dir, sockets, limits or Limits()).run()
         finally:
             for sock in (s for group in sockets for s in group):
                 sock.close()  # (closed already, unless the forks failed)
@@ -139,6 +142,7 @@ class Supervisor:
 
     data_dir: Path
     sockets: list[list[socket.socket]]
+    limits: Limits = field(default_factory=Limits)
     workers: dict[int, int] = field(default_factory=dict)  # pid -> index
     stopping: bool = False
     failure: WorkerFailed | None = None
@@ -149,7 +153,7 @@ class Supervisor:
     def run(self) -> None:
         count = len(self.sockets)
         self._address = self.sockets[0][0].getsockname()[:2]
-        board = Board(count)
+        board = Board(count, self.limits.connections())
         lifeline_r, self._lifeline_w = os.pipe()
         wake_r, wake_w = os.pipe()
         for fd in (wake_r, wake_w):
@@ -219,7 +223,8 @@ class Supervisor:
                 if other != index:
                     for sock in group:
                         sock.close()
-            code = _run_worker(self.data_dir, self.sockets[index], board.member(index), *own)
+            peers = board.member(index)
+            code = _run_worker(self.data_dir, self.sockets[index], peers, self.limits, *own)
         except BaseException:  # a worker logs and exits: nothing may escape
             log.exception("hub worker %d failed", os.getpid())
         finally:
@@ -279,11 +284,16 @@ class Supervisor:
 
 
 def _run_worker(
-    data_dir: Path, sockets: list[socket.socket], peers: Peers, lifeline: int, ready: int
+    data_dir: Path,
+    sockets: list[socket.socket],
+    peers: Peers,
+    limits: Limits,
+    lifeline: int,
+    ready: int,
 ) -> int:
     """A worker's life: its exit status (0 once told to stop)."""
     try:
-        asyncio.run(_serve(data_dir, sockets, peers, lifeline, ready))
+        asyncio.run(_serve(data_dir, sockets, peers, limits, lifeline, ready))
     except MemsyncError as exc:
         log.error("hub worker %d: %s", os.getpid(), exc.message)
         return exc.exit_code
@@ -291,10 +301,15 @@ def _run_worker(
 
 
 async def _serve(
-    data_dir: Path, sockets: list[socket.socket], peers: Peers, lifeline: int, ready: int
+    data_dir: Path,
+    sockets: list[socket.socket],
+    peers: Peers,
+    limits: Limits,
+    lifeline: int,
+    ready: int,
 ) -> None:
     """Serve on `sockets` until the lifeline closes, then stop gracefully."""
-    runner = hub_runner(make_app(data_dir, peers=peers))
+    runner = hub_runner(make_app(data_dir, peers=peers, limits=limits))
     await runner.setup()
     try:
         for sock in sockets:

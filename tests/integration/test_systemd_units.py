@@ -5,8 +5,9 @@
 3. Each service runs as its unit says, under the part of the unit's sandbox that does not
    need a service manager: `SystemCallFilter=` (+ `SystemCallErrorNumber=`),
    `RestrictAddressFamilies=`, `MemoryDenyWriteExecute=` (seccomp rules as systemd writes
-   them, through libseccomp), `NoNewPrivileges=` and `UMask=`; with the unit's `ExecStart=`,
-   `ExecReload=`, `WatchdogSec=`, `Type=notify` protocol and exit status. A hardening line
+   them, through libseccomp), `NoNewPrivileges=`, `UMask=` and `LimitNOFILE=`; with the
+   unit's `ExecStart=`, `ExecReload=`, `WatchdogSec=`, `Type=notify` protocol and exit
+   status. A hardening line
    that breaks the program fails here, not on a user's machine.
 
 No systemd runs in the container: unit files are copied to tmp_path; user units see a
@@ -22,6 +23,7 @@ import errno
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -260,6 +262,10 @@ def confine_and_exec(policy_json: str, argv: list[str]) -> NoReturn:
     """Run in the child (`python -c`): apply the policy, then become `argv`."""
     policy = json.loads(policy_json)
     os.umask(policy["umask"])
+    if policy["nofile"] is not None:  # as far as this host's hard limit allows
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        nofile = policy["nofile"] if hard == resource.RLIM_INFINITY else min(policy["nofile"], hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     libc: Any = ctypes.CDLL(None, use_errno=True)
     if policy["no_new_privileges"] and libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
@@ -348,8 +354,10 @@ def sandbox_policy(service: dict[str, list[str]]) -> dict[str, Any]:
     error = one(service, "SystemCallErrorNumber", "kill")
     families = service.get("RestrictAddressFamilies")
     yes = ("yes", "true", "1", "on")
+    nofile = one(service, "LimitNOFILE", "")
     return {
         "umask": int(one(service, "UMask", "0022"), 8),
+        "nofile": int(nofile) if nofile else None,
         "no_new_privileges": one(service, "NoNewPrivileges", "no") in yes or bool(filters),
         "syscalls": syscalls,
         "default_action": (
@@ -548,6 +556,13 @@ def test_the_hub_runs_as_its_system_unit_says(installed: Installed, tmp_path: Pa
                 return False
 
         with_log(log, lambda: wait_for(up, 30, "the hub to serve"))
+        # descriptors for more connections than a default 1024 (the hub caps below it)
+        limits = Path(f"/proc/{hub.pid}/limits").read_text()
+        nofile = int(one(service, "LimitNOFILE"))
+        assert nofile > 1024
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        expected = nofile if hard == resource.RLIM_INFINITY else min(nofile, hard)
+        assert re.search(rf"Max open files +{expected} +{expected} ", limits), limits
 
         auth = {"Authorization": f"Bearer {admin}"}
         events = urllib.request.urlopen(
