@@ -96,7 +96,8 @@ WATCHDOG_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify"
 
 def unwatched_dirs(root: Path) -> bool:
     """Whether the work tree's top level holds a directory no watch covers (a tracked file
-    in it could change unheard)."""
+    in it could change unheard). The views' runtime directory is memsync's own and never
+    watched: the cycle reuses no status while it holds a tracked file (`roots.cycle`)."""
     try:
         with os.scandir(root) as entries:
             for entry in entries:

@@ -39,6 +39,7 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
+from memsync.views.layout import RUNTIME_DIR
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +242,20 @@ class _Cycle:
                 files=dirty,
                 head=state.head,
             )
-        if self.memo is not None and self.seen is not None:
+        if self.memo is not None and self.seen is not None and not self._runtime_tracked():
             self.memo.last = self.seen  # settled: a later quiet cycle may reuse it
         return None
+
+    def _runtime_tracked(self) -> bool:
+        """Whether the views' runtime directory, which no watch covers, holds a tracked file
+        (an edit to it would go unheard): then the status is never reused. Asked only when
+        a watcher vouches and the directory exists, after a full status."""
+        if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
+            return False
+        listed = self.git.run(
+            "ls-files", "-z", "--", RUNTIME_DIR, env={"GIT_LITERAL_PATHSPECS": "1"}
+        )
+        return bool(listed.stdout)
 
     def _status(self, git_dir: Path) -> WorkState:
         """The preflight's status: the memo's when nothing it read can have changed since

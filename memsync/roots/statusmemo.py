@@ -15,7 +15,8 @@ uncertain runs the status:
   for the root (`Marks.watch` is its token: None without a watcher, after an inotify
   overflow, with a watch missing or a top-level directory it does not watch) and found
   the root settled (on a branch with a head, nothing unmerged, no edit that blocks a
-  sync: a dirty root runs its status every cycle);
+  sync, no tracked file in the unwatched views runtime directory: a dirty root runs its
+  status every cycle);
 - the watcher's token is the same now (no relevant event since that status began: the
   token is read before the status runs, so an event during it counts as after it);
 - every stat mark is the same;

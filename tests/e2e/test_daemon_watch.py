@@ -156,3 +156,15 @@ def test_an_unwatched_root_runs_its_status_every_cycle(
     wait_for(lambda: calls(log)[mark:].count("fetch") >= 3, 30, "three more cycles")
     window = calls(log)[mark:]
     assert window.count("status") >= window.count("fetch") - 1, window
+
+
+def test_an_edit_to_a_tracked_file_in_the_unwatched_runtime_directory_is_seen(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    root = team.bob.path
+    commit(root, {".runtime/kept.md": "# Kept\n"})  # tracked where no watch looks
+    config = write_config(tmp_path, {"bob": {"path": root, "watch": "true", "interval": "1s"}})
+    daemon = start(config)
+    wait_for(lambda: daemon.status().roots[0].status is not None, 20, "the start-up cycle")
+    (root / ".runtime" / "kept.md").write_text("# Kept, edited\n")
+    wait_for(lambda: daemon.status().roots[0].status == "dirty", 20, "the edit to be seen")
