@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -41,6 +42,7 @@ POLLED = 15
 IDLE = 60.0
 FRESH_FILES = 10_000
 FRESH_IDLE = 30.0
+FRESH_COUNT = 10.0  # seconds of git calls counted (a second run)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -319,7 +321,56 @@ def fresh_root_idle(base: Path, files: int = FRESH_FILES, *, stale: bool = False
         time.sleep(FRESH_IDLE)
         used = cpu_seconds(proc.pid) - before
         log = (base / "d" / "daemon.log").read_text(errors="replace")
-    return {"cpu_share": used / FRESH_IDLE, "overflows": log.count("Inotify queue overflowed")}
+    calls = git_calls_at_rest(base, config)
+    return {
+        "cpu_share": used / FRESH_IDLE,
+        "overflows": log.count("Inotify queue overflowed"),
+        "calls": calls,
+        "status_ms": timed(root, "status", "--porcelain=v2", "--untracked-files=all"),
+        "fetch_ms": timed(root, "fetch", "-q", "origin", "main"),
+    }
+
+
+def git_calls_at_rest(base: Path, config: str) -> dict[str, float]:
+    """Git processes per second at rest, by kind, counted by a `git` wrapper on PATH in a
+    second run (the wrapper's own cost stays out of the CPU share measured without it)."""
+    log = base / "git-calls.log"
+    wrapper = base / "git-bin"
+    wrapper.mkdir(exist_ok=True)
+    real = shutil.which("git")
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real} "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    with daemon(base / "d", config, env={"PATH": f"{wrapper}:{ENV['PATH']}"}):
+        time.sleep(5)
+        before = log.read_text().splitlines() if log.exists() else []
+        time.sleep(FRESH_COUNT)
+        after = log.read_text().splitlines() if log.exists() else []
+    kinds: dict[str, float] = {}
+    for line in after[len(before) :]:
+        kind = subcommand(line)
+        kinds[kind] = kinds.get(kind, 0) + 1 / FRESH_COUNT
+    return kinds
+
+
+def subcommand(argv: str) -> str:
+    """The git subcommand in a logged argv (`-c` values skipped; one may span words)."""
+    words = iter(argv.split())
+    for word in words:
+        if word == "-c":
+            next(words, None)
+        elif re.fullmatch(r"[a-z][a-z-]*", word):
+            return word
+    return "?"
+
+
+def timed(root: Path, *args: str) -> float:
+    """The median wall time of `git args` in `root`, in ms, over five runs."""
+    runs = []
+    for _ in range(5):
+        started = time.monotonic()
+        subprocess.run(["git", *args], cwd=root, env=ENV, capture_output=True, check=False)
+        runs.append((time.monotonic() - started) * 1000)
+    return statistics.median(runs)
 
 
 def fresh_rows() -> list[dict[str, Any]]:
@@ -331,9 +382,12 @@ def fresh_rows() -> list[dict[str, Any]]:
     ):
         with tempfile.TemporaryDirectory(prefix="memsync-bench-b7f-") as tmp:
             fresh = fresh_root_idle(Path(tmp), files, stale=stale)
+        calls = ", ".join(f"{k} {v:.2f}" for k, v in sorted(fresh["calls"].items())) or "none"
         rows.append(
             {
-                "name": f"{label}: CPU % incl. git (inotify overflows: {fresh['overflows']})",
+                "name": f"{label}: CPU % incl. git (inotify overflows: {fresh['overflows']}; "
+                f"git per s: {calls}; status {fresh['status_ms']:.0f} ms, "
+                f"fetch {fresh['fetch_ms']:.0f} ms)",
                 "memsync_ms": fresh["cpu_share"] * 100,
                 "raw_ms": 1.0,
                 "ratio": fresh["cpu_share"] * 100,

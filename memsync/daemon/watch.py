@@ -10,14 +10,26 @@ creates, writes, attribute changes, moves, deletes, a close after writing): neve
 reads or a close after reading, which `git status` and every reader cause by the thousand
 (a 10,000-file root overflowed the inotify queue on every poll). Watchdog's threads only
 hand events to the loop.
+
+The watcher also vouches for a quiet root (`token`): a daemon cycle may reuse the root's
+last `git status` while the token is the one read before that status
+(`roots.statusmemo`). The token changes with every relevant event; it is None, and the
+cycle runs its status, whenever the watches cannot have seen every write that status would
+see: a watch that failed or whose thread ended, a stopped observer, an inotify queue
+overflow (events were lost: watchdog only logs it, so its log record is counted), a
+`.git` that is not a directory, or a top-level directory of the work tree that is not
+watched (a tracked file in it could change unheard).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 from watchdog.events import (
@@ -57,6 +69,45 @@ CHANGES: tuple[type[FileSystemEvent], ...] = (
     DirDeletedEvent,
     FileClosedEvent,
 )
+
+
+# Every watcher gets its own number: a token is never the same across watchers.
+_SERIALS = itertools.count(1)
+
+
+class _Overflows(logging.Filter):
+    """Counts watchdog's "Inotify queue overflowed" records (it has no other signal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Inotify queue overflowed"):
+            with self._lock:
+                self.count += 1
+        return True  # logged as before
+
+
+OVERFLOWS = _Overflows()
+WATCHDOG_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+
+
+def unwatched_dirs(root: Path) -> bool:
+    """Whether the work tree's top level holds a directory no watch covers (a tracked file
+    in it could change unheard). The views' runtime directory is memsync's own and never
+    watched: the cycle reuses no status while it holds a tracked file (`roots.cycle`)."""
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                if entry.name in (".git", RUNTIME_DIR, *SYNCED_DIRS):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    return True
+    except OSError:
+        return True
+    return False
 
 
 def relevant(root: Path, path: str) -> bool:
@@ -108,32 +159,69 @@ class RootWatcher:
         self._watches: dict[str, ObservedWatch] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._ref_due = False
+        self._serial = next(_SERIALS)
+        self._events = 0  # relevant events seen (counted on the loop)
+        self._complete = False  # every watch `start` asked for is in place
+        self._overflows = OVERFLOWS.count
 
     def start(self) -> None:
-        self._watch(self.root, recursive=False)
+        self._overflows = OVERFLOWS.count
+        self._complete = self._watch(self.root, recursive=False)
         git_dir = self.root / ".git"
         if git_dir.is_dir():
-            self._watch(git_dir, recursive=False)
-            self._watch(git_dir / "refs" / "heads", recursive=True)
+            self._complete &= self._watch(git_dir, recursive=False)
+            self._complete &= self._watch(git_dir / "refs" / "heads", recursive=True)
+        else:
+            self._complete = False  # refs not watched: never vouch
         for name in SYNCED_DIRS:
-            self._watch(self.root / name, recursive=True)
+            if (self.root / name).is_dir():
+                self._complete &= self._watch(self.root / name, recursive=True)
 
-    def _watch(self, path: Path, *, recursive: bool) -> None:
+    def token(self) -> Hashable | None:
+        """On the loop: a value that changes with every relevant event, or None when the
+        watches cannot vouch that they heard every write (see the module docstring)."""
+        if not self._complete or OVERFLOWS.count != self._overflows:
+            return None
+        if not self.observer.is_alive():
+            return None
+        alive = self._alive()
+        if any(watch not in alive for watch in self._watches.values()):
+            return None
+        if unwatched_dirs(self.root):
+            return None
+        return (self._serial, self._events)
+
+    def _watch(self, path: Path, *, recursive: bool) -> bool:
+        """Watch `path`; False when it could not be watched."""
         key = str(path)
-        if key in self._watches or not path.is_dir():
-            return
+        old = self._watches.get(key)
+        if old is not None:
+            if old in self._alive():
+                return True
+            del self._watches[key]  # its directory went away (and may be back): watch anew
+            with contextlib.suppress(KeyError, OSError):
+                self.observer.unschedule(old)
+        if not path.is_dir():
+            return False
         try:
             self._watches[key] = self.observer.schedule(
                 self._handler, key, recursive=recursive, event_filter=list(CHANGES)
             )
         except OSError as exc:  # inotify limits, a directory that just vanished
             log.warning("cannot watch %s: %s", path, exc)
+            return False
+        return True
+
+    def _alive(self) -> set[ObservedWatch]:
+        return {e.watch for e in self.observer.emitters if e.is_alive()}
 
     def touched(self, path: str) -> None:
         """On the loop: a relevant path changed; (re)arm the debounce timer."""
         rel = Path(path).relative_to(self.root).as_posix()
-        if rel in SYNCED_DIRS:
-            self._watch(self.root / rel, recursive=True)  # created after we started
+        if rel in SYNCED_DIRS and (self.root / rel).is_dir():
+            # Created after we started: watched from now on (else never vouch again).
+            self._complete &= self._watch(self.root / rel, recursive=True)
+        self._events += 1  # after the watch above: a later status sees what it misses
         ref = rel.startswith(".git")
         delay = REF_DEBOUNCE if ref else DEBOUNCE
         if self._timer is not None:
@@ -160,6 +248,12 @@ class RootWatcher:
 
 
 def new_observer() -> BaseObserver:
+    for name in WATCHDOG_LOGGERS:
+        logger = logging.getLogger(name)
+        if OVERFLOWS not in logger.filters:
+            logger.addFilter(OVERFLOWS)
+        if not logger.isEnabledFor(logging.WARNING):
+            logger.setLevel(logging.WARNING)  # else an overflow would go uncounted
     observer = Observer()
     observer.daemon = True
     return observer

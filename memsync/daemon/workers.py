@@ -28,6 +28,7 @@ from memsync.errors import ConfigError, MemsyncError
 from memsync.redaction import redact
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
+from memsync.roots.statusmemo import StatusMemo
 from memsync.transports.git import Git
 from memsync.transports.http import HttpClient, HttpError
 from memsync.views.pull import ViewResult, pull_views
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memsync.daemon")
 
-AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
+# What timers, watches and events ask for: these may reuse a quiet root's last status
+# (`roots.statusmemo`); a person's `sync-now` asks for other options, so always a full one.
+AUTOMATIC = SyncOptions(wait=60.0, reuse_status=True)
 FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
 VIEW_FAILING = frozenset({"stale", "unavailable"})
 CYCLES = ("insight", "prune")
@@ -58,6 +61,8 @@ class RootWorker:
             f"root {settings.name}", self._run, lambda r: r.status in FAILING
         )
         self.watcher: RootWatcher | None = None
+        self.memo = StatusMemo()  # the last settled status, for quiet automatic cycles
+        self._memo_for = settings  # a new configuration starts a new memo
         self.task: asyncio.Task[None] | None = None
         self.event_at: float | None = None  # when a hub event last asked for a sync
         # One trigger per maintenance cycle; the request's value is `force`.
@@ -94,9 +99,14 @@ class RootWorker:
     async def _run(self, options: SyncOptions) -> SyncResult:
         loop = asyncio.get_running_loop()
         settings, state_dir = self.settings, self.daemon.settings.state_dir
-        result = await loop.run_in_executor(
-            self.daemon.pool, sync_root, settings, state_dir, options
+        if self._memo_for is not settings:
+            self.memo, self._memo_for = StatusMemo(), settings
+        # Read on the loop, where the watcher counts its events, before the cycle's status.
+        watch = self.watcher.token() if self.watcher is not None else None
+        run = functools.partial(
+            sync_root, settings, state_dir, options, memo=self.memo, watch=watch
         )
+        result = await loop.run_in_executor(self.daemon.pool, run)
         self.daemon.observed(self, result)
         metrics = self.daemon.metrics
         if result.status == SyncStatus.SYNCED and self.event_at is not None:

@@ -2,20 +2,22 @@
 
 Runs under the root lock after start-of-cycle recovery. Every refusal returns a result
 and leaves the active root exactly as it was; only `publish.publish` moves the branch.
-A cycle with nothing to do costs two git processes: status and fetch (refs are read from files).
+A cycle with nothing to do costs two git processes: status and fetch (refs are read from files);
+a daemon cycle on a watched, quiet root reuses its last status (`statusmemo`): the fetch only.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
-from memsync.roots import indexstat, journal, packs, recovery
+from memsync.roots import indexstat, journal, packs, recovery, statusmemo
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -28,14 +30,16 @@ from memsync.roots.push import Outgoing
 from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
+from memsync.roots.statusmemo import Seen, StatusMemo
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
-from memsync.transports.gitparse import fsck_findings
+from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
+from memsync.views.layout import RUNTIME_DIR
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,8 @@ class SyncOptions:
     no_push: bool = False
     dry_run: bool = False
     wait: float | None = None  # seconds to wait for the root lock; 0 answers `busy` at once
+    # The daemon's automatic cycles: the preflight may reuse the last status (`statusmemo`).
+    reuse_status: bool = False
 
 
 def sync_root(
@@ -53,8 +59,13 @@ def sync_root(
     state_dir: Path,
     options: SyncOptions,
     graph: GraphValidator | None = None,
+    memo: StatusMemo | None = None,
+    watch: Hashable | None = None,
 ) -> SyncResult:
-    """Run one cycle and record its outcome in the root's state file."""
+    """Run one cycle and record its outcome in the root's state file.
+
+    `memo` and `watch` (the daemon's: its root's last settled status and its watcher's
+    token, None without one) let an automatic cycle reuse that status (`statusmemo`)."""
     started = time.monotonic()
     if not settings.sync_enabled:
         return SyncResult(
@@ -66,6 +77,7 @@ def sync_root(
     try:
         with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):
             cycle = _Cycle(settings, layout, options, graph or default_graph_validator())
+            cycle.memo, cycle.watch = memo, watch
             result = cycle.run()
             if not options.dry_run:
                 cycle.record(result)
@@ -108,6 +120,9 @@ class _Cycle:
         # Without a trusted upstream: remote-tracking heads as they were before this cycle
         # fetched (the planner's `seen`); read only when there is no trusted upstream.
         self.before_fetch: dict[str, str | None] = {}
+        self.memo: StatusMemo | None = None  # the daemon's, for a status to reuse
+        self.watch: Hashable | None = None  # its watcher's token (None: cannot vouch)
+        self.seen: Seen | None = None  # this cycle's status, kept when the root is settled
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -180,7 +195,7 @@ class _Cycle:
             self.prefetch = Prefetch(self.git, remote, guess, f"refs/remotes/{remote}/{guess}")
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
-        state = self.git.work_state()
+        state = self._status(git_dir)
         self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
             return self.result(SyncStatus.ERROR, "HEAD is detached; check out the root's branch")
@@ -227,7 +242,38 @@ class _Cycle:
                 files=dirty,
                 head=state.head,
             )
+        if self.memo is not None and self.seen is not None and not self._runtime_tracked():
+            self.memo.last = self.seen  # settled: a later quiet cycle may reuse it
         return None
+
+    def _runtime_tracked(self) -> bool:
+        """Whether the views' runtime directory, which no watch covers, holds a tracked file
+        (an edit to it would go unheard): then the status is never reused. Asked only when
+        a watcher vouches and the directory exists, after a full status."""
+        if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
+            return False
+        listed = self.git.run(
+            "ls-files", "-z", "--", RUNTIME_DIR, env={"GIT_LITERAL_PATHSPECS": "1"}
+        )
+        return bool(listed.stdout)
+
+    def _status(self, git_dir: Path) -> WorkState:
+        """The preflight's status: the memo's when nothing it read can have changed since
+        (`statusmemo.may_reuse`), else git's. Only an automatic daemon cycle may reuse one;
+        the publication fence always asks git (`publish.check_fence`)."""
+        memo = self.memo
+        if memo is None or not self.options.reuse_status or self.options.dry_run:
+            return self.git.work_state()
+        now = statusmemo.marks(git_dir, self.watch)  # before the status: a change during it
+        last, memo.last = memo.last, None  # counts as after it
+        if last is not None and statusmemo.may_reuse(last, now, time.monotonic()):
+            memo.reused += 1
+            memo.last = last
+            return last.state
+        at = time.monotonic()
+        state = self.git.work_state()
+        self.seen = Seen(now, state, at)
+        return state
 
     def _autocommit(self, dirty: tuple[str, ...]) -> SyncResult | None:
         """`sync.autocommit`: the edits become one validated commit through the admission

@@ -5,6 +5,7 @@ cycle; writing does."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +15,8 @@ import pytest
 
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.helpers import wait_for
+from tests.e2e.test_cli import memsync
+from tests.helpers import commit, git, wait_for
 
 IN_ACCESS, IN_CLOSE_NOWRITE, IN_OPEN = 0x1, 0x10, 0x20
 
@@ -86,3 +88,83 @@ def test_reads_queue_no_event_and_run_no_cycle_while_a_write_does(
     assert statuses(log) == settled, log.read_text()
     (logs / "log-new.md").write_text("# New\n")  # a write: the cycle runs
     wait_for(lambda: statuses(log) > settled, 20, "a cycle after the write")
+
+
+def calls(log: Path) -> list[str]:
+    """The git subcommand of each call logged so far (global options such as `-c` skipped)."""
+    found: list[str] = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        words = iter(line.split())
+        for word in words:
+            if word == "-c":
+                next(words, None)  # its value (`core.sshCommand=ssh -o ...` spans words)
+            elif re.fullmatch(r"[a-z][a-z-]*", word):
+                found.append(word)
+                break
+    return found
+
+
+def quiet_cycles(log: Path, cycles: int, timeout: float = 30.0) -> list[str]:
+    """Wait for `cycles` cycles in a row that ran no `git status`; their git calls."""
+    deadline = time.monotonic() + timeout
+    start = len(calls(log))
+    while time.monotonic() < deadline:
+        window = calls(log)[start:]
+        if "status" in window:  # still settling (the start-up cycle, an index refresh)
+            start = len(calls(log))
+        elif window.count("fetch") >= cycles:
+            return window
+        time.sleep(0.05)
+    raise AssertionError(f"no {cycles} quiet cycles in a row: {calls(log)[-30:]}")
+
+
+def test_a_quiet_watched_root_polls_with_the_fetch_alone_and_hears_every_change(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    root = team.bob.path
+    commit(root, {"insight_logs/log.md": "# Log\n"})
+    log, env = git_recorder(tmp_path)
+    config = write_config(tmp_path, {"bob": {"path": root, "watch": "true", "interval": "1s"}})
+    daemon = start(config, env=env)
+    # At rest a poll runs the fetch and nothing else: the watcher vouches for the work tree.
+    assert set(quiet_cycles(log, 3)) == {"fetch"}
+    # A person's sync-now always runs a full status.
+    before = calls(log).count("status")
+    done = memsync("--config", str(config), "sync-now", "bob", "--json")
+    assert done.returncode == 0, done.stderr
+    assert calls(log).count("status") > before
+    quiet_cycles(log, 2)
+    # An edit to a tracked file (the index does not change): the next cycle sees it.
+    (root / "insight_logs" / "log.md").write_text("# Log, edited\n")
+    wait_for(lambda: daemon.status().roots[0].status == "dirty", 20, "the edit to be seen")
+    # A person's commit: pushed.
+    git(root, "commit", "-q", "-am", "edited by a person")
+    made = git(root, "rev-parse", "HEAD")
+    wait_for(lambda: git(team.upstream, "rev-parse", "main") == made, 20, "the push")
+
+
+def test_an_unwatched_root_runs_its_status_every_cycle(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    log, env = git_recorder(tmp_path)
+    config = write_config(
+        tmp_path, {"bob": {"path": team.bob.path, "watch": "false", "interval": "1s"}}
+    )
+    start(config, env=env)
+    wait_for(lambda: calls(log).count("fetch") >= 2, 30, "the first cycles")
+    mark = len(calls(log))
+    wait_for(lambda: calls(log)[mark:].count("fetch") >= 3, 30, "three more cycles")
+    window = calls(log)[mark:]
+    assert window.count("status") >= window.count("fetch") - 1, window
+
+
+def test_an_edit_to_a_tracked_file_in_the_unwatched_runtime_directory_is_seen(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    root = team.bob.path
+    commit(root, {".runtime/kept.md": "# Kept\n"})  # tracked where no watch looks
+    config = write_config(tmp_path, {"bob": {"path": root, "watch": "true", "interval": "1s"}})
+    daemon = start(config)
+    wait_for(lambda: daemon.status().roots[0].status is not None, 20, "the start-up cycle")
+    (root / ".runtime" / "kept.md").write_text("# Kept, edited\n")
+    wait_for(lambda: daemon.status().roots[0].status == "dirty", 20, "the edit to be seen")
