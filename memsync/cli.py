@@ -458,10 +458,17 @@ def config_init(
             }
         )
     else:
-        click.echo(f"wrote {target} ({len(roots)} root(s): {', '.join(r.name for r in roots)})")
+        click.echo(
+            f"wrote {starter.shown(str(target))} ({len(roots)} root(s): "
+            f"{', '.join(r.name for r in roots)})"
+        )
         for root in roots:
             if root.note:
-                click.echo(f"memsync: note: roots.{root.name}: sync is off: {root.note}", err=True)
+                click.echo(
+                    f"memsync: note: roots.{root.name}: sync is off: {root.note} "
+                    f"(add a remote, then set sync.enabled: true)",
+                    err=True,
+                )
         click.echo("next: memsync doctor, then memsync run (or the systemd unit)")
     return EXIT_OK
 

@@ -24,7 +24,9 @@ and never in a directory others may write.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shlex
 import stat
 import tempfile
 from collections.abc import Mapping
@@ -70,6 +72,12 @@ def parse_root_option(text: str) -> tuple[str, Path]:
             hint=f"letters, digits, '_', '.', '-', starting with a letter or digit, "
             f"at most {NAME_MAX} characters",
         )
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:  # undecodable bytes in argv: a config is UTF-8 text
+        raise UsageError(
+            f"--root {name}: the path is not valid UTF-8", hint="rename the directory"
+        ) from exc
     return name, Path(path).expanduser().absolute()
 
 
@@ -112,10 +120,11 @@ def describe_root(name: str, path: Path) -> StarterRoot:
     remote = _chosen_remote(git.config_get(f"branch.{branch}.remote"), remotes)
     note = None
     if remote is None:
+        named = ", ".join(shown(r) for r in remotes)
         note = (
-            f"{path} has no remote"
+            "it has no remote"
             if not remotes
-            else f"{path} has remotes {', '.join(remotes)} and none is origin or tracked"
+            else f"none of its remotes ({named}) is origin or tracked by its branch"
         )
     return StarterRoot(name, path, branch, remote, note)
 
@@ -133,6 +142,15 @@ def _chosen_remote(tracked: str | None, remotes: list[str]) -> str | None:
     if "origin" in remotes:
         return "origin"
     return remotes[0] if len(remotes) == 1 else None
+
+
+def shown(text: str, *, quoted: bool = False) -> str:
+    """`text` for a comment line or a terminal: as it is (shell-quoted with `quoted`) when
+    every character prints, else JSON-escaped, so no newline, control or line-separator
+    character in a path or remote name can end the comment and write configuration."""
+    if not text.isprintable():
+        return json.dumps(text)
+    return shlex.quote(text) if quoted else text
 
 
 def _lstat_mode(path: Path) -> int:
@@ -170,7 +188,7 @@ def render(state_dir: Path, socket: Path, roots: list[StarterRoot]) -> str:
         if root.note:
             notes.append(
                 f"# roots.{root.name}: sync is off ({root.note}). Add the upstream with\n"
-                f"#   git -C {root.path} remote add origin URL\n"
+                f"#   git -C {shown(str(root.path), quoted=True)} remote add origin URL\n"
                 f"# and set sync.enabled: true and sync.remote: origin.\n"
             )
     header = (

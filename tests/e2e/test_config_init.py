@@ -68,6 +68,9 @@ def test_the_config_it_finds_and_writes_passes_doctor(team: Team, fresh: Home) -
     missing = memsync("status", env=fresh.env)  # the no-config hint names the starter
     assert missing.returncode == 2
     assert "memsync config init" in missing.stderr
+    nothing = memsync("doctor", env=fresh.env)
+    assert nothing.returncode == 2
+    assert "write one with `memsync config init`" in nothing.stdout
 
     done = memsync("config", "init", "--json", env=fresh.env)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ NAMED = re.compile(r"\bgit\W{0,3}(?:≥|>=|version)?\s*\(?\s*(\d+\.\d+)(?:\.\d+)
 
 def test_the_minimum_is_the_newest_feature_memsync_needs() -> None:
     assert max(version for _, version in REQUIRED_FEATURES) == MIN_GIT
-    assert MIN_GIT_TEXT == "%d.%d" % MIN_GIT
+    assert f"{MIN_GIT[0]}.{MIN_GIT[1]}" == MIN_GIT_TEXT
 
 
 def test_the_readme_names_that_minimum_wherever_it_names_one() -> None:
