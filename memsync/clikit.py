@@ -115,7 +115,7 @@ class App:
         if path is None:
             raise ConfigError(
                 "no configuration file found",
-                hint="write one with `memsync config sample > ~/.config/memsync/config.yaml`, "
+                hint="write one for your memory roots with `memsync config init`, "
                 "or pass --config PATH",
             )
         return path

@@ -44,6 +44,7 @@ from memsync.daemon.peer import (
 from memsync.errors import ConfigError, GitError, MemsyncError
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.transports.git import Git, cause
+from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
 
@@ -52,7 +53,6 @@ OK: Status = "ok"
 WARN: Status = "warn"
 FAIL: Status = "fail"
 
-MIN_GIT = (2, 38)
 MIN_YEAR = 2024  # before this, every signature and expiry check is wrong
 DISK_FAIL = 64 * 1024**2
 DISK_WARN = 512 * 1024**2
@@ -115,8 +115,7 @@ def check_git() -> Check:
         return Check("git", FAIL, f"`git --version` answered {text or done.stderr!r}")
     version = (int(found.group(1)), int(found.group(2)))
     if version < MIN_GIT:
-        wanted = ".".join(map(str, MIN_GIT))
-        return Check("git", FAIL, f"{text} is too old", f"install git {wanted} or newer")
+        return Check("git", FAIL, f"{text} is too old", f"install git {MIN_GIT_TEXT} or newer")
     return Check("git", OK, text)
 
 
@@ -124,7 +123,7 @@ def load(config_path: str | None) -> tuple[Check, Config | None, Settings | None
     """The config check, and the config when it loads."""
     path = find_config_path(config_path)
     if path is None:
-        hint = "write one with `memsync config sample`, or pass --config PATH"
+        hint = "write one with `memsync config init`, or pass --config PATH"
         return Check("config", FAIL, "no configuration file found", hint), None, None
     try:
         config = load_config(path)

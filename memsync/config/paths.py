@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def read_config(path: Path) -> bytes:
         raise ConfigError(
             f"config file {path} does not exist",
             source=str(path),
-            hint="create it from `memsync config sample`, or pass --config PATH",
+            hint=f"write it with `memsync config init --out {shlex.quote(str(path))}`, "
+            "or pass --config PATH",
         ) from exc
     except OSError as exc:
         raise ConfigError(

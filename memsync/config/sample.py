@@ -12,6 +12,8 @@ SAMPLE = """\
 # <int><B|KiB|MiB|GiB> (e.g. 4MiB). Relative paths are relative to this file's directory.
 # Secrets are never plain strings: {env: NAME}, {file: PATH}, {credential: NAME} (systemd
 # $CREDENTIALS_DIRECTORY/NAME) or, for tests and demos only, {value: "..."}.
+# A reference of every key: its hosts, tokens and keys are examples, so `memsync doctor`
+# fails it as it stands. `memsync config init` writes a minimal config that doctor passes.
 version: 1
 
 # Where memsync keeps its journal, trusted marks and imported views.

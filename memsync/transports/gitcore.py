@@ -36,6 +36,7 @@ from memsync.transports.gitenv import (
 )
 from memsync.transports.gitguard import GUARD
 from memsync.transports.gitread import HANDLES, Read
+from memsync.transports.gitversion import MIN_GIT_TEXT
 from memsync.transports.process import Deadline, run_process
 
 
@@ -123,7 +124,8 @@ class GitCore:
                 )
             except FileNotFoundError as exc:
                 raise GitMissing(
-                    "git is not installed or not on PATH", hint="install git 2.30 or newer"
+                    "git is not installed or not on PATH",
+                    hint=f"install git {MIN_GIT_TEXT} or newer",
                 ) from exc
         if done.expired:
             raise self._timeout(shown, limit, by_deadline=by_deadline)

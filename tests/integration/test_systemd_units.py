@@ -1,7 +1,8 @@
 """The units in systemd/, checked three ways.
 
 1. `systemd-analyze verify` runs clean on every unit (no warning at all, not only rc 0).
-2. `systemd-analyze security --offline=true` rates the hub at 2.5 or lower.
+2. `systemd-analyze security --offline=true` rates the hub and the server daemon at 2.5 or
+   lower.
 3. Each service runs as its unit says, under the part of the unit's sandbox that does not
    need a service manager: `SystemCallFilter=` (+ `SystemCallErrorNumber=`),
    `RestrictAddressFamilies=`, `MemoryDenyWriteExecute=` (seccomp rules as systemd writes
@@ -55,8 +56,10 @@ UNITS = {
     "memsync-sync.service": "user",
     "memsync-sync.timer": "user",
     "memsync-hub.service": "system",
+    "memsync-server.service": "system",
 }
 HUB_MAX_EXPOSURE = 2.5
+SERVER_MAX_EXPOSURE = 2.5  # the daemon as a system service sandboxes like the hub
 USER_MAX_EXPOSURE = 7.0  # a user unit cannot sandbox its file system; guards what it can do
 # The environment the managers give a service (PATH as systemd 252 sets it).
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -179,7 +182,11 @@ def test_systemd_analyze_verify_is_clean(installed: Installed, name: str) -> Non
 
 @pytest.mark.parametrize(
     ("name", "limit"),
-    [("memsync-hub.service", HUB_MAX_EXPOSURE), ("memsync.service", USER_MAX_EXPOSURE)],
+    [
+        ("memsync-hub.service", HUB_MAX_EXPOSURE),
+        ("memsync-server.service", SERVER_MAX_EXPOSURE),
+        ("memsync.service", USER_MAX_EXPOSURE),
+    ],
 )
 def test_security_exposure(
     installed: Installed, name: str, limit: float, capsys: pytest.CaptureFixture[str]
@@ -513,6 +520,105 @@ def test_the_timer_service_runs_as_its_unit_says(installed: Installed, team: Tea
     ok = {0, *(int(s) for s in one(service, "SuccessExitStatus", "0").split())}
     assert status in ok, log.read_text()
     assert git(team.upstream, "rev-parse", "refs/heads/main") == pushed, log.read_text()
+
+
+def unit_environment(service: dict[str, list[str]], places: dict[str, Path]) -> dict[str, str]:
+    """The unit's `Environment=` assignments, its system paths moved to `places`."""
+    env: dict[str, str] = {}
+    for line in service.get("Environment", []):
+        for word in shlex.split(line):
+            key, _, value = word.partition("=")
+            for system_path, here in places.items():
+                value = value.replace(system_path, str(here))
+            env[key] = value
+    return env
+
+
+@needs_libseccomp
+def test_the_server_daemon_runs_as_its_system_unit_says(
+    installed: Installed, team: Team, tmp_path: Path, notify_socket: NotifySocket
+) -> None:
+    """The team server's daemon: set up as the unit's comment says (`config init` with the
+    unit's state and runtime directories, which `doctor` passes), it runs under the unit's
+    seccomp sandbox with its Type=notify protocol and watchdog, pushes a local commit,
+    answers `status` on its socket in RuntimeDirectory=, reloads and stops cleanly."""
+    service = read_unit(installed.path("memsync-server.service"))["Service"]
+    assert one(service, "Type") == "notify"
+    assert one(service, "User") == "memsync"
+    state_name, runtime_name = one(service, "StateDirectory"), one(service, "RuntimeDirectory")
+    argv = shlex.split(one(service, "ExecStart"))
+    assert argv[1] == "--config" and argv[3:] == ["run"]
+    state = tmp_path / "var-lib" / state_name  # /var/lib/memsync as systemd makes it
+    runtime = tmp_path / "run-dir" / runtime_name  # /run/memsync
+    for directory in (state, runtime):
+        directory.mkdir(parents=True, mode=0o700)
+    places = {f"/var/lib/{state_name}": state, f"/run/{runtime_name}": runtime}
+    env = {
+        "PATH": SYSTEM_PATH,
+        "LANG": "C.UTF-8",
+        **unit_environment(service, places),
+    }
+    assert env["HOME"] == str(state) and env["XDG_RUNTIME_DIR"] == str(runtime)
+    config = tmp_path / "etc-memsync" / "config.yaml"  # /etc/memsync/config.yaml
+    setup = {**env, "XDG_STATE_HOME": str(state.parent), **GIT_ENV}
+    made = subprocess.run(
+        [str(MEMSYNC), "config", "init", "--root", f"team={team.alice.path}", "--out", str(config)],
+        env=setup,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    text = config.read_text()
+    assert f"state_dir: {state}\n" in text and f"socket: {runtime}/memsync.sock\n" in text
+    doctor = subprocess.run(
+        [str(MEMSYNC), "--config", str(config), "doctor", "--json"],
+        env=setup,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    failed = [c for c in json.loads(doctor.stdout)["checks"] if c["status"] == "fail"]
+    assert doctor.returncode == 0 and not failed, doctor.stdout
+
+    argv[2] = str(config)
+    watchdog = seconds(one(service, "WatchdogSec"))
+    env |= {"NOTIFY_SOCKET": str(notify_socket.path), "WATCHDOG_USEC": str(int(watchdog * 1e6))}
+    log = tmp_path / "server.log"
+    daemon = confined(service, argv, env, log)
+    try:
+        notify_socket.wait("READY", within(60), log)
+        notify_socket.wait("WATCHDOG", within(watchdog), log)
+        pushed = commit(team.alice.path, {"MEMORY_server.md": "# From the server unit\n"})
+
+        def arrived() -> bool:
+            assert daemon.poll() is None, log.read_text()
+            return git(team.upstream, "rev-parse", "refs/heads/main") == pushed
+
+        with_log(log, lambda: wait_for(arrived, 30, "the server daemon to push"))
+        status = subprocess.run(
+            [str(MEMSYNC), "--config", str(config), "status", "--json"],
+            env=setup,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert json.loads(status.stdout)["daemon"]["pid"] == daemon.pid, status.stdout
+
+        reload = shlex.split(one(service, "ExecReload").replace("$MAINPID", str(daemon.pid)))
+        subprocess.run(reload, check=True, timeout=10)
+        notify_socket.wait("RELOADING", within(30), log)
+        notify_socket.wait("READY", within(30), log)
+        daemon.send_signal(signal.Signals[one(service, "KillSignal", "SIGTERM")])
+        notify_socket.wait("STOPPING", within(30), log)
+        assert daemon.wait(timeout=seconds(one(service, "TimeoutStopSec"))) == 0, log.read_text()
+    finally:
+        stop(daemon)
+    assert "Operation not permitted" not in log.read_text()
+    assert not (runtime / "memsync.sock").exists()
 
 
 def _free_port() -> int:
