@@ -12,6 +12,8 @@ from memsync.hub.tokens import TokenError, check_scope
 from tests.helpers import metric, metric_samples, promtool_check
 from tests.integration.test_hub import Hub, bearer, build, hub, subscribe
 
+__all__ = ["hub"]  # the fixture of test_hub.py, which pytest finds here by name
+
 ROUTES = {
     "/metrics",
     "/v1/health",
@@ -78,7 +80,7 @@ async def test_requests_bytes_uploads_streams_refusals_and_revisions_are_counted
     secret_path = f"/v1/nothing/{reader}/here"
     assert (await hub.get(secret_path, reader)).status == 404
     assert (await hub.get("/v1/views/auth/revisions/9/manifest", reader)).status == 404
-    stream, response = await subscribe(hub, reader)
+    _stream, response = await subscribe(hub, reader)
     try:
         text = await scrape(hub)
         assert metric(text, "memsync_hub_event_streams_open") == 1
