@@ -42,6 +42,7 @@ UPLOAD_RESULTS = {
     422: "refused",
 }  # any other status: `error`
 CLOSE_REASONS = ("header-timeout", "idle-timeout", "connection-cap")
+_shared: list[Path] = []  # the counter dir, once `share_counts` ran in this process
 
 
 def prepare_shared(data_dir: Path) -> Path:
@@ -59,6 +60,7 @@ def share_counts(data_dir: Path) -> None:
     fork and before it makes its application; it changes this process only)."""
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(data_dir / METRICS_DIR)
     values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+    _shared[:] = [data_dir / METRICS_DIR]
 
 
 class _Views:
@@ -77,9 +79,11 @@ class _Views:
 
 
 class HubMetrics:
-    """The counters of one hub process; `shared`: the workers' counter dir (see above)."""
+    """The counters of one hub process: in the workers' shared files once `share_counts`
+    ran in this process (a worker), in memory otherwise."""
 
-    def __init__(self, shared: Path | None = None) -> None:
+    def __init__(self) -> None:
+        shared = _shared[0] if _shared else None
         self.requests = Counter(
             "memsync_hub_requests",
             "Requests answered, by route template and HTTP status",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.hub.events import EventBus
-from memsync.hub.metrics import METRICS_DIR, HubMetrics
+from memsync.hub.metrics import HubMetrics
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import Revision, RevisionStore
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
@@ -67,8 +67,7 @@ class HubState:
         self.locks_dir = private_dir(data_dir / LOCKS)
         self.events = EventBus()
         self.peers = peers
-        # several workers count in shared files (`metrics.py`), one process in memory
-        self.metrics = HubMetrics(data_dir / METRICS_DIR if peers is not None else None)
+        self.metrics = HubMetrics()  # a worker's count in shared files (`metrics.py`)
         self.package_check = package_check or default_package_check
         self.max_upload = max_upload
         self.heartbeat = heartbeat

@@ -12,8 +12,9 @@ import pytest
 from memsync.hub.tokens import TokenError, check_scope
 from tests.helpers import metric, metric_samples, promtool_check
 from tests.integration.test_hub import Hub, bearer, build, hub, subscribe
+from tests.integration.test_hub_workers import pair
 
-__all__ = ["hub"]  # the fixture of test_hub.py, which pytest finds here by name
+__all__ = ["hub", "pair"]  # fixtures of test_hub.py and test_hub_workers.py, found by name
 
 ROUTES = {
     "/metrics",
@@ -149,3 +150,24 @@ async def test_a_new_revision_moves_the_view_gauge(hub: Hub) -> None:
     text = await scrape(hub, hub.admin)
     assert requests(text, "/v1/views", 200) == 1
     assert bearer(hub.admin)["Authorization"].split()[1] not in text
+
+
+async def test_a_worker_reports_a_revision_another_worker_stored(
+    pair: tuple[str, str, str],
+) -> None:
+    """Two workers in this process (their datagrams lost): the second one's page shows the
+    revision the first one stored, read from the data dir at scrape time."""
+    first, second, admin = pair
+    manifest, package = build("auth", 1)
+    form = aiohttp.FormData()
+    form.add_field("manifest", manifest, filename="manifest", content_type="application/json")
+    form.add_field("package", package, filename="package", content_type="application/zip")
+    async with aiohttp.ClientSession() as session:
+        url = f"{first}/v1/views/auth/revisions"
+        async with session.post(url, data=form, headers=bearer(admin)) as answer:
+            assert answer.status == 201
+        async with session.get(f"{second}/metrics", headers=bearer(admin)) as answer:
+            assert answer.status == 200
+            text = await answer.text()
+    assert metric(text, "memsync_hub_view_revision", view="auth") == 1
+    promtool_check(text)
