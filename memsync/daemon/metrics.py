@@ -132,6 +132,8 @@ class Metrics:
         self.sync_duration.labels(result.root).observe(result.duration_ms / 1000)
         for problem in result.problems:
             self.problems_total.labels(problem.code).inc()
+        if result.dry_run:  # what a cycle would do is not the root's status
+            return
         _one_of(self.root_status, result.root, str(result.status), ROOT_STATUSES)
         if result.ok:
             self.root_last_success.labels(result.root).set(time.time())

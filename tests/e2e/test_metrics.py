@@ -94,6 +94,7 @@ def test_the_root_status_gauge_and_last_success_follow_real_syncs(
     synced = metric(text, success, root="bob")
     assert synced is not None and synced > first
 
+    origin = git(team.bob.path, "remote", "get-url", "origin")
     git(team.bob.path, "remote", "set-url", "origin", "http://127.0.0.1:9/nowhere.git")
     done = memsync("--config", str(config), "sync-now", "--json")
     assert '"status":"offline"' in done.stdout.replace(" ", ""), done.stdout + done.stderr
@@ -101,6 +102,19 @@ def test_the_root_status_gauge_and_last_success_follow_real_syncs(
     assert statuses(text, "root", "bob")["offline"] == 1
     assert sum(statuses(text, "root", "bob").values()) == 1
     assert metric(text, success, root="bob") == synced  # a failure is no success
+
+    git(team.bob.path, "remote", "set-url", "origin", origin)
+    done = memsync("--config", str(config), "sync-now", "--dry-run", "--json")
+    assert '"status":"current"' in done.stdout.replace(" ", ""), done.stdout + done.stderr
+    text = page(port)
+    assert statuses(text, "root", "bob")["offline"] == 1  # a dry run changes no status
+    assert metric(text, success, root="bob") == synced
+    done = memsync("--config", str(config), "sync-now", "--json")
+    text = page(port)
+    assert statuses(text, "root", "bob")["current"] == 1
+    assert sum(statuses(text, "root", "bob").values()) == 1
+    back = metric(text, success, root="bob")
+    assert back is not None and back > synced
     promtool_check(text)
 
 
