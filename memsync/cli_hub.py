@@ -167,8 +167,8 @@ def hub_token() -> None:
     multiple=True,
     required=True,
     metavar="SCOPE",
-    help="read:<view>, publish:<view>, root:<root>, notify:<root>, <kind>:* or admin "
-    "(repeatable; see above).",
+    help="read:<view>, publish:<view>, root:<root>, notify:<root>, <kind>:*, metrics "
+    "(GET /metrics only) or admin (repeatable; see above).",
 )
 @click.option("--label", help="A note to recognise the token by.")
 @click.option("--expires", metavar="DURATION", help="Lifetime such as 90d (default: none).")

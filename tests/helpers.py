@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from memsync.config.model import RootSettings
 
@@ -160,3 +164,34 @@ def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
         if agent:  # the agent was left blocked: end it by its own pid
             os.kill(agent, signal.SIGKILL)
     return agent
+
+
+def promtool_check(text: str) -> None:
+    """`promtool check metrics` (format and lint) on a `/metrics` page; the test skips only
+    when promtool is absent (Debian: `apt-get install prometheus`)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    done = subprocess.run(
+        [promtool, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def metric_samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of a Prometheus text page, keyed by (name, labels)."""
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """One sample's value (None when the page has no such series)."""
+    return metric_samples(text).get((name, frozenset(labels.items())))

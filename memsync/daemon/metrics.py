@@ -1,21 +1,47 @@
 """Prometheus metrics (CONTRACT §6) and the health endpoints on `http.listen`.
 
 One registry per daemon (not the global one), so tests can run several daemons in one
-process. `/healthz` answers 200 while the loop runs; `/readyz` 200 only when every root and
-view finished its first cycle, every root's last cycle was ok and no view is past
+process. Besides the CONTRACT §6 series, what a dashboard needs: the last success of each
+root and view (a Unix time, absent until the first success since the daemon started), the
+current status as a labelled gauge (1 for the status the last cycle ended in, 0 for every
+other status word, so that a panel or an alert selects `{status="rejected"} == 1`), and
+`memsync_build_info{version,python,git}` (always 1).
+
+`/healthz` answers 200 while the loop runs; `/readyz` 200 only when every root and view
+finished its first cycle, every root's last cycle was ok and no view is past
 `max_stale`, else 503 with the reasons (`root NAME: first cycle not finished`, `root NAME:
 offline`, `view NAME: past max_stale (...)`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import platform
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
-from memsync.roots.result import SyncResult
+from memsync import __version__
+from memsync.errors import MemsyncError
+from memsync.roots.result import SyncResult, SyncStatus
+from memsync.transports.git import Git
+
+if TYPE_CHECKING:
+    from memsync.views.pull import ViewResult
+
+# Every status word a root or a view can be in (CONTRACT §2 and §8); a word not listed
+# here (a newer status) still gets its series when a cycle ends in it.
+_WORDS = tuple(status.value for status in SyncStatus)
+ROOT_STATUSES = (
+    *_WORDS,
+    *(word for word in ("auth-failed", "host-key-changed", "paused") if word not in _WORDS),
+)
+VIEW_STATUSES = ("pulled", "current", "stale", "unavailable", "paused")
 
 
 class Metrics:
@@ -69,14 +95,74 @@ class Metrics:
             registry=r,
         )
 
+        self.root_last_success = Gauge(
+            "memsync_root_last_success_timestamp_seconds",
+            "When the root's last cycle that ended current, synced or pushed finished",
+            ["root"],
+            registry=r,
+        )
+        self.view_last_success = Gauge(
+            "memsync_view_last_success_timestamp_seconds",
+            "When the view's last pull that ended pulled or current finished",
+            ["view"],
+            registry=r,
+        )
+        self.root_status = Gauge(
+            "memsync_root_status",
+            "1 for the status the root's last cycle ended in, 0 for the others",
+            ["root", "status"],
+            registry=r,
+        )
+        self.view_status = Gauge(
+            "memsync_view_status",
+            "1 for the status the view's last pull ended in, 0 for the others",
+            ["view", "status"],
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "memsync_build_info",
+            "The running memsync: its version, Python's and git's (always 1)",
+            ["version", "python", "git"],
+            registry=r,
+        )
+        self.build_info.labels(__version__, platform.python_version(), git_version()).set(1)
+
     def observe_sync(self, result: SyncResult) -> None:
         self.sync_total.labels(result.root, str(result.status)).inc()
         self.sync_duration.labels(result.root).observe(result.duration_ms / 1000)
         for problem in result.problems:
             self.problems_total.labels(problem.code).inc()
+        if result.dry_run:  # what a cycle would do is not the root's status
+            return
+        _one_of(self.root_status, result.root, str(result.status), ROOT_STATUSES)
+        if result.ok:
+            self.root_last_success.labels(result.root).set(time.time())
+
+    def observe_view(self, result: ViewResult) -> None:
+        _one_of(self.view_status, result.view, result.status, VIEW_STATUSES)
+        if result.ok:
+            self.view_last_success.labels(result.view).set(time.time())
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _one_of(gauge: Gauge, name: str, current: str, words: Iterable[str]) -> None:
+    """Set `gauge{name, status}` to 1 for `current` and 0 for every other word."""
+    for word in (*words, current):
+        gauge.labels(name, word).set(1 if word == current else 0)
+
+
+def git_version() -> str:
+    """The git memsync runs (`2.39.5` of `git version 2.39.5`), or `unknown`."""
+    try:
+        done = Git(Path("/"), timeout=10).run("--version", check=False)
+    except MemsyncError:
+        return "unknown"
+    found = re.match(
+        r"git version ([0-9][0-9A-Za-z.+-]{0,40})", done.stdout.decode("ascii", "replace")
+    )
+    return found.group(1) if found and done.returncode == 0 else "unknown"
 
 
 def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) -> web.Application:

@@ -207,6 +207,7 @@ class ViewWorker:
         state_dir = self.daemon.settings.state_dir
         (result,) = await pull_views([self.settings], state_dir)
         metrics = self.daemon.metrics
+        metrics.observe_view(result)
         if result.revision is not None:
             metrics.view_revision.labels(self.settings.name).set(result.revision)
         fetched = timefmt.parse(

@@ -18,10 +18,11 @@ import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from aiohttp import hdrs, web
-from aiohttp.abc import AbstractAccessLogger
+from aiohttp.abc import AbstractAccessLogger, AbstractStreamWriter
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
@@ -30,6 +31,7 @@ from memsync.hub.errors import ApiError
 from memsync.hub.events import Subscriber
 from memsync.hub.fastlane import LANES, FastSite, close_lanes, matches
 from memsync.hub.guard import Gate, HeadGuard, Limits
+from memsync.hub.metrics import UNMATCHED, HubMetrics
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import (
     Revision,
@@ -117,10 +119,27 @@ def _loggable(request: web.BaseRequest) -> str:
     return f"{redact(request.path)}?{'&'.join(shown)}"
 
 
+def _route(request: web.BaseRequest) -> str:
+    """The template of the route that answered (`/v1/views/{id}/manifest`), never the raw
+    path; `unmatched` for a path no route knows or a request aiohttp refused unrouted."""
+    try:
+        info = request.match_info  # type: ignore[attr-defined]
+    except (AttributeError, AssertionError):  # a BaseRequest, or one refused before routing
+        return UNMATCHED
+    resource = info.route.resource if info is not None else None
+    return resource.canonical if resource is not None else UNMATCHED
+
+
 class HubAccessLogger(AbstractAccessLogger):
-    """One line per request; never the Authorization header, never a token in the URL."""
+    """One line per request; never the Authorization header, never a token in the URL.
+    Every request is counted in `metrics` (set by `hub_runner`), logged or not."""
+
+    metrics: HubMetrics | None = None
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        if self.metrics is not None:
+            sent = response.body_length + getattr(response, "sendfile_bytes", 0)
+            self.metrics.request(_route(request), response.status, sent)
         self.logger.info(
             '%s "%s %s" %d %d %.1fms',
             request.remote,
@@ -143,6 +162,7 @@ def _authorize(request: web.Request) -> TokenInfo:
     found = hub.authenticate(request.headers.get(hdrs.AUTHORIZATION), request.query_string, keys)
     if isinstance(found, TokenInfo):
         return found
+    hub.metrics.token_failure(found)
     code = f"token-{found}" if found == "in-url" else f"{found}-token"
     hub.note_refusal(request.remote or "-", code, redact(request.path))
     challenge = 'Bearer realm="memsync-hub"'
@@ -176,13 +196,28 @@ def _manifest_response(request: web.Request, rev: Revision, cache: str) -> web.R
 
 
 class _StoredFile(web.FileResponse):
-    """A FileResponse (sendfile) whose ETag is the content hash, not aiohttp's mtime-size."""
+    """A FileResponse (sendfile) whose ETag is the content hash, not aiohttp's mtime-size,
+    and which knows the bytes it handed to sendfile (`body_length` counts only what went
+    through aiohttp's writer: the head, or everything when aiohttp fell back to writes)."""
 
     def __init__(self, path: Path, etag: str, cache: str) -> None:
         super().__init__(
             path, headers={hdrs.CONTENT_TYPE: "application/zip", hdrs.CACHE_CONTROL: cache}
         )
         self._content_etag = etag
+        self.sendfile_bytes = 0
+
+    async def _sendfile(
+        self, request: web.BaseRequest, fobj: IO[Any], offset: int, count: int
+    ) -> AbstractStreamWriter:
+        self.sendfile_bytes = count
+        return await super()._sendfile(request, fobj, offset, count)
+
+    async def _sendfile_fallback(
+        self, writer: AbstractStreamWriter, fobj: IO[Any], offset: int, count: int
+    ) -> AbstractStreamWriter:
+        self.sendfile_bytes = 0  # written through the writer: in `body_length` already
+        return await super()._sendfile_fallback(writer, fobj, offset, count)
 
     @property
     def etag(self) -> Any:
@@ -201,6 +236,17 @@ def _package_response(request: web.Request, rev: Revision, cache: str) -> web.St
 
 async def health(request: web.Request) -> web.Response:
     return _json(wire.Health(status="ok"))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """The hub's totals in the Prometheus text format, for a token with scope `metrics` or
+    `admin` (the page names every view)."""
+    hub = request.app[HUB]
+    if not _authorize(request).may_scrape():
+        raise ApiError(403, "forbidden", "the hub's metrics need a token with scope metrics")
+    views = [(rev.view_id, rev.revision) for rev in hub.fresh().all_current()]
+    body = await asyncio.to_thread(hub.metrics.exposition, views)
+    return web.Response(body=body, headers={hdrs.CONTENT_TYPE: CONTENT_TYPE_LATEST})
 
 
 async def list_views(request: web.Request) -> web.Response:
@@ -278,6 +324,7 @@ async def _stream(
     hub.events.subscribers.add(subscriber)
     if isinstance(request.protocol, HeadGuard):  # a client that leaves ends its stream now
         request.protocol.on_lost.append(subscriber.close)
+    hub.metrics.streams.inc()
     try:
         await response.prepare(request)
         await response.write(b"retry: 5000\n\n")
@@ -298,6 +345,7 @@ async def _stream(
         pass
     finally:
         hub.events.subscribers.discard(subscriber)
+        hub.metrics.streams.dec()
     return response
 
 
@@ -337,6 +385,7 @@ async def publish(request: web.Request) -> web.Response:
         raise _not_found()
     if not token.may_publish(view_id):
         _readable(request, token, view_id)  # 404 unless the token can see the view
+        hub.metrics.upload(403)
         raise ApiError(403, "forbidden", f"this token may not publish view {view_id}")
     fd, path = hub.revisions.new_upload()
     try:
@@ -344,10 +393,12 @@ async def publish(request: web.Request) -> web.Response:
             manifest, length, sha256 = await receive_upload(request, hub.max_upload, out)
         response = await _publish(hub, view_id, manifest, path, length, sha256)
     except ApiError as exc:
+        hub.metrics.upload(exc.status)
         hub.audit(token, request.remote, "view.publish", view_id, f"{exc.status} {exc.code}")
         raise
     finally:
         path.unlink(missing_ok=True)
+    hub.metrics.upload(response.status)
     hub.audit(token, request.remote, "view.publish", view_id, str(response.status))
     return response
 
@@ -406,13 +457,14 @@ def make_app(
     """
     app = web.Application(middlewares=[_errors], client_max_size=max_upload)
     app[HUB] = HubState(data_dir, package_check, max_upload, heartbeat, peers, limits)
-    app[GATE] = Gate(app[HUB].limits.connections())
+    app[GATE] = Gate(app[HUB].limits.connections(), app[HUB].metrics.connection_closed)
     app[LANES] = set()
     app.cleanup_ctx.append(_lifetime)
     app.on_shutdown.append(_close_streams)
     app.on_shutdown.append(close_lanes)
     add = app.router
     add.add_get("/v1/health", health)
+    add.add_get("/metrics", metrics)
     add.add_get("/v1/views", list_views)
     add.add_get("/v1/views/{id}/manifest", current_manifest)
     add.add_get("/v1/views/{id}/package", current_package)
@@ -481,10 +533,15 @@ def hub_runner(app: web.Application) -> web.AppRunner:
     otherwise read and discard the rest of the body for up to 10 s, however large it is.
     A connection waiting for its next request is closed after `hub.idle_timeout`.
     """
+
+    class CountingAccessLogger(HubAccessLogger):
+        pass
+
+    CountingAccessLogger.metrics = app[HUB].metrics
     return web.AppRunner(
         app,
         keepalive_timeout=app[HUB].limits.idle_timeout,
-        access_log_class=HubAccessLogger,
+        access_log_class=CountingAccessLogger,
         access_log=access_log,
         shutdown_timeout=5.0,
         lingering_time=0,

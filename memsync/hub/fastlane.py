@@ -193,10 +193,12 @@ class FastLane(asyncio.Protocol):
                 redact(f"/v1/views/{view_id}/{what}"),
                 (time.perf_counter() - started) * 1000,
             )
-        return (
+        answer = (
             b"HTTP/1.1 304 Not Modified\r\nETag: %s\r\nCache-Control: no-cache\r\n"
             b"Date: %s\r\nServer: %s\r\n\r\n" % (etag.encode(), _CLOCK.now(), _SERVER)
         )
+        hub.metrics.request(f"/v1/views/{{id}}/{what}", 304, len(answer))  # as aiohttp's
+        return answer
 
     def _hand_over(self, unread: bytes) -> None:
         """aiohttp takes the connection, starting with the bytes not answered here."""
@@ -267,8 +269,10 @@ class FastLane(asyncio.Protocol):
                     "(hub.header_timeout)",
                     self._limits.header_timeout,
                 )
+                self._gate.closed("header-timeout")
                 abort(self._transport)
             else:
+                self._gate.closed("idle-timeout")
                 self.close()
 
     def _evict(self) -> None:

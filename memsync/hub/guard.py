@@ -68,9 +68,12 @@ class Gate:
     """The connections one worker holds, against its cap, and which of them wait for a
     request (a head not yet whole, or nothing since the last answer), longest first."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, closed: Callable[[str], None] | None = None) -> None:
+        """`closed` is told the reason each time a limit closes a connection (the hub's
+        `connections_closed` metric): `connection-cap`, `header-timeout`, `idle-timeout`."""
         self.cap = cap
         self.held = 0
+        self.closed: Callable[[str], None] = closed or (lambda _reason: None)
         self._waiting: dict[object, Callable[[], None]] = {}  # connection -> its closing
 
     def admit(self) -> bool:
@@ -83,6 +86,7 @@ class Gate:
                     "busy: closing new ones at once",
                     self.cap,
                 )
+                self.closed("connection-cap")
                 return False
             log.warning(
                 "holding %d connections, the most allowed (hub.max_connections): closing "
@@ -91,6 +95,7 @@ class Gate:
             )
             oldest = next(iter(self._waiting))
             self._waiting.pop(oldest)()
+            self.closed("connection-cap")
         self.held += 1
         return True
 
@@ -179,6 +184,8 @@ class HeadGuard(RequestHandler):
                 "(hub.header_timeout)",
                 self._header_timeout,
             )
+            if self._gate is not None:
+                self._gate.closed("header-timeout")
             abort(self.transport)
             self.force_close()
 
@@ -202,6 +209,8 @@ class HeadGuard(RequestHandler):
                 "(hub.idle_timeout)",
                 self._keepalive_timeout,
             )
+            if self._gate is not None:
+                self._gate.closed("idle-timeout")
             self._evict()
 
     def connection_lost(self, exc: BaseException | None) -> None:

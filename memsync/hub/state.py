@@ -22,6 +22,7 @@ from pathlib import Path
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.hub.events import EventBus
 from memsync.hub.guard import Limits
+from memsync.hub.metrics import HubMetrics
 from memsync.hub.peers import Peers
 from memsync.hub.revisions import Revision, RevisionStore
 from memsync.hub.streams import StreamTable
@@ -69,6 +70,7 @@ class HubState:
         self.locks_dir = private_dir(data_dir / LOCKS)
         self.events = EventBus()
         self.peers = peers
+        self.metrics = HubMetrics()  # a worker's count in shared files (`metrics.py`)
         self.package_check = package_check or default_package_check
         self.max_upload = max_upload
         self.heartbeat = heartbeat

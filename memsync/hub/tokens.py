@@ -5,7 +5,8 @@ random bytes in base64url without padding. Only the hex SHA-256 of the secret is
 A token is looked up by its id and the full hash is compared in constant time; there is no
 prefix matching and no scan.
 
-A scope is `<kind>:<name>`, `<kind>:*` (every name) or `admin` (everything). Views and roots
+A scope is `<kind>:<name>`, `<kind>:*` (every name), `metrics` (`GET /metrics`: the hub's
+counters and every view's name and revision) or `admin` (everything). Views and roots
 are separate namespaces: `read:team` says nothing about root `team`, nor `read:*` about roots.
 - `read:<view>`: the view's manifest, package, revisions and `revision` events;
 - `publish:<view>`: publish revisions of the view, and read it (a publisher must see the
@@ -103,6 +104,10 @@ class TokenInfo:
     def is_admin(self) -> bool:
         return "admin" in self.scopes
 
+    def may_scrape(self) -> bool:
+        """Read the hub's metrics (`GET /metrics`), which name every view."""
+        return "admin" in self.scopes or "metrics" in self.scopes
+
     def may_read(self, view: str) -> bool:
         """Read view `view` and receive its `revision` events."""
         return self._grants(view, "read", "publish")
@@ -168,7 +173,7 @@ class AuditEvent:
 
 def check_scope(scope: str) -> str:
     """`scope` if it follows the grammar; `TokenError` otherwise."""
-    if scope == "admin":
+    if scope in ("admin", "metrics"):
         return scope
     kind, sep, name = scope.partition(":")
     if sep and kind in SCOPE_KINDS and (name == "*" or is_name(name)):
@@ -176,7 +181,8 @@ def check_scope(scope: str) -> str:
     raise TokenError(
         f"invalid scope {scope[:80]!r}",
         hint="use read:<view>, publish:<view>, root:<root>, notify:<root> (or * for every "
-        f"name) or admin (names: letters, digits, '_', '.', '-'; at most {NAME_MAX} characters)",
+        "name), metrics or admin (names: letters, digits, '_', '.', '-'; at most "
+        f"{NAME_MAX} characters)",
     )
 
 

@@ -7,7 +7,9 @@ The process `hub serve` started is the supervisor. It
    other program holds the port: the kernel spreads new connections over the workers;
 3. makes the shared counters and the inboxes (`peers.Board`) and forks the workers, which
    share nothing else but the data dir (the truth: revisions are files, tokens are rows
-   in `hub.db`, so a revoked token is refused by every worker on its next request);
+   in `hub.db`, so a revoked token is refused by every worker on its next request) and
+   their metrics' counter files (`metrics.py`: any worker answers `/metrics` with the
+   hub's totals);
 4. logs the URL once every worker listens;
 5. waits. On SIGTERM or SIGINT it closes the lifeline pipe; every worker then stops
    gracefully (streams closed, background writes drained) and exits 0, and so does the
@@ -38,6 +40,7 @@ from types import FrameType
 from memsync.errors import MemsyncError, UsageError
 from memsync.hub.app import hub_runner, hub_site, lock_data_dir, make_app
 from memsync.hub.guard import Limits
+from memsync.hub.metrics import prepare_shared, share_counts
 from memsync.hub.peers import Board, Peers
 from memsync.hub.revisions import RevisionStore
 from memsync.hub.tokens import open_store
@@ -117,6 +120,7 @@ def _prepare(data_dir: Path) -> None:
     finally:
         store.close()
     RevisionStore(data_dir).clean()
+    prepare_shared(data_dir)  # the workers' metrics start at zero
 
 
 def serve_workers(
@@ -223,6 +227,7 @@ class Supervisor:
                 if other != index:
                     for sock in group:
                         sock.close()
+            share_counts(self.data_dir)
             peers = board.member(index)
             code = _run_worker(self.data_dir, self.sockets[index], peers, self.limits, *own)
         except BaseException:  # a worker logs and exits: nothing may escape

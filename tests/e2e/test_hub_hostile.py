@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import pytest
 from memsync.hub.tokens import hub_init, open_store
 from tests.e2e.hubs import HubProcess, hub_process
 from tests.e2e.test_hub_workers import WORKERS, children, held, publish, tcp_inodes
-from tests.helpers import wait_for
+from tests.helpers import metric, wait_for
 from tests.integration.test_hub import bearer, build
 
 # A request head cut short three ways: nothing at all, the start of a request the fast lane
@@ -85,6 +86,19 @@ def health_seconds(hub: HubProcess) -> float:
     return time.monotonic() - started
 
 
+def closed(hub: HubProcess, data: Path, reason: str) -> float | None:
+    """The hub's `memsync_hub_connections_closed_total{reason}`, scraped with a metrics token."""
+    store = open_store(data)
+    try:
+        _id, token = store.create(["metrics"], label="scrape")
+    finally:
+        store.close()
+    request = urllib.request.Request(f"{hub.url}/metrics", headers=bearer(token))
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        page = answer.read().decode()
+    return metric(page, "memsync_hub_connections_closed_total", reason=reason)
+
+
 def warnings(hub: HubProcess, words: str) -> list[str]:
     return [line for line in hub.log() if words in line]
 
@@ -105,6 +119,7 @@ def test_half_sent_heads_are_closed_after_the_header_timeout(data: Path) -> None
         lines = warnings(hub, "request head did not arrive within 3 s")
         assert 1 <= len(lines) <= 2, lines  # 300 closes, at most a line per interval
         assert len(hub.log()) < 20, hub.log()
+        assert (closed(hub, data, "header-timeout") or 0) >= 300  # each close is counted
 
 
 @pytest.mark.parametrize(
@@ -139,6 +154,7 @@ def test_at_the_cap_a_new_connection_closes_the_one_waiting_longest(
         assert len(warnings(hub, "waited longest for a request")) == 1, hub.log()
         assert not warnings(hub, "Too many open files"), hub.log()
         assert len(hub.log()) < 20, hub.log()
+        assert (closed(hub, data, "connection-cap") or 0) >= 98  # each eviction is counted
 
 
 def test_at_the_cap_with_every_connection_busy_a_new_one_is_closed_at_once(

@@ -115,11 +115,13 @@ def test_scope_grammar(store: TokenStore) -> None:
         "root:*",
         "notify:team",
         "notify:*",
+        "metrics",
     ):
         assert check_scope(good) == good
     bad = ["", "read", "read:", "write:auth", "read:../x", "read:.hidden", "read:a b", "ADMIN",
            "read:" + "x" * (NAME_MAX + 1), "publish:a/b", "read:*x", "root", "root:", "roots:team",
-           "notify:a/b", "root:*x", "admin:team"]  # fmt: skip
+           "notify:a/b", "root:*x", "admin:team", "metrics:*", "metrics:team", "METRICS",
+           "metrics:"]  # fmt: skip
     for scope in bad:
         with pytest.raises(TokenError):
             check_scope(scope)
