@@ -18,7 +18,14 @@ from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
-from memsync.views.build import build_package, signed_manifest, write_static
+from memsync.views.build import (
+    build_package,
+    current_static,
+    next_revision,
+    signed_manifest,
+    static_dir,
+    write_static,
+)
 from memsync.views.consumer import check_package
 from memsync.views.dirsource import DirSource
 from memsync.views.httpsource import HttpSource
@@ -274,7 +281,13 @@ async def _verify(
     type=click.Path(path_type=Path),
     help="Private key to sign with (repeat for several; none: unsigned).",
 )
-@click.option("--revision", default=1, show_default=True, help="Revision number to sign.")
+@click.option(
+    "--revision",
+    type=int,
+    default=None,
+    help="Sign exactly this revision (it must be above the one OUT holds). "
+    "Default: OUT's current revision plus one, or 1.",
+)
 @click.option(
     "--expires",
     default="30d",
@@ -288,26 +301,35 @@ def views_build(
     view_id: str,
     out: Path,
     key_files: tuple[Path, ...],
-    revision: int,
+    revision: int | None,
     expires: str,
     as_json: bool,
 ) -> int:
     """Render shared_views/VIEW_ID/recipe.toml of a root into a signed static package.
 
-    Any static HTTP server (or a CDN) can then serve OUT; consumers point
-    `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
+    The revision is the one OUT already holds plus one (1 for a new OUT); unchanged
+    content builds nothing. Any static HTTP server (or a CDN) can then serve OUT;
+    consumers point `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
     """
-    if revision < 1:
+    if revision is not None and revision < 1:
         raise UsageError("--revision must be 1 or more")
-    built = build_package(root_path, view_id)
+    lifetime = parse_duration(expires)
     keys_ = [load_private_key(k) for k in key_files]
-    manifest = signed_manifest(
-        built, revision=revision, keys=keys_, now=timefmt.now(), expires=parse_duration(expires)
-    )
-    target = write_static(out, built, manifest)
+    current = current_static(out, view_id)  # refuses an OUT holding what is not ours
+    built = build_package(root_path, view_id)
+    now = timefmt.now()
+    decided = next_revision(built.sha256, current, now=now, expires=lifetime, requested=revision)
+    if decided.unchanged:
+        target = static_dir(out, view_id)
+    else:
+        manifest = signed_manifest(
+            built, revision=decided.revision, keys=keys_, now=now, expires=lifetime
+        )
+        target = write_static(out, built, manifest)
     report = ViewBuildReport(
         view_id=view_id,
-        revision=revision,
+        status="unchanged" if decided.unchanged else "built",
+        revision=decided.revision,
         out=str(target),
         package_sha256=built.sha256,
         package_length=len(built.archive),
@@ -316,11 +338,18 @@ def views_build(
     )
     if as_json:
         emit(report)
+    elif decided.unchanged:
+        click.echo(
+            f"{target}: view {view_id} content unchanged; revision {decided.revision} stays "
+            "current (nothing built)"
+        )
     else:
         signed = "signed" if keys_ else "UNSIGNED"
+        renewed = " (same content, expiry renewed)" if decided.renews else ""
         click.echo(
-            f"{target}: view {view_id} revision {revision}, {len(built.files)} files, "
-            f"{built.items} items, sha256 {built.sha256[:16]}…, {signed}"
+            f"{target}: view {view_id} revision {decided.revision}{renewed}, "
+            f"{len(built.files)} files, {built.items} items, sha256 {built.sha256[:16]}…, "
+            f"{signed}"
         )
     return EXIT_OK
 

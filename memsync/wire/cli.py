@@ -200,6 +200,7 @@ class KeyReport(_Wire):
 
 class ViewBuildReport(_Wire):
     view_id: str
+    status: str  # "built" | "unchanged" (nothing written: OUT holds this content already)
     revision: int
     out: str
     package_sha256: str

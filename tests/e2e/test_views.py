@@ -22,7 +22,7 @@ from memsync.wire import (
 )
 from memsync.wire.hub import TokenCreated
 from tests.conftest import copy_built
-from tests.e2e.hubs import running_hub
+from tests.e2e.hubs import running_hub, static_site
 from tests.helpers import GIT_ENV, commit, git
 
 MEMORY = """\
@@ -298,3 +298,70 @@ def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> 
     # unchanged files were linked from the old import: no second name survives the crash
     files = [p for p in imported(scene.bob).parents[1].rglob("*") if not p.is_dir()]
     assert files and all(p.lstat().st_nlink == 1 and p.is_file() for p in files), files
+
+
+def build(root: Path, out: Path, key: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return memsync(
+        "views", "build", str(root), "auth", "--out", str(out), "--key", str(key), "--json", *extra
+    )
+
+
+def test_build_takes_the_next_revision_from_out(
+    copied: Built, provider: Path, tmp_path: Path
+) -> None:
+    """A content change signs the revision after OUT's (a consumer that trusted the first
+    takes it: no `rollback`, no `equivocation`); unchanged content builds nothing; an
+    explicit --revision must be above OUT's."""
+    out, key, bob = tmp_path / "out", copied.path / "view.key", copied.path / "bob"
+    first = ViewBuildReport.model_validate_json(build(provider, out, key).stdout)
+    assert (first.status, first.revision) == ("built", 1)
+    manifest = out / "v1" / "views" / "auth" / "manifest"
+    written = manifest.read_bytes()
+    with static_site(out) as url:
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+            f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+            f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+            f"    source: {{kind: http, url: {url}/v1/views/auth}}\n"
+            f'    trust: {{keys: ["{copied.public}"]}}\n'
+        )
+
+        def pull() -> tuple[str, int | None, list[str]]:
+            done = memsync("--config", str(config), "views", "pull", "--json")
+            [result] = ViewsPullReport.model_validate_json(done.stdout).results
+            return result.status, result.revision, [p.code for p in result.problems]
+
+        assert pull() == ("pulled", 1, [])
+        again = build(provider, out, key)
+        assert again.returncode == 0, again.stderr
+        unchanged = ViewBuildReport.model_validate_json(again.stdout)
+        assert (unchanged.status, unchanged.revision) == ("unchanged", 1)
+        assert manifest.read_bytes() == written  # nothing built, nothing rewritten
+        text = memsync("views", "build", str(provider), "auth", "--out", str(out))
+        assert "unchanged" in text.stdout and "revision 1" in text.stdout, text
+
+        commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+        second = ViewBuildReport.model_validate_json(build(provider, out, key).stdout)
+        assert (second.status, second.revision) == ("built", 2)
+        assert pull() == ("pulled", 2, [])
+        assert "5-minute" in imported(bob).read_text()
+
+        lower = build(provider, out, key, "--revision", "2")
+        assert lower.returncode == 2, lower.stdout
+        assert "existing revision 2" in lower.stdout + lower.stderr
+        forced = ViewBuildReport.model_validate_json(
+            build(provider, out, key, "--revision", "7").stdout
+        )
+        assert (forced.status, forced.revision) == ("built", 7)
+        assert pull() == ("pulled", 7, [])
+
+
+def test_build_refuses_an_out_holding_something_else(provider: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "v1" / "views" / "auth"
+    target.mkdir(parents=True)
+    (target / "manifest").write_text("<html>not ours</html>\n")
+    done = memsync("views", "build", str(provider), "auth", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "is not a memsync view manifest" in done.stderr
+    assert (target / "manifest").read_text() == "<html>not ours</html>\n"  # untouched
