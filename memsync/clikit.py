@@ -27,6 +27,7 @@ from memsync.errors import (
     GitTimeout,
     LockBusy,
     MemsyncError,
+    ProblemError,
     RootError,
     SecretError,
     StateDirError,
@@ -215,6 +216,7 @@ _ERROR_CODES: tuple[tuple[type[BaseException], str], ...] = (
     (LockBusy, "busy"),
     (GitTimeout, "git-timeout"),
     (GitError, "git-failed"),
+    (ProblemError, "refused"),
     (MemsyncError, "failed"),
 )
 INTERNAL_HINT = "rerun with --debug for a traceback, and please report it"
@@ -243,6 +245,12 @@ def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
             ErrorProblem(location=p.location, line=p.line, message=p.message) for p in exc.problems
         ]
         detail = detail.model_copy(update={"source": exc.source, "problems": problems})
+    if isinstance(exc, ProblemError):  # a verdict: every problem behind it, never none
+        problems = [
+            ErrorProblem(location=p.path or "", line=p.line, message=redact(p.message), code=p.code)
+            for p in exc.problems
+        ]
+        detail = detail.model_copy(update={"problems": problems})
     if isinstance(exc, StateDirError):
         detail = detail.model_copy(update={"path": exc.path})
     return ErrorReport(error=detail)

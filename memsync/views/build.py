@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from memsync.errors import MemsyncError, UsageError
+from memsync.errors import ProblemError, UsageError
 from memsync.transports.git import Git
 from memsync.validators.problems import Problem
-from memsync.views.archive import write_zip
+from memsync.views.archive import ArchiveError, ArchiveLimits, too_large, write_zip
 from memsync.views.manifest import ManifestError, build_signed, parse_manifest, sign_manifest
 from memsync.views.package import DIST_MANIFEST, PACKAGE_META, RECIPE, VIEW_DOC, validate_package
 from memsync.views.recipe import Recipe, RecipeError, parse_recipe
@@ -36,17 +37,16 @@ from memsync.views.render import render_dist
 DEFAULT_EXPIRES = timedelta(days=30)
 
 
-class BuildError(MemsyncError):
+class BuildError(ProblemError):
     """The rendered package would not pass a consumer's checks; nothing was written."""
 
-    exit_code = 1
-
-    def __init__(self, message: str, problems: tuple[Problem, ...]) -> None:
+    def __init__(self, message: str, problems: Sequence[Problem], *, hint: str = "") -> None:
         codes = ", ".join(sorted({p.code for p in problems}))
         super().__init__(
-            f"{message} ({codes})", hint="fix the recipe or the memory it selects, then build again"
+            f"{message} ({codes})",
+            problems,
+            hint=hint or "fix the recipe or the memory it selects, then build again",
         )
-        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,12 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def build_package(root: Path, view_id: str, *, rev: str = "HEAD") -> Built:
+def build_package(
+    root: Path, view_id: str, *, rev: str = "HEAD", limits: ArchiveLimits | None = None
+) -> Built:
+    """The package of view `view_id` rendered from commit `rev` of `root`, checked as a
+    consumer with `limits` (default: the consumers' defaults) would check it."""
+    limits = limits or ArchiveLimits()
     git = Git(root)
     commit = git.rev_parse(rev)
     if commit is None:
@@ -200,10 +205,25 @@ def build_package(root: Path, view_id: str, *, rev: str = "HEAD") -> Built:
         DIST_MANIFEST: dist_manifest.encode("utf-8"),
         **dist,
     }
+    oversized = [
+        too_large(path, len(data), limits.max_file)
+        for path, data in sorted(files.items())
+        if len(data) > limits.max_file
+    ]
+    if oversized:  # before validating megabytes nobody would accept
+        raise BuildError(
+            f"view {view_id} renders files over the {limits.max_file}-byte per-file cap",
+            oversized,
+            hint="share less (a smaller recipe), or raise the cap with --max-file-size "
+            "here and views.<name>.max_file_size on every consumer",
+        )
     report = validate_package(files, view_id=view_id, heading=view_id)
     if not report.ok:
         raise BuildError(f"view {view_id} does not render to a valid package", report.problems)
-    archive = write_zip(files)
+    try:
+        archive = write_zip(files, limits)
+    except ArchiveError as exc:
+        raise BuildError(f"view {view_id} does not pack as a valid package", exc.problems) from exc
     return Built(view_id, recipe, files, archive, hashlib.sha256(archive).hexdigest(), report.items)
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from memsync import timefmt
 from memsync.config.secrets import SecretRef
-from memsync.errors import MemsyncError, UsageError
+from memsync.errors import ProblemError, UsageError
 from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.validators.problems import Problem
 from memsync.views.build import (
@@ -43,14 +43,10 @@ class Published:
     message: str
 
 
-class PublishRefused(MemsyncError):
+class PublishRefused(ProblemError):
     """The hub refused the upload; `problems` carries its reasons when it gave them."""
 
-    exit_code = 1
-
-    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
+    needs_problems = False  # a 413 or an unreadable manifest has none
 
 
 def secret_ref(text: str) -> SecretRef:
@@ -96,7 +92,10 @@ async def publish_view(
             if exc.kind is not ErrorKind.NOT_FOUND:
                 raise
         except ManifestError as exc:
-            raise PublishRefused(f"the hub's current manifest is unreadable: {exc}") from exc
+            raise PublishRefused(
+                f"the hub's current manifest is unreadable: {exc}",
+                [Problem(exc.code, None, None, exc.message)],
+            ) from exc
         now = timefmt.now()
         decided = next_revision(built.sha256, current, now=now, expires=expires)
         revision = decided.revision

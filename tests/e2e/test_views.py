@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -365,3 +367,67 @@ def test_build_refuses_an_out_holding_something_else(provider: Path, tmp_path: P
     assert done.returncode == 2, done.stderr
     assert "is not a memsync view manifest" in done.stderr
     assert (target / "manifest").read_text() == "<html>not ours</html>\n"  # untouched
+
+
+def big_memory(size: int) -> str:
+    """MEMORY with an `auth` section of about `size` bytes that does not compress much
+    (a real 2 MiB file, not a zip bomb)."""
+    lines = [
+        f"Token note {hashlib.sha256(str(i).encode()).hexdigest()}.\n"
+        for i in range(size // 78 + 1)
+    ]
+    return MEMORY.replace("How our services authenticate.\n", "".join(lines))
+
+
+def test_a_file_over_the_per_file_cap_is_refused_with_its_problem_everywhere(
+    copied: Built, provider: Path, tmp_path: Path
+) -> None:
+    """A 2 MiB file: the builder refuses it by name (JSON and text) unless its cap is
+    raised; a consumer refuses it as `too-large` naming the file (JSON and text) until
+    `views.<name>.max_file_size` allows it, then imports it."""
+    commit(provider, {"MEMORY.md": big_memory(2 * 1024 * 1024)}, "a big auth section")
+    out, key, bob = tmp_path / "out", copied.path / "view.key", copied.path / "bob"
+    refused = build(provider, out, key)
+    assert refused.returncode == 1, refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "refused"
+    assert [(p["code"], p["location"]) for p in error["problems"]] == [
+        ("too-large", "dist/MEMORY.md")
+    ]
+    assert "too-large" in refused.stderr and "dist/MEMORY.md" in refused.stderr
+    assert not out.exists()
+
+    done = build(provider, out, key, "--max-file-size", "4MiB")
+    assert done.returncode == 0, done.stderr
+    verified = memsync(
+        "views", "verify", str(out / "v1" / "views" / "auth"), "--key", copied.public, "--json"
+    )
+    report = ViewVerifyReport.model_validate_json(verified.stdout)
+    assert not report.valid
+    assert [(p.code, p.path) for p in report.problems] == [("too-large", "dist/MEMORY.md")]
+
+    with static_site(out) as url:
+        config = tmp_path / "config.yaml"
+        view = (
+            f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+            f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+            f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+            f"    source: {{kind: http, url: {url}/v1/views/auth}}\n"
+            f'    trust: {{keys: ["{copied.public}"]}}\n'
+        )
+        config.write_text(view)
+        pulled = memsync("--config", str(config), "views", "pull", "--json")
+        assert pulled.returncode == 1, pulled.stderr
+        [result] = ViewsPullReport.model_validate_json(pulled.stdout).results
+        assert result.status == "unavailable", result
+        assert [(p.code, p.path) for p in result.problems] == [("too-large", "dist/MEMORY.md")]
+        text = memsync("--config", str(config), "views", "pull")
+        assert text.returncode == 1
+        assert "too-large" in text.stdout and "dist/MEMORY.md" in text.stdout, text.stdout
+
+        config.write_text(view + "    max_file_size: 4MiB\n")
+        pulled = memsync("--config", str(config), "views", "pull", "--json")
+        assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+        [result] = ViewsPullReport.model_validate_json(pulled.stdout).results
+        assert (result.status, result.revision, result.problems) == ("pulled", 1, [])
+        assert imported(bob).stat().st_size > 1024 * 1024  # over the default cap
