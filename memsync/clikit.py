@@ -216,7 +216,6 @@ _ERROR_CODES: tuple[tuple[type[BaseException], str], ...] = (
     (LockBusy, "busy"),
     (GitTimeout, "git-timeout"),
     (GitError, "git-failed"),
-    (ProblemError, "refused"),
     (MemsyncError, "failed"),
 )
 INTERNAL_HINT = "rerun with --debug for a traceback, and please report it"
@@ -232,6 +231,8 @@ def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
         )
         return ErrorReport(error=detail)
     code = next((c for kind, c in _ERROR_CODES if isinstance(exc, kind)), "internal")
+    if isinstance(exc, ProblemError):
+        code = exc.error_code
     if isinstance(exc, MemsyncError):
         message, hint = redact(exc.message), exc.hint
     elif isinstance(exc, click.ClickException):

@@ -46,6 +46,7 @@ class ProblemError(MemsyncError):
 
     exit_code = 1
     needs_problems: ClassVar[bool] = True
+    error_code: ClassVar[str] = "refused"  # the JSON error document's `code`
 
     def __init__(
         self, message: str, problems: Sequence[Problem] = (), *, hint: str | None = None
