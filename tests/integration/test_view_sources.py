@@ -420,6 +420,10 @@ async def test_hostile_answers_are_refused_and_leave_nothing(
         assert caught.value.kind in hostile.kinds, (name, caught.value.kind, caught.value)
         if caught.value.kind is ErrorKind.TOO_LARGE:  # a refusal, not an outage: says why
             assert [p.code for p in caught.value.problems] == ["too-large"], name
+        if harness.kind != "http" and caught.value.kind is ErrorKind.PROTOCOL:
+            # hostile content in a Git share or an export (not a network fault): refused
+            # with the problem that names it
+            assert caught.value.problems, (name, caught.value.message)
         assert list(landing.iterdir()) == [], name
 
 
