@@ -26,6 +26,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memsync.errors import ProblemError, UsageError
+from memsync.names import is_name
 from memsync.transports.git import Git
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError, ArchiveLimits, too_large, write_zip
@@ -116,7 +117,12 @@ def current_of(manifest: bytes, *, view_id: str, where: str) -> Current:
 
 
 def static_dir(out: Path, view_id: str) -> Path:
-    """Where `views build --out OUT` writes view `view_id`."""
+    """Where `views build --out OUT` writes view `view_id` (a name: one path component)."""
+    if not is_name(view_id):
+        raise UsageError(
+            f"{view_id!r} is not a view id",
+            hint="letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
     return out / "v1" / "views" / view_id
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.errors import UsageError
-from memsync.views.build import Current, next_revision
+from memsync.names import is_name
+from memsync.views.build import Current, next_revision, static_dir
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 LIFE = timedelta(days=30)
@@ -43,3 +45,14 @@ def test_an_explicit_revision_must_be_above_the_current(rev: int, asked: int) ->
     else:
         decided = next_revision(A, current, now=NOW, expires=LIFE, requested=asked)
         assert (decided.revision, decided.unchanged) == (asked, False)
+
+
+@given(st.text(max_size=20))
+def test_the_static_layout_takes_only_a_view_name(view_id: str) -> None:
+    """`--out`'s manifest is read before anything is built: never by a path that escapes."""
+    out = Path("/srv/site")
+    if is_name(view_id):
+        assert static_dir(out, view_id).parent == out / "v1" / "views"
+    else:
+        with pytest.raises(UsageError, match="not a view id"):
+            static_dir(out, view_id)
