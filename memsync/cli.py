@@ -35,6 +35,7 @@ from memsync.errors import (
     ConfigError,
     GitError,
     MemsyncError,
+    ProblemError,
     StateDirError,
     UsageError,
 )
@@ -517,7 +518,7 @@ def doctor(app: App, as_json: bool) -> int:
 
 def render_error(exc: BaseException, debug: bool) -> int:
     """Say on stderr what failed and what to do, in one line (a configuration error with
-    several problems: one line each); return the exit code."""
+    several problems, a refusal with problems: one line each); return the exit code."""
     if isinstance(exc, ConfigError) and exc.problems:
         from memsync.config.load import format_problem  # noqa: PLC0415 - its problems loaded it
     if isinstance(exc, ConfigError) and len(exc.problems) > 1:
@@ -530,6 +531,14 @@ def render_error(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, ConfigError) and exc.problems:
         hint = f"; {exc.hint}" if exc.hint else ""
         click.echo(f"memsync: {format_problem(exc.problems[0], exc.source)}{hint}", err=True)
+        return exc.exit_code
+    if isinstance(exc, ProblemError) and exc.problems:  # the verdict, then every problem
+        click.echo(f"memsync: {redact(exc.message)}", err=True)
+        for p in exc.problems:
+            where = f"{p.path}:{p.line}" if p.path and p.line else p.path or "-"
+            click.echo(f"  {p.code:<20} {where}: {redact(p.message)}", err=True)
+        if exc.hint:
+            click.echo(f"  next: {exc.hint}", err=True)
         return exc.exit_code
     if isinstance(exc, MemsyncError):
         hint = f"; {exc.hint}" if exc.hint else ""

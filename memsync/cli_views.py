@@ -5,20 +5,29 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from memsync import timefmt
 from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.config.secrets import resolve_header
-from memsync.config.units import parse_duration
+from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
-from memsync.views.archive import ArchiveLimits
-from memsync.views.build import build_package, signed_manifest, write_static
+from memsync.views.archive import MAX_FILE_CEILING, ArchiveLimits
+from memsync.views.build import (
+    build_package,
+    current_static,
+    next_revision,
+    signed_manifest,
+    static_dir,
+    write_static,
+)
 from memsync.views.consumer import check_package
 from memsync.views.dirsource import DirSource
 from memsync.views.httpsource import HttpSource
@@ -38,6 +47,34 @@ from memsync.wire import (
 )
 
 VERIFY_DEADLINE = 120.0  # seconds for fetching what `views verify` checks
+FC = TypeVar("FC", bound=Callable[..., object])
+
+
+def _file_cap(text: str) -> ArchiveLimits:
+    """`--max-file-size SIZE`: the package limits with that per-file cap."""
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"--max-file-size: {exc}") from exc
+    if not 1 <= size <= MAX_FILE_CEILING:
+        raise UsageError(
+            f"--max-file-size must be from 1B to {format_size(MAX_FILE_CEILING)} "
+            f"(the package total), not {text}"
+        )
+    return ArchiveLimits(max_file=size)
+
+
+def _max_file_size_option(what: str) -> Callable[[FC], FC]:
+    return click.option(
+        "--max-file-size",
+        "max_file_size",
+        default="1MiB",
+        show_default=True,
+        metavar="SIZE",
+        help=f"The per-file cap of the package {what} (at most 10MiB); consumers must "
+        "allow as much with views.<name>.max_file_size.",
+    )
+
 
 # -- keys -------------------------------------------------------------------------------------
 
@@ -135,6 +172,7 @@ def _pull_through_daemon(socket: Path, names: tuple[str, ...]) -> ViewsPullRepor
 @click.option("--view-id", help="The view id the manifest must name (default: its own).")
 @click.option("--heading", help="Local heading to parse the package under (default: view id).")
 @click.option("--allow-unsigned", is_flag=True, help="Skip the signature checks.")
+@_max_file_size_option("checked")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def views_verify(
     source: str,
@@ -143,6 +181,7 @@ def views_verify(
     view_id: str | None,
     heading: str | None,
     allow_unsigned: bool,
+    max_file_size: str,
     as_json: bool,
 ) -> int:
     """Check a published view exactly as a consumer would, without importing it.
@@ -159,10 +198,11 @@ def views_verify(
                 f"{source} holds no `manifest` and `package`",
                 hint="point at DIR/v1/views/<VIEW_ID> of a static export",
             )
+    limits = _file_cap(max_file_size)
     scratch = Path(tempfile.mkdtemp(prefix="memsync-verify-"))
     try:
         report = asyncio.run(
-            _verify(source, scratch, keys_, threshold, view_id, heading, allow_unsigned)
+            _verify(source, scratch, keys_, threshold, view_id, heading, allow_unsigned, limits)
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -187,11 +227,11 @@ async def _verify(
     view_id: str | None,
     heading: str | None,
     allow_unsigned: bool,
+    limits: ArchiveLimits,
 ) -> ViewVerifyReport:
     """Fetch and check the view at `source` as `views pull` would, reporting every problem
     (a consumer would stop at the first) and importing nothing."""
     deadline = Deadline.after(VERIFY_DEADLINE)
-    limits = ArchiveLimits()
     async with HttpClient() as client:
         view: ViewSource = (
             HttpSource(client, source)
@@ -274,7 +314,13 @@ async def _verify(
     type=click.Path(path_type=Path),
     help="Private key to sign with (repeat for several; none: unsigned).",
 )
-@click.option("--revision", default=1, show_default=True, help="Revision number to sign.")
+@click.option(
+    "--revision",
+    type=int,
+    default=None,
+    help="Sign exactly this revision (it must be above the one OUT holds). "
+    "Default: OUT's current revision plus one, or 1.",
+)
 @click.option(
     "--expires",
     default="30d",
@@ -282,32 +328,44 @@ async def _verify(
     metavar="DURATION",
     help="How long consumers may trust this manifest.",
 )
+@_max_file_size_option("built")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def views_build(
     root_path: Path,
     view_id: str,
     out: Path,
     key_files: tuple[Path, ...],
-    revision: int,
+    revision: int | None,
     expires: str,
+    max_file_size: str,
     as_json: bool,
 ) -> int:
     """Render shared_views/VIEW_ID/recipe.toml of a root into a signed static package.
 
-    Any static HTTP server (or a CDN) can then serve OUT; consumers point
-    `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
+    The revision is the one OUT already holds plus one (1 for a new OUT); unchanged
+    content builds nothing. Any static HTTP server (or a CDN) can then serve OUT;
+    consumers point `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
     """
-    if revision < 1:
+    if revision is not None and revision < 1:
         raise UsageError("--revision must be 1 or more")
-    built = build_package(root_path, view_id)
+    lifetime = parse_duration(expires)
+    limits = _file_cap(max_file_size)
     keys_ = [load_private_key(k) for k in key_files]
-    manifest = signed_manifest(
-        built, revision=revision, keys=keys_, now=timefmt.now(), expires=parse_duration(expires)
-    )
-    target = write_static(out, built, manifest)
+    current = current_static(out, view_id)  # refuses an OUT holding what is not ours
+    built = build_package(root_path, view_id, limits=limits)
+    now = timefmt.now()
+    decided = next_revision(built.sha256, current, now=now, expires=lifetime, requested=revision)
+    if decided.unchanged:
+        target = static_dir(out, view_id)
+    else:
+        manifest = signed_manifest(
+            built, revision=decided.revision, keys=keys_, now=now, expires=lifetime
+        )
+        target = write_static(out, built, manifest)
     report = ViewBuildReport(
         view_id=view_id,
-        revision=revision,
+        status="unchanged" if decided.unchanged else "built",
+        revision=decided.revision,
         out=str(target),
         package_sha256=built.sha256,
         package_length=len(built.archive),
@@ -316,11 +374,18 @@ def views_build(
     )
     if as_json:
         emit(report)
+    elif decided.unchanged:
+        click.echo(
+            f"{target}: view {view_id} content unchanged; revision {decided.revision} stays "
+            "current (nothing built)"
+        )
     else:
         signed = "signed" if keys_ else "UNSIGNED"
+        renewed = " (same content, expiry renewed)" if decided.renews else ""
         click.echo(
-            f"{target}: view {view_id} revision {revision}, {len(built.files)} files, "
-            f"{built.items} items, sha256 {built.sha256[:16]}…, {signed}"
+            f"{target}: view {view_id} revision {decided.revision}{renewed}, "
+            f"{len(built.files)} files, {built.items} items, sha256 {built.sha256[:16]}…, "
+            f"{signed}"
         )
     return EXIT_OK
 
@@ -393,6 +458,7 @@ def views_publish(
                 revision=0,
                 package_sha256="",
                 message=exc.message,
+                problems=[ProblemModel.of(p) for p in exc.problems],
             )
         )
         return EXIT_VERDICT

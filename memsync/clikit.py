@@ -27,6 +27,7 @@ from memsync.errors import (
     GitTimeout,
     LockBusy,
     MemsyncError,
+    ProblemError,
     RootError,
     SecretError,
     StateDirError,
@@ -230,6 +231,8 @@ def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
         )
         return ErrorReport(error=detail)
     code = next((c for kind, c in _ERROR_CODES if isinstance(exc, kind)), "internal")
+    if isinstance(exc, ProblemError):
+        code = exc.error_code
     if isinstance(exc, MemsyncError):
         message, hint = redact(exc.message), exc.hint
     elif isinstance(exc, click.ClickException):
@@ -243,6 +246,12 @@ def error_document(exc: BaseException, exit_code: int) -> ErrorReport:
             ErrorProblem(location=p.location, line=p.line, message=p.message) for p in exc.problems
         ]
         detail = detail.model_copy(update={"source": exc.source, "problems": problems})
+    if isinstance(exc, ProblemError):  # a verdict: every problem behind it, never none
+        problems = [
+            ErrorProblem(location=p.path or "", line=p.line, message=redact(p.message), code=p.code)
+            for p in exc.problems
+        ]
+        detail = detail.model_copy(update={"problems": problems})
     if isinstance(exc, StateDirError):
         detail = detail.model_copy(update={"path": exc.path})
     return ErrorReport(error=detail)

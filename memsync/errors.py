@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ClassVar, TypeVar
+
+from memsync.validators.problems import Problem
 
 T = TypeVar("T")
 
@@ -32,6 +34,27 @@ class MemsyncError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+class ProblemError(MemsyncError):
+    """A verdict on some input: `problems` (CONTRACT §3) say what is wrong, and every
+    renderer lists them (the JSON error document's `problems`, one stderr line each).
+
+    A class whose verdict always has problems (`needs_problems`) refuses to be raised
+    without them: a refusal never says "refused" and shows none.
+    """
+
+    exit_code = 1
+    needs_problems: ClassVar[bool] = True
+    error_code: ClassVar[str] = "refused"  # the JSON error document's `code`
+
+    def __init__(
+        self, message: str, problems: Sequence[Problem] = (), *, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = tuple(problems)
+        if self.needs_problems and not self.problems:
+            raise InternalError(f"internal: {type(self).__name__} without problems: {message}")
 
 
 class UsageError(MemsyncError):

@@ -103,6 +103,7 @@ class ViewSettings:
     allow_unsigned: bool
     refresh: timedelta
     max_stale: timedelta
+    max_file_size: int = 1024 * 1024  # the per-file cap of its packages (`too-large`)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSetti
         allow_unsigned=view.trust.allow_unsigned,
         refresh=view.refresh,
         max_stale=view.max_stale,
+        max_file_size=view.max_file_size,
     )
 
 

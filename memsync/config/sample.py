@@ -104,6 +104,10 @@ views:
       allow_unsigned: false       # accept unsigned manifests (tests only); default false
     refresh: 5m                   # how often to check for a new revision; default 5m
     max_stale: 7d                 # /readyz fails when the import is older; default 7d
+    # Larger files of a package are `too-large` and the revision is refused; default 1MiB,
+    # at most 10MiB. Fixed package caps: 512 entries, 10 MiB uncompressed, a 1 MiB
+    # manifest, 200:1 compression per entry, 4 directory levels, 255-byte names.
+    max_file_size: 1MiB
 
 # Roles run by prune, insight and repair cycles, by name.
 roles:

@@ -297,6 +297,9 @@ class View(_Model):
     trust: Trust = Trust()
     refresh: Duration = timedelta(minutes=5)
     max_stale: Duration = timedelta(days=7)
+    # The per-file cap of the view's packages (larger files are `too-large`): at most the
+    # package total, 10 MiB.
+    max_file_size: Annotated[Size, Field(le=10 * 1024 * 1024)] = 1024 * 1024
 
 
 class CommandRole(_Model):

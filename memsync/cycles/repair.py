@@ -34,7 +34,7 @@ from memsync.cycles.command import run_command
 from memsync.cycles.repairprompt import KIND, Conflict, RepairInputs, repair_key, repair_prompt
 from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.sandbox import RoleEscaped, RootGuard, escaped_problems
-from memsync.errors import MemsyncError
+from memsync.errors import ProblemError
 from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published, Unstaged
 from memsync.roots.candidate import MergeFailed, merge_candidate
@@ -75,12 +75,12 @@ class NotRepaired:
     problems: tuple[Problem, ...] = ()
 
 
-class RepairFailed(MemsyncError):
+class RepairFailed(ProblemError):
     """The role did not produce a usable commit; nothing lands and the attempt counts."""
 
-    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
+    exit_code = 3
+    needs_problems = False
+    error_code = "failed"
 
 
 # -- the attempt ledger ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from memsync.atomicfile import fsync_dir, write_bytes
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind
-from memsync.errors import MemsyncError
+from memsync.errors import MemsyncError, ProblemError
 from memsync.roots.layout import RESCUE_REFS
 from memsync.transports.git import Git
 from memsync.transports.process import kill_strays
@@ -60,12 +60,12 @@ MAX_BYTES = 64 << 20  # bytes guarded at most
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
-class RoleEscaped(MemsyncError):
+class RoleEscaped(ProblemError):
     """The role changed the root's refs, config or hooks (now restored)."""
 
-    def __init__(self, message: str, problems: tuple[Problem, ...]) -> None:
-        super().__init__(message)
-        self.problems = problems
+    exit_code = 3
+    needs_problems = False
+    error_code = "failed"
 
 
 def escaped_problems(exc: ExecutorFailed) -> tuple[Problem, ...]:

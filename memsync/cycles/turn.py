@@ -32,7 +32,7 @@ from memsync.cycles.prunefacts import (
     removed_items,
 )
 from memsync.cycles.sandbox import ROLE_ESCAPED, RoleEscaped, RootGuard
-from memsync.errors import LockBusy, MemsyncError
+from memsync.errors import LockBusy, ProblemError
 from memsync.roots import journal, recovery
 from memsync.roots.admit import (
     Admission,
@@ -99,12 +99,12 @@ class CycleResult:
         )
 
 
-class RoleFailed(MemsyncError):
+class RoleFailed(ProblemError):
     """The role's executor failed or timed out; nothing lands and pressure is kept."""
 
-    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
+    exit_code = 3
+    needs_problems = False
+    error_code = "failed"
 
 
 @dataclass(frozen=True)

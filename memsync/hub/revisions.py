@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
-from memsync.errors import MemsyncError
+from memsync.errors import MemsyncError, ProblemError
 from memsync.names import is_name
 from memsync.validators.problems import Problem
 from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
@@ -48,12 +48,11 @@ class RevisionExists(MemsyncError):
     """The revision directory is already there; it is never overwritten."""
 
 
-class UploadRefused(MemsyncError):
+class UploadRefused(ProblemError):
     """An upload that no consumer would accept; `problems` say why (answered 422)."""
 
     def __init__(self, problems: Sequence[Problem], message: str | None = None) -> None:
-        super().__init__(message or problems[0].message)
-        self.problems = tuple(problems)
+        super().__init__(message or problems[0].message, problems)
         self.code = problems[0].code
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memsync.errors import MemsyncError
+from memsync.errors import MemsyncError, ProblemError
 from memsync.validators.corrections import fence_mask, read_text, split_lines
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
@@ -51,12 +51,13 @@ class Inbox:
     entries: tuple[InboxEntry, ...] = ()
 
 
-class InboxInvalid(MemsyncError):
+class InboxInvalid(ProblemError):
     """A side given to `parse_inbox` or `merge_inbox` is not a valid inbox."""
 
+    exit_code = 3
+
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__(f"{INBOX_PATH} is not a valid guidance inbox ({len(problems)} problem(s))")
-        self.problems = tuple(problems)
+        super().__init__(f"{INBOX_PATH} is not a valid guidance inbox", problems)
 
 
 class InboxConflict(MemsyncError):

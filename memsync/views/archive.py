@@ -5,7 +5,8 @@ directory entries, a fixed 1980-01-01 timestamp, Unix mode 100644, DEFLATE at a 
 level, UTF-8 names, no extra fields or comments; the same files give the same bytes.
 
 `scan_zip` and `extract_zip` accept any well-formed ZIP that a package could be, and refuse
-everything SECURITY.md lists (each refusal is an `archive-invalid` problem):
+everything SECURITY.md lists (each refusal is an `archive-invalid` problem, a file over
+the per-file cap `too-large`):
 
 - format and layout (`zipscan.py`): not a ZIP, archive comment or trailing bytes, leading
   bytes, gaps, overlapping entries or entries running into the central directory, a
@@ -24,9 +25,11 @@ everything SECURITY.md lists (each refusal is an `archive-invalid` problem):
 - kinds and modes: symlinks, hardlinks (PKWARE Unix extra), special files, Windows
   reparse points and devices, setuid/setgid/sticky bits, executable files, directory
   flags that contradict the name, directory entries with content;
-- bombs: more than `max_entries` entries, a declared total over `max_total`, a file over
-  `max_file`, an entry inflating more than `max_ratio` times (entries up to 64 KiB are
-  exempt), an archive file larger than packages within the limits can be;
+- bombs: more than `max_entries` entries, a declared total over `max_total`, an entry
+  inflating more than `max_ratio` times (entries up to 64 KiB are exempt), an archive
+  file larger than packages within the limits can be;
+- size: a file over `max_file` is `too-large` (the one cap a consumer may raise, per view,
+  up to `MAX_FILE_CEILING`);
 - content (checked once everything above passed): more or fewer bytes than declared
   (inflation is capped at the declared size), truncated, corrupt or over-long DEFLATE
   data, CRC mismatch.
@@ -55,7 +58,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import cast
 
-from memsync.errors import MemsyncError, require
+from memsync.errors import ProblemError, require
 from memsync.validators.collisions import case_collisions
 from memsync.validators.paths import check_name_fully, printable
 from memsync.validators.policy import SyncPolicy
@@ -93,9 +96,13 @@ _PARALLEL_FROM = MiB  # below this, starting threads costs more than it saves
 _OPEN_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+MAX_FILE_CEILING = 10 * MiB  # `views.<name>.max_file_size` and `--max-file-size` go up to this
+
+
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """Caps on one package archive; each may be lowered, never raised (ValueError)."""
+    """Caps on one package archive; each may be lowered, never raised (ValueError), but
+    the per-file cap, which may be raised up to `MAX_FILE_CEILING` (the package total)."""
 
     max_entries: int = 512
     max_total: int = 10 * MiB
@@ -106,9 +113,10 @@ class ArchiveLimits:
 
     def __post_init__(self) -> None:
         for spec in fields(self):
-            value, default = getattr(self, spec.name), cast(int, spec.default)
-            if type(value) is not int or not 1 <= value <= default:
-                raise ValueError(f"{spec.name} must be an integer from 1 to {default}")
+            value = getattr(self, spec.name)
+            ceiling = MAX_FILE_CEILING if spec.name == "max_file" else cast(int, spec.default)
+            if type(value) is not int or not 1 <= value <= ceiling:
+                raise ValueError(f"{spec.name} must be an integer from 1 to {ceiling}")
 
     @property
     def max_archive(self) -> int:
@@ -116,12 +124,25 @@ class ArchiveLimits:
         return 2 * self.max_total + self.max_entries * 1024 + 1024
 
 
-class ArchiveError(MemsyncError):
-    """A package archive was refused; `problems` are `archive-invalid`, one per finding."""
+class ArchiveError(ProblemError):
+    """A package archive was refused; `problems` are `archive-invalid` (or `too-large`
+    for a file over the per-file cap), one per finding."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        super().__init__(f"the package archive was refused ({len(problems)} problem(s))")
-        self.problems = tuple(problems)
+        super().__init__("the package archive was refused", problems)
+
+
+def too_large(name: str, size: int, cap: int) -> Problem:
+    """A `too-large` problem: one file of a package over the per-file cap."""
+    shown = printable(name)
+    return Problem(
+        "too-large",
+        shown,
+        None,
+        f"'{shown}' is {size} bytes, over the {cap}-byte per-file cap of view packages "
+        "(a consumer raises it with views.<name>.max_file_size, a builder with "
+        "--max-file-size)",
+    )
 
 
 def write_zip(files: Mapping[str, bytes], limits: ArchiveLimits | None = None) -> bytes:
@@ -164,7 +185,7 @@ def _unpackable(files: Mapping[str, bytes], limits: ArchiveLimits) -> list[Probl
         problems.append(problem(None, f"would have {len(files)} entries, over the cap"))
     for name, data in files.items():
         if len(data) > limits.max_file:
-            problems.append(problem(name, f"is {len(data)} bytes, over the per-file cap"))
+            problems.append(too_large(name, len(data), limits.max_file))
         if len(name.encode("utf-8", "surrogatepass")) > limits.max_name_bytes:
             problems.append(problem(name, "has a name over the byte cap"))
     return problems
@@ -278,6 +299,8 @@ def _checked_members(data: bytes, limits: ArchiveLimits) -> tuple[list[Member], 
     members, problems = read_archive(data, limits.max_entries)
     for member in members:
         problems += [problem(member.name, why) for why in _entry_reasons(member, limits)]
+        if not member.is_dir and member.size > limits.max_file:
+            problems.append(too_large(member.name, member.size, limits.max_file))
     problems += _duplicates(members) + _collisions(members)
     total = sum(m.size for m in members)
     if total > limits.max_total:
@@ -321,8 +344,6 @@ def _entry_reasons(member: Member, limits: ArchiveLimits) -> list[str]:
     reasons = _name_reasons(member, limits) + _mode_reasons(member)
     if member.is_dir and member.size:
         reasons.append(f"is a directory entry with {member.size} bytes of content")
-    elif member.size > limits.max_file:
-        reasons.append(f"is {member.size} bytes, over the {limits.max_file}-byte per-file cap")
     if member.size > _RATIO_FLOOR and member.size > limits.max_ratio * max(member.compressed, 1):
         reasons.append(
             f"inflates {member.compressed} bytes to {member.size}, over the "

@@ -5,23 +5,32 @@ memory), validated with the consumers' own validator before anything is written,
 deterministically (the same content gives the same bytes and hash) and written as
 `DIR/v1/views/<id>/package` with its signed `manifest` beside it. Any static HTTP server
 can then serve DIR.
+
+The revision comes from the target, never from a guess: `next_revision` decides it for
+`views build` (the manifest already in DIR) and `views publish` (the hub's current one)
+alike. The next revision is the current one plus one; unchanged content (the same package
+hash) builds nothing, unless the current manifest is past half its lifetime, when a new
+revision renews its expiry (a manifest never changes at one revision: consumers would see
+`equivocation`). An explicit revision must be above the current one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from memsync.errors import MemsyncError, UsageError
+from memsync.errors import ProblemError, UsageError
+from memsync.names import is_name
 from memsync.transports.git import Git
 from memsync.validators.problems import Problem
-from memsync.views.archive import write_zip
-from memsync.views.manifest import build_signed, sign_manifest
+from memsync.views.archive import ArchiveError, ArchiveLimits, too_large, write_zip
+from memsync.views.manifest import ManifestError, build_signed, parse_manifest, sign_manifest
 from memsync.views.package import DIST_MANIFEST, PACKAGE_META, RECIPE, VIEW_DOC, validate_package
 from memsync.views.recipe import Recipe, RecipeError, parse_recipe
 from memsync.views.render import render_dist
@@ -29,17 +38,113 @@ from memsync.views.render import render_dist
 DEFAULT_EXPIRES = timedelta(days=30)
 
 
-class BuildError(MemsyncError):
+class BuildError(ProblemError):
     """The rendered package would not pass a consumer's checks; nothing was written."""
 
-    exit_code = 1
-
-    def __init__(self, message: str, problems: tuple[Problem, ...]) -> None:
+    def __init__(self, message: str, problems: Sequence[Problem], *, hint: str = "") -> None:
         codes = ", ".join(sorted({p.code for p in problems}))
         super().__init__(
-            f"{message} ({codes})", hint="fix the recipe or the memory it selects, then build again"
+            f"{message} ({codes})",
+            problems,
+            hint=hint or "fix the recipe or the memory it selects, then build again",
         )
-        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Current:
+    """The revision a target serves now: its number, package hash and expiry."""
+
+    revision: int
+    sha256: str
+    expires: datetime
+
+
+@dataclass(frozen=True)
+class NextRevision:
+    """What to sign next: `revision`, or nothing (`unchanged`, `revision` is the current)."""
+
+    revision: int
+    unchanged: bool
+    renews: bool  # same content, signed again to renew the expiry
+
+
+def next_revision(
+    sha256: str,
+    current: Current | None,
+    *,
+    now: datetime,
+    expires: timedelta,
+    requested: int | None = None,
+) -> NextRevision:
+    """The revision to sign for a package hashing to `sha256` when the target serves
+    `current` (None: nothing yet). `requested` (an explicit `--revision`) must be above the
+    current revision; it signs even unchanged content."""
+    if requested is not None:
+        if requested < 1:
+            raise UsageError(f"revision must be 1 or more (got {requested})")
+        if current is not None and requested <= current.revision:
+            raise UsageError(
+                f"revision {requested} is not above the existing revision {current.revision}",
+                hint=f"omit --revision (the next is {current.revision + 1}) or give a higher one",
+            )
+        return NextRevision(requested, unchanged=False, renews=False)
+    if current is None:
+        return NextRevision(1, unchanged=False, renews=False)
+    same = current.sha256 == sha256.lower()
+    # Same content is not signed again, unless its manifest is past half its lifetime.
+    renew = current.expires - now < expires / 2
+    if same and not renew:
+        return NextRevision(current.revision, unchanged=True, renews=False)
+    return NextRevision(current.revision + 1, unchanged=False, renews=same)
+
+
+def current_of(manifest: bytes, *, view_id: str, where: str) -> Current:
+    """The current revision named by a target's manifest, which must be a memsync manifest
+    of `view_id` (anything else is not ours to replace: UsageError naming `where`)."""
+    try:
+        signed = parse_manifest(manifest).signed
+    except ManifestError as exc:
+        raise UsageError(
+            f"{where} is not a memsync view manifest ({exc.message})",
+            hint="move it away or choose another --out; memsync replaces only its own",
+        ) from exc
+    if signed.view_id != view_id:
+        raise UsageError(
+            f"{where} is the manifest of view {signed.view_id!r}, not {view_id!r}",
+            hint="choose the --out of this view",
+        )
+    return Current(signed.revision, signed.package.sha256, signed.expires_time)
+
+
+def static_dir(out: Path, view_id: str) -> Path:
+    """Where `views build --out OUT` writes view `view_id` (a name: one path component)."""
+    if not is_name(view_id):
+        raise UsageError(
+            f"{view_id!r} is not a view id",
+            hint="letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    return out / "v1" / "views" / view_id
+
+
+def current_static(out: Path, view_id: str) -> Current | None:
+    """The revision `out` serves for `view_id` (None when it holds none yet). A package
+    that does not hash to what its manifest names counts as changed content."""
+    target = static_dir(out, view_id)
+    where = target / "manifest"
+    try:
+        data = where.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    current = current_of(data, view_id=view_id, where=str(where))
+    try:
+        package = hashlib.sha256((target / "package").read_bytes()).hexdigest()
+    except OSError:
+        package = ""
+    if package != current.sha256:
+        return Current(current.revision, "", current.expires)
+    return current
 
 
 @dataclass(frozen=True)
@@ -56,7 +161,12 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def build_package(root: Path, view_id: str, *, rev: str = "HEAD") -> Built:
+def build_package(
+    root: Path, view_id: str, *, rev: str = "HEAD", limits: ArchiveLimits | None = None
+) -> Built:
+    """The package of view `view_id` rendered from commit `rev` of `root`, checked as a
+    consumer with `limits` (default: the consumers' defaults) would check it."""
+    limits = limits or ArchiveLimits()
     git = Git(root)
     commit = git.rev_parse(rev)
     if commit is None:
@@ -101,10 +211,25 @@ def build_package(root: Path, view_id: str, *, rev: str = "HEAD") -> Built:
         DIST_MANIFEST: dist_manifest.encode("utf-8"),
         **dist,
     }
+    oversized = [
+        too_large(path, len(data), limits.max_file)
+        for path, data in sorted(files.items())
+        if len(data) > limits.max_file
+    ]
+    if oversized:  # before validating megabytes nobody would accept
+        raise BuildError(
+            f"view {view_id} renders files over the {limits.max_file}-byte per-file cap",
+            oversized,
+            hint="share less (a smaller recipe), or raise the cap with --max-file-size "
+            "here and views.<name>.max_file_size on every consumer",
+        )
     report = validate_package(files, view_id=view_id, heading=view_id)
     if not report.ok:
         raise BuildError(f"view {view_id} does not render to a valid package", report.problems)
-    archive = write_zip(files)
+    try:
+        archive = write_zip(files, limits)
+    except ArchiveError as exc:
+        raise BuildError(f"view {view_id} does not pack as a valid package", exc.problems) from exc
     return Built(view_id, recipe, files, archive, hashlib.sha256(archive).hexdigest(), report.items)
 
 
@@ -131,7 +256,7 @@ def signed_manifest(
 
 def write_static(out: Path, built: Built, manifest: bytes) -> Path:
     """Write `out/v1/views/<id>/{package,manifest}` (the package first, the manifest last)."""
-    target = out / "v1" / "views" / built.view_id
+    target = static_dir(out, built.view_id)
     target.mkdir(parents=True, exist_ok=True)  # world-readable: any static server serves it
     for name, data in (("package", built.archive), ("manifest", manifest)):
         temp = target / f".{name}.tmp"

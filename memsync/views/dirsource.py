@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memsync.transports.process import Deadline
+from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
 from memsync.views.manifest import MAX_MANIFEST_BYTES
 from memsync.views.source import (
@@ -104,7 +105,9 @@ class DirSource:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 text = f"{self.label}'s {name} is not a regular file"
-                raise SourceError(ErrorKind.PROTOCOL, text)
+                raise SourceError(
+                    ErrorKind.PROTOCOL, text, [Problem("special-file", name, None, text)]
+                )
             yield fd
         finally:
             os.close(fd)

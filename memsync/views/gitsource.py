@@ -126,11 +126,16 @@ class GitSource:
         duplicates = listing.duplicates if isinstance(listing, Listing) else ()
         if duplicates:
             text = f"the Git share lists '{duplicates[0]}' more than once"
-            raise SourceError(ErrorKind.PROTOCOL, text)
+            raise SourceError(
+                ErrorKind.PROTOCOL, text, [Problem("duplicate-entry", duplicates[0], None, text)]
+            )
         manifest = listing.get(MANIFEST)
         if manifest is not None:
             if not manifest.is_regular:
-                raise SourceError(ErrorKind.PROTOCOL, f"the Git share's {MANIFEST} is not a file")
+                text = f"the Git share's {MANIFEST} is not a file"
+                raise SourceError(
+                    ErrorKind.PROTOCOL, text, [Problem("special-file", MANIFEST, None, text)]
+                )
             if manifest.size is None or manifest.size > MAX_MANIFEST_BYTES:
                 text = f"the Git share's {MANIFEST} is over {MAX_MANIFEST_BYTES} bytes"
                 raise SourceError(ErrorKind.TOO_LARGE, text)

@@ -1,7 +1,8 @@
 """`views publish`: build, sign and upload a new revision of a view to a hub.
 
-The revision is the hub's current one plus one. Unchanged content (the deterministic
-package hashes the same) publishes nothing. A retried upload of the same revision and
+The revision is the hub's current one plus one, decided by `build.next_revision` as for
+`views build`. Unchanged content (the deterministic package hashes the same) publishes
+nothing. A retried upload of the same revision and
 package is answered 200 by the hub, so a lost response is safe to retry by hand.
 """
 
@@ -17,10 +18,16 @@ from pydantic import ValidationError
 
 from memsync import timefmt
 from memsync.config.secrets import SecretRef
-from memsync.errors import MemsyncError, UsageError
+from memsync.errors import ProblemError, UsageError
 from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.validators.problems import Problem
-from memsync.views.build import DEFAULT_EXPIRES, build_package, signed_manifest
+from memsync.views.build import (
+    DEFAULT_EXPIRES,
+    Current,
+    build_package,
+    next_revision,
+    signed_manifest,
+)
 from memsync.views.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 from memsync.wire.hub import ErrorBody
 
@@ -36,14 +43,10 @@ class Published:
     message: str
 
 
-class PublishRefused(MemsyncError):
+class PublishRefused(ProblemError):
     """The hub refused the upload; `problems` carries its reasons when it gave them."""
 
-    exit_code = 1
-
-    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
+    needs_problems = False  # a 413 or an unreadable manifest has none
 
 
 def secret_ref(text: str) -> SecretRef:
@@ -73,7 +76,7 @@ async def publish_view(
     base = f"{hub.rstrip('/')}/v1/views/{view_id}"
     async with HttpClient(allow_http=allow_http) as client:
         deadline = asyncio.get_running_loop().time() + DEADLINE
-        current, current_sha, current_expires = 0, None, None
+        current: Current | None = None
         try:
             got = await client.get_with_retry(
                 f"{base}/manifest",
@@ -84,26 +87,26 @@ async def publish_view(
                 deadline=deadline,
             )
             signed = parse_manifest(got.body or b"").signed
-            current, current_sha = signed.revision, signed.package.sha256
-            current_expires = signed.expires_time
+            current = Current(signed.revision, signed.package.sha256, signed.expires_time)
         except HttpError as exc:
             if exc.kind is not ErrorKind.NOT_FOUND:
                 raise
         except ManifestError as exc:
-            raise PublishRefused(f"the hub's current manifest is unreadable: {exc}") from exc
+            raise PublishRefused(
+                f"the hub's current manifest is unreadable: {exc}",
+                [Problem(exc.code, None, None, exc.message)],
+            ) from exc
         now = timefmt.now()
-        # Same content is not republished, unless its manifest is past half its lifetime:
-        # then a new revision renews the expiry (a manifest never changes at one revision).
-        renew = current_expires is not None and current_expires - now < expires / 2
-        if current_sha == built.sha256 and not renew:
+        decided = next_revision(built.sha256, current, now=now, expires=expires)
+        revision = decided.revision
+        if decided.unchanged:
             return Published(
                 view_id,
                 "unchanged",
-                current,
+                revision,
                 built.sha256,
-                f"content unchanged; revision {current} stays current",
+                f"content unchanged; revision {revision} stays current",
             )
-        revision = current + 1
         manifest = signed_manifest(built, revision=revision, keys=keys, now=now, expires=expires)
         status, body = await client.post_form(
             f"{base}/revisions",
@@ -115,7 +118,7 @@ async def publish_view(
             deadline=deadline,
         )
     if status in (200, 201):
-        what = "renewed the expiry as revision" if current_sha == built.sha256 else "published"
+        what = "renewed the expiry as revision" if decided.renews else "published"
         return Published(view_id, "published", revision, built.sha256, f"{what} {revision}")
     try:
         error = ErrorBody.model_validate_json(body)

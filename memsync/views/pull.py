@@ -24,7 +24,7 @@ from pathlib import Path
 from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
 from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
-from memsync.errors import MemsyncError, require
+from memsync.errors import MemsyncError, ProblemError, require
 from memsync.roots.lock import RootLock
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
@@ -74,12 +74,9 @@ class ViewResult:
         )
 
 
-class Refused(MemsyncError):
-    """This refresh failed; the last good import keeps serving."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:
-        super().__init__(message)
-        self.problems = tuple(problems)
+class Refused(ProblemError):
+    """This refresh refused what it was sent (never without its problems); the last good
+    import keeps serving."""
 
 
 def open_source(view: ViewSettings, client: HttpClient, state_dir: Path) -> ViewSource:
@@ -166,7 +163,7 @@ class Puller:
         self.trust = TrustState.load(self.store.trust_path)
         self.previous = self.trust.revision
         self.manifest_copy = self.dir / "manifest.json"
-        self.limits = ArchiveLimits()
+        self.limits = ArchiveLimits(max_file=view.max_file_size)
 
     async def run(self) -> ViewResult:
         deadline = Deadline.after(PULL_DEADLINE)
@@ -205,9 +202,16 @@ class Puller:
         body = require(copy, "the trusted manifest") if got.unchanged else got.body
         verdict = self._verify(body) if body is not None else None
         if verdict is None and not self.view.allow_unsigned:
+            missing = Problem(
+                "untrusted-key",
+                None,
+                None,
+                f"{self.source.label} has no manifest, so nothing pinned signed the package",
+            )
             raise Refused(
                 f"{self.source.label} has no signed manifest (and this view does not allow "
-                "unsigned shares)"
+                "unsigned shares)",
+                [missing],
             )
         manifest = verdict.manifest if verdict is not None else None
         if manifest is not None and self.store.exists():

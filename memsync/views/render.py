@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memsync.errors import MemsyncError, require
+from memsync.errors import ProblemError, require
 from memsync.validators.assembly import build_graph
 from memsync.validators.document import EDGE_RE, Block, Document, Fence, Heading, Node, Prose
 from memsync.validators.graphmodel import MEMORY, MemoryGraph
@@ -38,7 +38,7 @@ DROPPED_KINDS = frozenset({"MF#", "MQ#"})  # an import cannot re-share a live co
 _SHOWN = 3  # how many problems the message of a RenderError spells out
 
 
-class RenderError(MemsyncError):
+class RenderError(ProblemError):
     """The view cannot be rendered: the root's graph or the recipe has problems, or the
     selection leaves nothing addressable. `problems` lists every one."""
 
@@ -47,8 +47,7 @@ class RenderError(MemsyncError):
     def __init__(self, message: str, problems: Sequence[Problem], *, hint: str) -> None:
         shown = "; ".join(p.message for p in problems[:_SHOWN])
         more = f" (and {len(problems) - _SHOWN} more)" if len(problems) > _SHOWN else ""
-        super().__init__(f"{message}: {shown}{more}", hint=hint)
-        self.problems = tuple(problems)
+        super().__init__(f"{message}: {shown}{more}", problems, hint=hint)
 
 
 def render_dist(tree: TreeView, recipe: Recipe) -> dict[str, bytes]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from memsync.atomicfile import fsync_dir
-from memsync.errors import MemsyncError
+from memsync.errors import ProblemError
 from memsync.transports.http import ErrorKind
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
@@ -52,13 +52,18 @@ __all__ = [
 ]
 
 
-class SourceError(MemsyncError):
-    """A source could not answer; `kind` says how, `problems` name hostile content."""
+class SourceError(ProblemError):
+    """A source could not answer; `kind` says how, `problems` name hostile content. A
+    source that could not be reached has none; one that sent more than a cap allows
+    (`too_large`) always carries its `too-large` problem."""
+
+    needs_problems = False
 
     def __init__(self, kind: ErrorKind, message: str, problems: Sequence[Problem] = ()) -> None:
-        super().__init__(message)
+        if kind is ErrorKind.TOO_LARGE and not problems:
+            problems = [Problem("too-large", None, None, message)]
+        super().__init__(message, problems)
         self.kind = kind
-        self.problems = tuple(problems)
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,7 @@ class KeyReport(_Wire):
 
 class ViewBuildReport(_Wire):
     view_id: str
+    status: str  # "built" | "unchanged" (nothing written: OUT holds this content already)
     revision: int
     out: str
     package_sha256: str
@@ -210,10 +211,11 @@ class ViewBuildReport(_Wire):
 
 class ViewPublishReport(_Wire):
     view_id: str
-    status: str  # "published" | "unchanged"
+    status: str  # "published" | "unchanged" | "refused"
     revision: int
     package_sha256: str
     message: str
+    problems: list[ProblemModel] = []  # why the hub (or the build) refused
 
 
 class ConfigValidateReport(_Wire):
@@ -241,15 +243,20 @@ class DoctorReport(_Wire):
 
 
 class ErrorProblem(_Wire):
-    """One configuration problem: dotted `location` ("" for the whole file), file line."""
+    """One problem of a failed command. A configuration problem: dotted `location` (""
+    for the whole file) and file line. A refusal's problem (`code` set, CONTRACT §3):
+    `location` is the path it is about ("" for the whole input), `line` its line."""
 
     location: str
     line: int | None
     message: str
+    code: str | None = None
 
 
 class ErrorDetail(_Wire):
-    code: str  # config-invalid, state-dir-unusable, secret-unavailable, usage, git-..., internal
+    # config-invalid, state-dir-unusable, secret-unavailable, usage, git-..., refused (a
+    # verdict on some input: `problems` lists why), failed, internal
+    code: str
     message: str
     hint: str | None
     exit_code: int
@@ -259,7 +266,8 @@ class ErrorDetail(_Wire):
 
 
 class ErrorReport(_Wire):
-    """What a `--json` command prints on stdout when it fails with exit 2, 3 or 130."""
+    """What a `--json` command prints on stdout when it fails with exit 2, 3 or 130, or
+    is refused (exit 1, code `refused`) with no report of its own to say so."""
 
     error: ErrorDetail
 

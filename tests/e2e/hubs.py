@@ -230,3 +230,28 @@ def hostile_hub(host: str = "127.0.0.1") -> Iterator[HostileHub]:
         hub.stopping.set()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(15)
+
+
+# --- a static host: what `views build --out DIR` is served by (nginx, a CDN) -----------------
+
+
+@contextlib.contextmanager
+def static_site(directory: Path) -> Iterator[str]:
+    """Python's own static file server on loopback serving `directory`; yields its URL."""
+    import functools  # noqa: PLC0415
+    import http.server  # noqa: PLC0415
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="static-site", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(15)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from memsync.wire import (
 )
 from memsync.wire.hub import TokenCreated
 from tests.conftest import copy_built
-from tests.e2e.hubs import running_hub
+from tests.e2e.hubs import running_hub, static_site
 from tests.helpers import GIT_ENV, commit, git
 
 MEMORY = """\
@@ -298,3 +300,134 @@ def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> 
     # unchanged files were linked from the old import: no second name survives the crash
     files = [p for p in imported(scene.bob).parents[1].rglob("*") if not p.is_dir()]
     assert files and all(p.lstat().st_nlink == 1 and p.is_file() for p in files), files
+
+
+def build(root: Path, out: Path, key: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return memsync(
+        "views", "build", str(root), "auth", "--out", str(out), "--key", str(key), "--json", *extra
+    )
+
+
+def test_build_takes_the_next_revision_from_out(
+    copied: Built, provider: Path, tmp_path: Path
+) -> None:
+    """A content change signs the revision after OUT's (a consumer that trusted the first
+    takes it: no `rollback`, no `equivocation`); unchanged content builds nothing; an
+    explicit --revision must be above OUT's."""
+    out, key, bob = tmp_path / "out", copied.path / "view.key", copied.path / "bob"
+    first = ViewBuildReport.model_validate_json(build(provider, out, key).stdout)
+    assert (first.status, first.revision) == ("built", 1)
+    manifest = out / "v1" / "views" / "auth" / "manifest"
+    written = manifest.read_bytes()
+    with static_site(out) as url:
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+            f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+            f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+            f"    source: {{kind: http, url: {url}/v1/views/auth}}\n"
+            f'    trust: {{keys: ["{copied.public}"]}}\n'
+        )
+
+        def pull() -> tuple[str, int | None, list[str]]:
+            done = memsync("--config", str(config), "views", "pull", "--json")
+            [result] = ViewsPullReport.model_validate_json(done.stdout).results
+            return result.status, result.revision, [p.code for p in result.problems]
+
+        assert pull() == ("pulled", 1, [])
+        again = build(provider, out, key)
+        assert again.returncode == 0, again.stderr
+        unchanged = ViewBuildReport.model_validate_json(again.stdout)
+        assert (unchanged.status, unchanged.revision) == ("unchanged", 1)
+        assert manifest.read_bytes() == written  # nothing built, nothing rewritten
+        text = memsync("views", "build", str(provider), "auth", "--out", str(out))
+        assert "unchanged" in text.stdout and "revision 1" in text.stdout, text
+
+        commit(provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+        second = ViewBuildReport.model_validate_json(build(provider, out, key).stdout)
+        assert (second.status, second.revision) == ("built", 2)
+        assert pull() == ("pulled", 2, [])
+        assert "5-minute" in imported(bob).read_text()
+
+        lower = build(provider, out, key, "--revision", "2")
+        assert lower.returncode == 2, lower.stdout
+        assert "existing revision 2" in lower.stdout + lower.stderr
+        forced = ViewBuildReport.model_validate_json(
+            build(provider, out, key, "--revision", "7").stdout
+        )
+        assert (forced.status, forced.revision) == ("built", 7)
+        assert pull() == ("pulled", 7, [])
+
+
+def test_build_refuses_an_out_holding_something_else(provider: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "v1" / "views" / "auth"
+    target.mkdir(parents=True)
+    (target / "manifest").write_text("<html>not ours</html>\n")
+    done = memsync("views", "build", str(provider), "auth", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "is not a memsync view manifest" in done.stderr
+    assert (target / "manifest").read_text() == "<html>not ours</html>\n"  # untouched
+
+
+def big_memory(size: int) -> str:
+    """MEMORY with an `auth` section of about `size` bytes that does not compress much
+    (a real 2 MiB file, not a zip bomb)."""
+    lines = [
+        f"Token note {hashlib.sha256(str(i).encode()).hexdigest()}.\n"
+        for i in range(size // 78 + 1)
+    ]
+    return MEMORY.replace("How our services authenticate.\n", "".join(lines))
+
+
+def test_a_file_over_the_per_file_cap_is_refused_with_its_problem_everywhere(
+    copied: Built, provider: Path, tmp_path: Path
+) -> None:
+    """A 2 MiB file: the builder refuses it by name (JSON and text) unless its cap is
+    raised; a consumer refuses it as `too-large` naming the file (JSON and text) until
+    `views.<name>.max_file_size` allows it, then imports it."""
+    commit(provider, {"MEMORY.md": big_memory(2 * 1024 * 1024)}, "a big auth section")
+    out, key, bob = tmp_path / "out", copied.path / "view.key", copied.path / "bob"
+    refused = build(provider, out, key)
+    assert refused.returncode == 1, refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "refused"
+    assert [(p["code"], p["location"]) for p in error["problems"]] == [
+        ("too-large", "dist/MEMORY.md")
+    ]
+    assert "too-large" in refused.stderr and "dist/MEMORY.md" in refused.stderr
+    assert not out.exists()
+
+    done = build(provider, out, key, "--max-file-size", "4MiB")
+    assert done.returncode == 0, done.stderr
+    verified = memsync(
+        "views", "verify", str(out / "v1" / "views" / "auth"), "--key", copied.public, "--json"
+    )
+    report = ViewVerifyReport.model_validate_json(verified.stdout)
+    assert not report.valid
+    assert [(p.code, p.path) for p in report.problems] == [("too-large", "dist/MEMORY.md")]
+
+    with static_site(out) as url:
+        config = tmp_path / "config.yaml"
+        view = (
+            f"version: 1\nstate_dir: {tmp_path / 'state'}\n"
+            f"roots:\n  bob:\n    path: {bob}\n    sync: {{enabled: false}}\n"
+            f"views:\n  team-auth:\n    root: bob\n    view_id: auth\n"
+            f"    source: {{kind: http, url: {url}/v1/views/auth}}\n"
+            f'    trust: {{keys: ["{copied.public}"]}}\n'
+        )
+        config.write_text(view)
+        pulled = memsync("--config", str(config), "views", "pull", "--json")
+        assert pulled.returncode == 1, pulled.stderr
+        [result] = ViewsPullReport.model_validate_json(pulled.stdout).results
+        assert result.status == "unavailable", result
+        assert [(p.code, p.path) for p in result.problems] == [("too-large", "dist/MEMORY.md")]
+        text = memsync("--config", str(config), "views", "pull")
+        assert text.returncode == 1
+        assert "too-large" in text.stdout and "dist/MEMORY.md" in text.stdout, text.stdout
+
+        config.write_text(view + "    max_file_size: 4MiB\n")
+        pulled = memsync("--config", str(config), "views", "pull", "--json")
+        assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+        [result] = ViewsPullReport.model_validate_json(pulled.stdout).results
+        assert (result.status, result.revision, result.problems) == ("pulled", 1, [])
+        assert imported(bob).stat().st_size > 1024 * 1024  # over the default cap

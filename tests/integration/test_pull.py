@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import shutil
 from dataclasses import replace
@@ -20,10 +21,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from memsync import timefmt
 from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
 from memsync.roots.create import init_root
-from memsync.views.archive import write_zip
+from memsync.views.archive import ArchiveLimits, write_zip
 from memsync.views.keys import public_key_text
 from memsync.views.manifest import build_signed, sign_manifest
-from memsync.views.pull import pull_views
+from memsync.views.pull import ViewResult, pull_views
 from tests.flaky_server import Fault, FlakyState, serve
 from tests.helpers import git
 
@@ -102,6 +103,17 @@ def imported(root: Path) -> dict[str, str]:
     }
 
 
+def refusal(result: ViewResult, code: str) -> None:
+    """The contract of every refusal: its problems are listed (never none), `code` among
+    them, and the one-line message names each problem's code."""
+    assert result.status in ("stale", "unavailable"), result
+    assert result.problems, f"a refusal without its problems: {result.message}"
+    codes = {p.code for p in result.problems}
+    assert code in codes, result.problems
+    assert all(c in result.message for c in codes), result.message
+    assert result.model().problems, "the problems are lost on the wire"
+
+
 def expected(body: str) -> dict[str, str]:
     return {p: hashlib.sha256(b).hexdigest() for p, b in package_files(body).items()}
 
@@ -168,7 +180,7 @@ async def test_manifest_attacks_keep_the_old_import(
             state.manifest = manifest.replace(b'"revision": 3', b'"revision": 4')
         [refused] = await pull_views([view], tmp_path / "state")
         assert refused.status == "stale", refused.message
-        assert code in {p.code for p in refused.problems}, refused.problems
+        refusal(refused, code)
         assert refused.revision == 2
         assert imported(root) == good
 
@@ -182,7 +194,7 @@ async def test_a_304_does_not_skip_the_expiry_check(root: Path, tmp_path: Path) 
         later = timefmt.now() + timedelta(hours=2)
         [frozen] = await pull_views([view], tmp_path / "state", now=later)
         assert frozen.status == "stale"
-        assert "expired" in {p.code for p in frozen.problems}
+        refusal(frozen, "expired")
         assert imported(root) == expected("good")
 
 
@@ -226,6 +238,8 @@ async def test_flaky_server_never_leaves_a_corrupt_import(
                 state.manifest, state.package = release(revision, f"rev {revision}")
             [result] = await pull_views([view], tmp_path / "state")
             counts[result.status] += 1
+            for problem in result.problems:  # what a refusal lists, its message names
+                assert problem.code in result.message, result
             if result.revision is not None:
                 assert imported(root) == expected(bodies[result.revision]), result
     print(f"flaky pulls: {counts}")
@@ -262,6 +276,7 @@ def test_unsigned_rightmemory_share_needs_allow_unsigned(root: Path, tmp_path: P
     strict = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
     [refused] = asyncio.run(pull_views([strict], tmp_path / "state"))
     assert refused.status == "unavailable"
+    refusal(refused, "untrusted-key")
     lenient = replace(strict, allow_unsigned=True)
     [ok] = asyncio.run(pull_views([lenient], tmp_path / "state"))
     assert (ok.status, ok.revision) == ("pulled", 1), ok.message
@@ -293,6 +308,43 @@ async def test_a_re_signed_manifest_at_the_same_revision_is_kept_for_304s(
         later = now + timedelta(hours=2)
         [result] = await pull_views([view], tmp_path / "state", now=later)
         assert result.status == "current", result.message
+
+
+async def test_a_file_over_the_views_cap_is_too_large_until_the_view_allows_it(
+    root: Path, tmp_path: Path
+) -> None:
+    """A 2 MiB resource (a consumer's default cap is 1 MiB): refused as `too-large` naming
+    the file, nothing imported; with `max_file_size` raised for this view, imported."""
+    files = package_files("big")
+    big = os.urandom(1024 * 1024).hex().encode()  # 2 MiB that does not compress
+    files["dist/MEMORY.md"] = b"# Auth {#auth}\n\n" + big + "\n\n- `login` tokens → []\n".encode()
+    archive = write_zip(files, ArchiveLimits(max_file=4 * 1024 * 1024))
+    now = timefmt.now()
+    signed = build_signed(
+        "auth",
+        1,
+        len(archive),
+        hashlib.sha256(archive).hexdigest(),
+        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        published_at=now - timedelta(minutes=1),
+        expires=now + timedelta(days=1),
+    )
+    state = FlakyState()
+    state.manifest, state.package = sign_manifest(signed, [KEY]), archive
+    async with serve(state) as server:
+        view = settings(root, server.url)
+        [refused] = await pull_views([view], tmp_path / "state")
+        assert refused.status == "unavailable"
+        refusal(refused, "too-large")
+        assert [(p.code, p.path) for p in refused.problems] == [("too-large", "dist/MEMORY.md")]
+        assert imported(root) == {}
+        [pulled] = await pull_views(
+            [replace(view, max_file_size=2 * 1024 * 1024 + 64)], tmp_path / "state"
+        )
+        assert (pulled.status, pulled.revision) == ("pulled", 1), pulled
+        assert (
+            imported(root)["dist/MEMORY.md"] == hashlib.sha256(files["dist/MEMORY.md"]).hexdigest()
+        )
 
 
 async def test_one_broken_view_never_hides_the_others(root: Path, tmp_path: Path) -> None:

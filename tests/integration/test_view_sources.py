@@ -343,6 +343,7 @@ async def test_a_package_longer_than_declared_is_cut_off(harness: Harness, landi
             deadline=soon(),
         )
     assert caught.value.kind is ErrorKind.TOO_LARGE
+    assert [p.code for p in caught.value.problems] == ["too-large"]  # a refusal lists why
     assert list(landing.iterdir()) == []
 
 
@@ -355,6 +356,8 @@ async def test_a_package_past_the_limits_is_refused(harness: Harness, landing: P
             landing / "package", limits=LIMITS, expected_length=None, deadline=soon()
         )
     assert caught.value.kind in harness.over_limits
+    assert caught.value.problems, "a refusal lists its problems"
+    assert {p.code for p in caught.value.problems} <= {"too-large", "archive-invalid"}
     assert list(landing.iterdir()) == []
 
 
@@ -363,6 +366,7 @@ async def test_a_manifest_past_its_cap_is_refused(harness: Harness) -> None:
     with pytest.raises(SourceError) as caught:
         await harness.source.manifest(etag=None, deadline=soon())
     assert caught.value.kind is ErrorKind.TOO_LARGE
+    assert [p.code for p in caught.value.problems] == ["too-large"]
 
 
 async def test_no_time_left_means_no_answer(harness: Harness, landing: Path) -> None:
@@ -414,6 +418,12 @@ async def test_hostile_answers_are_refused_and_leave_nothing(
                 deadline=soon(),
             )
         assert caught.value.kind in hostile.kinds, (name, caught.value.kind, caught.value)
+        if caught.value.kind is ErrorKind.TOO_LARGE:  # a refusal, not an outage: says why
+            assert [p.code for p in caught.value.problems] == ["too-large"], name
+        if harness.kind != "http" and caught.value.kind is ErrorKind.PROTOCOL:
+            # hostile content in a Git share or an export (not a network fault): refused
+            # with the problem that names it
+            assert caught.value.problems, (name, caught.value.message)
         assert list(landing.iterdir()) == [], name
 
 

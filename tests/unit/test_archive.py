@@ -123,7 +123,8 @@ def one(name: str | bytes = "a.md", **fields: object) -> bytes:
 
 
 def refused(tmp_path: Path, archive: bytes, limits: ArchiveLimits | None = None) -> ArchiveError:
-    """Assert the archive is refused, every problem is archive-invalid, nothing is left."""
+    """Assert the archive is refused, every problem is archive-invalid (or too-large, a
+    file over the per-file cap), nothing is left."""
     source = tmp_path / "pkg.zip"
     source.write_bytes(archive)
     dest = tmp_path / "out"
@@ -133,7 +134,7 @@ def refused(tmp_path: Path, archive: bytes, limits: ArchiveLimits | None = None)
     assert sorted(os.listdir(tmp_path)) == ["pkg.zip"]
     problems = caught.value.problems
     assert problems
-    assert {p.code for p in problems} == {"archive-invalid"}
+    assert {p.code for p in problems} <= {"archive-invalid", "too-large"}
     assert scan_zip(source, limits) == list(problems)
     return caught.value
 
@@ -258,6 +259,24 @@ def test_hostile_archive_is_refused_and_leaves_nothing(
     error = refused(tmp_path, archive())
     matching = [p for p in error.problems if p.path == path and words in p.message]
     assert matching, [p.message for p in error.problems]
+
+
+def test_a_file_over_the_per_file_cap_is_too_large_unless_the_cap_is_raised(
+    tmp_path: Path,
+) -> None:
+    """The per-file cap (1 MiB) is `too-large` naming the file; it alone may be raised, to
+    the package total and no further."""
+    archive = one("dist/big.md", data=os.urandom(2 * MiB), method=0)
+    error = refused(tmp_path, archive)
+    assert [(p.code, p.path) for p in error.problems] == [("too-large", "dist/big.md")]
+    assert "max_file_size" in error.problems[0].message
+    assert scan_zip(tmp_path / "pkg.zip", ArchiveLimits(max_file=2 * MiB)) == []
+    with pytest.raises(ValueError, match="max_file"):
+        ArchiveLimits(max_file=10 * MiB + 1)
+    assert ArchiveLimits(max_file=10 * MiB).max_file == 10 * MiB
+    with pytest.raises(ArchiveError) as caught:
+        write_zip({"dist/big.md": b"x" * (MiB + 1)})
+    assert [(p.code, p.path) for p in caught.value.problems] == [("too-large", "dist/big.md")]
 
 
 def test_an_entry_hidden_inside_another_is_refused(tmp_path: Path) -> None:
