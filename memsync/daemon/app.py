@@ -47,6 +47,7 @@ from memsync.daemon.control import (
     claim,
 )
 from memsync.daemon.events import Event, follow
+from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.triggers import Trigger
@@ -114,7 +115,11 @@ class Daemon:
             *(asyncio.to_thread(_recover, r, self.settings.state_dir) for r in self.settings.roots)
         )
         control = await ControlSocket.start(self.settings.control_socket, self)
-        health = await self._start_health()
+        try:
+            health = await self._start_health()
+        except BaseException:
+            await control.stop()  # a taken http.listen ends the start-up: leave no socket
+            raise
         for sig, action in (
             (signal.SIGTERM, self._stop.set),
             (signal.SIGINT, self._stop.set),
@@ -294,7 +299,11 @@ class Daemon:
         host, _, port = self.settings.http_listen.rpartition(":")
         runner = web.AppRunner(health_app(self.metrics, self.readiness), access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
+        try:
+            await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise listen_error("http.listen", self.settings.http_listen, exc) from exc
         return runner
 
     # -- events ----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memsync.config.files import kind_of
 from memsync.daemon.client import SAFE_SOCKET_HINT
+from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.errors import ConfigError, UsageError
 
@@ -276,6 +277,9 @@ class ControlSocket:
         old = os.umask(0o177)
         try:
             await web.UnixSite(runner, str(real)).start()
+        except OSError as exc:  # a path too long for AF_UNIX, a race for the name
+            await runner.cleanup()
+            raise listen_error("control.socket", str(path), exc) from exc
         finally:
             os.umask(old)
         return cls(real, runner, _identity(real))
