@@ -95,7 +95,7 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
             hint=f"configured views: {', '.join(known) or 'none'}",
         )
     chosen = [known[n] for n in names] if names else list(known.values())
-    report = _pull_through_daemon(settings.control_socket, names)
+    report = _pull_through_daemon(settings.control_socket, settings.config_path, names)
     if report is None:  # no daemon: pull in this process
         results = asyncio.run(pull_views(chosen, settings.state_dir))
         report = ViewsPullReport(results=[r.model() for r in results])
@@ -111,12 +111,14 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     return EXIT_OK if ok else EXIT_VERDICT
 
 
-def _pull_through_daemon(socket: Path, names: tuple[str, ...]) -> ViewsPullReport | None:
-    """The running daemon's pull verdicts, or None when no daemon answers."""
-    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+def _pull_through_daemon(
+    socket: Path, config: Path | None, names: tuple[str, ...]
+) -> ViewsPullReport | None:
+    """The running daemon's pull verdicts, or None when no daemon serving `config` answers."""
+    from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
 
     try:
-        answer = call(socket, "POST", "/v1/views/pull", {"views": list(names)})
+        answer = call_serving(socket, config, "POST", "/v1/views/pull", {"views": list(names)})
     except DaemonUnavailable:
         return None
     return ViewsPullReport.model_validate(answer)

@@ -110,6 +110,10 @@ class App:
             self._check_state_dir(found.state_dir)
         return found
 
+    def config_file(self) -> Path:
+        """The configuration file this command reads (ConfigError when there is none)."""
+        return self._config_file()
+
     def _config_file(self) -> Path:
         path = find_config_path(self.config_path)
         if path is None:

@@ -6,6 +6,7 @@ journal records and the last recorded cycle result.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from memsync import __version__, timefmt
@@ -101,9 +102,22 @@ def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
     )
 
 
-def status_report(settings: Settings) -> StatusReport:
+def config_name(path: Path | None) -> str | None:
+    """The configuration file as `status` names it: its resolved real path."""
+    return os.path.realpath(path) if path is not None else None
+
+
+def status_report(settings: Settings, *, other_config: str | None = None) -> StatusReport:
+    """The report from local facts; `other_config`: the file a daemon that runs on the
+    control socket serves instead of this one."""
     return StatusReport(
-        daemon=DaemonStatus(running=False, pid=None, version=__version__),
+        daemon=DaemonStatus(
+            running=False,
+            pid=None,
+            version=__version__,
+            config=config_name(settings.config_path),
+            other_config=other_config,
+        ),
         roots=[root_status(r, settings.state_dir) for r in settings.roots],
         views=[view_status(v, settings.state_dir) for v in settings.views],
     )

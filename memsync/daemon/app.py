@@ -66,12 +66,12 @@ from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.result import SyncResult, SyncStatus
-from memsync.status import status_report
+from memsync.status import config_name, status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
-from memsync.wire.cli import ScheduleEntry, ViewsPullReport
+from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
 
 log = logging.getLogger("memsync.daemon")
 
@@ -406,16 +406,22 @@ class Daemon:
 
     async def status(self) -> BaseModel:
         report = await asyncio.to_thread(status_report, self.settings)
-        daemon = report.daemon.model_copy(
-            update={
-                "running": True,
-                "pid": os.getpid(),
-                "started_at": timefmt.rfc3339(timefmt.from_timestamp(self.started)),
-                "uptime_seconds": int(time.time() - self.started),
-                "schedule": self._schedule(),
-            }
+        return report.model_copy(update={"daemon": self._daemon_block()})
+
+    async def daemon(self) -> BaseModel:
+        """`GET /v1/daemon`: the daemon block alone (no file read, no git)."""
+        return self._daemon_block()
+
+    def _daemon_block(self) -> DaemonStatus:
+        return DaemonStatus(
+            running=True,
+            pid=os.getpid(),
+            version=__version__,
+            started_at=timefmt.rfc3339(timefmt.from_timestamp(self.started)),
+            uptime_seconds=int(time.time() - self.started),
+            schedule=self._schedule(),
+            config=config_name(self.settings.config_path),
         )
-        return report.model_copy(update={"daemon": daemon})
 
     def _schedule(self) -> list[ScheduleEntry]:
         entries: list[ScheduleEntry] = []

@@ -1,9 +1,10 @@
 """The daemon's control socket: HTTP over a unix socket (mode 0600), CONTRACT §6.
 
-`GET /v1/status`, `POST /v1/sync` (answers after the cycles finish, with exactly the
-`sync-now --json` document), `POST /v1/views/pull`, `POST /v1/cycles/{prune|insight}`
-(`{"root", "force"}`: one maintenance turn, answered with the `cycle --json` document).
-Junk requests get a JSON error and the daemon goes on; a client
+`GET /v1/status`, `GET /v1/daemon` (only the status document's `daemon` block: who
+runs, and which configuration file it serves), `POST /v1/sync` (answers after the cycles
+finish, with exactly the `sync-now --json` document), `POST /v1/views/pull`,
+`POST /v1/cycles/{prune|insight}` (`{"root", "force"}`: one maintenance turn, answered with
+the `cycle --json` document). Junk requests get a JSON error and the daemon goes on; a client
 that disconnects mid-request does not cancel the cycle it asked for (others may share it).
 
 Where the socket may be (`claim`): in a directory only this user can write (`peer`), else a
@@ -67,6 +68,8 @@ class Controller(Protocol):
 
     async def status(self) -> BaseModel: ...
 
+    async def daemon(self) -> BaseModel: ...
+
     async def sync(self, request: SyncRequest) -> BaseModel: ...
 
     async def pull(self, request: PullRequest) -> BaseModel: ...
@@ -92,6 +95,9 @@ def _error(status: int, code: str, message: str) -> web.Response:
 def control_app(controller: Controller) -> web.Application:
     async def status(request: web.Request) -> web.Response:
         return _json(await controller.status())
+
+    async def daemon(request: web.Request) -> web.Response:
+        return _json(await controller.daemon())
 
     async def sync(request: web.Request) -> web.Response:
         body = await _body(request, SyncRequest)
@@ -125,6 +131,7 @@ def control_app(controller: Controller) -> web.Application:
 
     app = web.Application(client_max_size=64 * 1024, middlewares=[_peers(), _errors])
     app.router.add_get("/v1/status", status)
+    app.router.add_get("/v1/daemon", daemon)
     app.router.add_post("/v1/sync", sync)
     app.router.add_post("/v1/views/pull", pull)
     app.router.add_post("/v1/cycles/{cycle}", cycles)

@@ -114,6 +114,8 @@ class DaemonStatus(_Wire):
     started_at: str | None = None
     uptime_seconds: int | None = None
     schedule: list[ScheduleEntry] = []
+    config: str | None = None  # the configuration file described (the daemon's, when running)
+    other_config: str | None = None  # a daemon runs on the socket but serves this other file
 
 
 class CycleStatus(_Wire):

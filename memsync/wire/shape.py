@@ -34,6 +34,8 @@ _DAEMON: Shape = {
     "started_at": "str?",
     "uptime_seconds": "int?",
     "schedule": [_SCHEDULE_ENTRY],
+    "config": "str?",
+    "other_config": "str?",
 }
 _ROOT: Shape = {
     "root": "str",
