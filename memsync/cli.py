@@ -65,6 +65,14 @@ class _Commands(LazyGroup):
             "memsync.cli_daemon",
             "Run the daemon in the foreground: keep every root and view in step by itself.",
         ),
+        "pause": (
+            "memsync.cli_pause",
+            "Hold a root or view: nothing syncs or pulls it until `resume` (or --for runs out).",
+        ),
+        "resume": (
+            "memsync.cli_pause",
+            "Let a paused root or view run again (the running daemon syncs it at once).",
+        ),
         "cycle": (
             "memsync.cli_cycle",
             "Run one prune or insight turn for ROOT now, through the configured role.",
@@ -246,6 +254,7 @@ def sync_now(
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
+    from memsync.roots.result import HELD  # noqa: PLC0415
     from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
 
     settings = app.settings()
@@ -261,7 +270,8 @@ def sync_now(
     else:
         for r in results:
             clitext.print_result(r)
-    return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+    # A paused root is held because the operator asked for it: not a failure (exit 0).
+    return EXIT_OK if all(r.ok or r.status in HELD for r in results) else EXIT_VERDICT
 
 
 def _sync_through_daemon(

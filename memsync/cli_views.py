@@ -107,7 +107,7 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
             click.echo(f"{r.view:<16} {r.status:<12} rev {revision:<6} {r.message}")
             for p in r.problems:
                 click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
-    ok = all(r.status in ("pulled", "current") for r in report.results)
+    ok = all(r.status in ("pulled", "current", "paused") for r in report.results)
     return EXIT_OK if ok else EXIT_VERDICT
 
 

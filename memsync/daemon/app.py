@@ -50,6 +50,7 @@ from memsync.daemon.events import Event, follow
 from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
+from memsync.daemon.pause import PauseDesk
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
 from memsync.daemon.workers import (
@@ -65,13 +66,14 @@ from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
-from memsync.roots.result import SyncResult, SyncStatus
+from memsync.roots.result import HELD, SyncResult, SyncStatus
 from memsync.status import config_name, status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
+from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
 
@@ -104,6 +106,12 @@ class Daemon:
         self._scheduler: AsyncIOScheduler | None = None
         self._observer = new_observer()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.pauses = PauseDesk(
+            lambda: self.settings.state_dir,
+            lambda: (list(self.roots), list(self.views)),
+            self._wake,
+            self.metrics.registry,
+        )
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -132,6 +140,7 @@ class Daemon:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
                 self._apply(self.settings)
+                self.pauses.start()
                 self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
                 self.notifier.ready(self._summary())
@@ -146,6 +155,7 @@ class Daemon:
                 self.notifier.stopping()
                 log.info("stopping: letting running cycles finish")
                 keepalive.cancel()
+                self.pauses.close()
                 for task in self._followers.values():
                     task.cancel()
                 for name in list(self.roots):
@@ -383,7 +393,7 @@ class Daemon:
                 reasons.append(f"root {name}: first cycle not finished")
             elif trigger.error is not None:
                 reasons.append(f"root {name}: error: {trigger.error}")
-            elif last is not None and not last.ok:
+            elif last is not None and not last.ok and last.status not in HELD:
                 reasons.append(f"root {name}: {last.status}")
         for name, vworker in self.views.items():
             vtrigger = vworker.trigger
@@ -489,6 +499,19 @@ class Daemon:
         ]
         results = await asyncio.gather(*futures)
         return ViewsPullReport(results=[r.model() for r in results])
+
+    async def pause(self, request: PauseRequest) -> BaseModel:
+        return await self.pauses.pause(request)
+
+    async def resume(self, request: ResumeRequest) -> BaseModel:
+        return await self.pauses.resume(request)
+
+    def _wake(self, kind: str, name: str) -> None:
+        """One cycle now for a root or view a pause held (resumed, or its time ran out)."""
+        if kind == "root" and name in self.roots:
+            self.roots[name].trigger.request(AUTOMATIC, explicit=True)
+        elif kind == "view" and name in self.views:
+            self.views[name].trigger.request(PullOptions(), explicit=True)
 
     def _summary(self) -> str:
         bad = self.unready()

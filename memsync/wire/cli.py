@@ -150,6 +150,8 @@ class RootStatus(_Wire):
     trusted_upstream: str | None
     prune: CycleStatus
     insight: InsightStatus
+    paused: bool = False  # `memsync pause` holds it (then `status` is "paused")
+    paused_until: str | None = None  # None while paused: until `memsync resume`
 
 
 class ViewStatus(_Wire):
@@ -161,6 +163,8 @@ class ViewStatus(_Wire):
     fetched_at: str | None
     expires_at: str | None
     message: str | None
+    paused: bool = False
+    paused_until: str | None = None
 
 
 class StatusReport(_Wire):
