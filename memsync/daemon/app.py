@@ -379,7 +379,7 @@ class Daemon:
 
     def observed(self, worker: RootWorker, result: SyncResult) -> None:
         self.metrics.observe_sync(result)
-        level = logging.INFO if result.ok else logging.WARNING
+        level = logging.INFO if result.ok or result.status in HELD else logging.WARNING
         if result.status != SyncStatus.CURRENT or not result.ok:
             log.log(level, "root %s: %s: %s", result.root, result.status, result.message)
 
