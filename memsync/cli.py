@@ -66,6 +66,14 @@ class _Commands(LazyGroup):
             "memsync.cli_daemon",
             "Run the daemon in the foreground: keep every root and view in step by itself.",
         ),
+        "pause": (
+            "memsync.cli_pause",
+            "Hold a root or view: nothing syncs or pulls it until `resume` (or --for runs out).",
+        ),
+        "resume": (
+            "memsync.cli_pause",
+            "Let a paused root or view run again (the running daemon syncs it at once).",
+        ),
         "cycle": (
             "memsync.cli_cycle",
             "Run one prune or insight turn for ROOT now, through the configured role.",
@@ -247,6 +255,7 @@ def sync_now(
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
+    from memsync.roots.result import HELD  # noqa: PLC0415
     from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
 
     settings = app.settings()
@@ -262,14 +271,15 @@ def sync_now(
     else:
         for r in results:
             clitext.print_result(r)
-    return EXIT_OK if all(r.ok for r in results) else EXIT_VERDICT
+    # A paused root is held because the operator asked for it: not a failure (exit 0).
+    return EXIT_OK if all(r.ok or r.status in HELD for r in results) else EXIT_VERDICT
 
 
 def _sync_through_daemon(
     settings: Settings, roots: Sequence[str], options: SyncOptions
 ) -> list[SyncResult] | None:
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
-    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+    from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
     from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
     body = {
@@ -279,7 +289,9 @@ def _sync_through_daemon(
         "no_push": options.no_push,
     }
     try:
-        answer = call(settings.control_socket, "POST", "/v1/sync", body)
+        answer = call_serving(
+            settings.control_socket, settings.config_path, "POST", "/v1/sync", body
+        )
     except DaemonUnavailable:
         return None
     return [model.to_result() for model in SyncReport.model_validate(answer).results]
@@ -308,15 +320,19 @@ def status(app: App, as_json: bool) -> int:
     """Show roots, views, the daemon and pending operations."""
     # Through a running daemon with a configuration known to load (`config.paths`), nothing
     # heavy is imported; otherwise the full configuration loads, with its errors, as always.
+    # A daemon that serves another configuration file does not answer for this one: the
+    # report is read in process and names the file that daemon serves.
     known = app.known_paths()
-    report = _status_from_daemon(known.control_socket) if known else None
+    config = app.config_file()
+    report, other = _status_from_daemon(known.control_socket, config) if known else (None, None)
     if report is None:
         settings = app.settings()
-        report = _status_from_daemon(settings.control_socket)
+        if known is None or known.control_socket != settings.control_socket:
+            report, other = _status_from_daemon(settings.control_socket, config)
         if report is None:
             from memsync.status import status_report  # noqa: PLC0415 - git, state files
 
-            report = status_report(settings).model_dump(mode="json")
+            report = status_report(settings, other_config=other).model_dump(mode="json")
     if as_json:
         emit_document(report)
     else:
@@ -324,21 +340,30 @@ def status(app: App, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _status_from_daemon(socket: Path) -> dict[str, Any] | None:
-    """The daemon's status document (CONTRACT §2), or None when no daemon answers."""
-    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+def _status_from_daemon(socket: Path, config: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The daemon's status document (CONTRACT §2) when the daemon serves `config`; else
+    None and, when a daemon serving another file answers, that file's name."""
+    from memsync.daemon.client import (  # noqa: PLC0415 - stdlib only
+        DaemonUnavailable,
+        call,
+        serves,
+    )
     from memsync.wire.shape import STATUS_REPORT, fit  # noqa: PLC0415 - stdlib only
 
     try:
         answer = call(socket, "GET", "/v1/status", timeout=30)
     except DaemonUnavailable:
-        return None
+        return None, None
+    daemon = answer.get("daemon") if isinstance(answer, dict) else None
+    if not serves(daemon, config):
+        served = daemon.get("config") if isinstance(daemon, dict) else None
+        return None, served if isinstance(served, str) and served else "unknown"
     document: dict[str, Any] | None = fit(answer, STATUS_REPORT)
     if document is None:  # another shape: the model decides (and words any error)
         from memsync.wire.cli import StatusReport  # noqa: PLC0415
 
         document = StatusReport.model_validate(answer).model_dump(mode="json")
-    return document
+    return document, None
 
 
 # -- config ----------------------------------------------------------------------------------

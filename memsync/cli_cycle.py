@@ -21,15 +21,19 @@ def cycle(app: App, kind: str, root: str, force: bool, as_json: bool) -> int:
     The role works in its own worktree; its commit must pass the role's grants and the
     full gate before it lands. Goes through the running daemon when one is up.
     """
-    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+    from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
 
     settings = app.settings()
     if settings.root(root) is None:
         known = ", ".join(r.name for r in settings.roots) or "none"
         raise UsageError(f"unknown root {root!r}", hint=f"configured roots: {known}")
     try:
-        answer = call(
-            settings.control_socket, "POST", f"/v1/cycles/{kind}", {"root": root, "force": force}
+        answer = call_serving(
+            settings.control_socket,
+            settings.config_path,
+            "POST",
+            f"/v1/cycles/{kind}",
+            {"root": root, "force": force},
         )
         report = CycleReport.model_validate(answer)
     except DaemonUnavailable:

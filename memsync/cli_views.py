@@ -132,7 +132,7 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
             hint=f"configured views: {', '.join(known) or 'none'}",
         )
     chosen = [known[n] for n in names] if names else list(known.values())
-    report = _pull_through_daemon(settings.control_socket, names)
+    report = _pull_through_daemon(settings.control_socket, settings.config_path, names)
     if report is None:  # no daemon: pull in this process
         results = asyncio.run(pull_views(chosen, settings.state_dir))
         report = ViewsPullReport(results=[r.model() for r in results])
@@ -144,16 +144,18 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
             click.echo(f"{r.view:<16} {r.status:<12} rev {revision:<6} {r.message}")
             for p in r.problems:
                 click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
-    ok = all(r.status in ("pulled", "current") for r in report.results)
+    ok = all(r.status in ("pulled", "current", "paused") for r in report.results)
     return EXIT_OK if ok else EXIT_VERDICT
 
 
-def _pull_through_daemon(socket: Path, names: tuple[str, ...]) -> ViewsPullReport | None:
-    """The running daemon's pull verdicts, or None when no daemon answers."""
-    from memsync.daemon.client import DaemonUnavailable, call  # noqa: PLC0415 - stdlib only
+def _pull_through_daemon(
+    socket: Path, config: Path | None, names: tuple[str, ...]
+) -> ViewsPullReport | None:
+    """The running daemon's pull verdicts, or None when no daemon serving `config` answers."""
+    from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
 
     try:
-        answer = call(socket, "POST", "/v1/views/pull", {"views": list(names)})
+        answer = call_serving(socket, config, "POST", "/v1/views/pull", {"views": list(names)})
     except DaemonUnavailable:
         return None
     return ViewsPullReport.model_validate(answer)

@@ -44,7 +44,9 @@ EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3,
 # Commands that write under the state dir (it is created, 0700, before they run) and those
 # that only read it (it is checked, never created). Either way an unusable state dir is a
 # configuration error before the command starts, not an OSError in the middle of it.
-WRITES_STATE = frozenset({"sync-now", "views pull", "run", "cycle prune", "cycle insight"})
+WRITES_STATE = frozenset(
+    {"sync-now", "views pull", "run", "cycle prune", "cycle insight", "pause", "resume"}
+)
 READS_STATE = frozenset({"status"})
 
 _emitted = False
@@ -110,6 +112,10 @@ class App:
             self.state_dir = found.state_dir
             self._check_state_dir(found.state_dir)
         return found
+
+    def config_file(self) -> Path:
+        """The configuration file this command reads (ConfigError when there is none)."""
+        return self._config_file()
 
     def _config_file(self) -> Path:
         path = find_config_path(self.config_path)

@@ -57,6 +57,13 @@ def print_status(report: Mapping[str, Any]) -> None:
                     f"until {entry['backoff_until']}"
                 )
             click.echo(f"  {entry['kind']} {entry['name']}: {state}")
+        if daemon.get("config"):
+            click.echo(f"  config: {daemon['config']}")
+    elif daemon.get("other_config"):
+        click.echo(
+            f"daemon: the running daemon serves another configuration ({daemon['other_config']}); "
+            f"this one ({daemon.get('config') or '-'}) is read, and sync-now runs, in this process"
+        )
     else:
         click.echo("daemon: not running (sync-now runs cycles in its own process)")
     click.echo(

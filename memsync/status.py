@@ -6,15 +6,18 @@ journal records and the last recorded cycle result.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
 from memsync.cycles.pressure import Pressure, PruneState
 from memsync.errors import GitError
+from memsync.roots import pause
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.publish import blocking_changes
+from memsync.roots.result import SyncStatus
 from memsync.roots.state import RootState
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
@@ -53,13 +56,14 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
             message = f"{settings.path} is not the top level of a Git work tree"
     except GitError as exc:
         message = exc.message
+    held = pause.holding(state_dir, "root", settings.name)
     return RootStatus(
         root=settings.name,
         path=str(settings.path),
         head=head,
         branch=branch,
-        status=state.last_status,
-        message=message,
+        status=SyncStatus.PAUSED if held else state.last_status,
+        message=held.describe() if held else message,
         last_success_at=state.last_success_at,
         last_failure_at=state.last_failure_at,
         dirty=dirty,
@@ -81,6 +85,8 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
             last_result=pressure.last_result,
             last_run_at=pressure.last_run_at,
         ),
+        paused=held is not None,
+        paused_until=held.until if held else None,
     )
 
 
@@ -89,21 +95,37 @@ def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
     trust = TrustState.load(trust_path(state_dir, view.name))
     active = import_dir(view.root_path, view.heading)
     status = trust.status(now=timefmt.now(), max_stale=view.max_stale, has_import=active.is_dir())
+    held = pause.holding(state_dir, "view", view.name)
     return ViewStatus(
         view=view.name,
         root=view.root,
         heading=view.heading,
-        status=status,
+        status="paused" if held else status,
         revision=trust.revision,
         fetched_at=trust.fetched_at,
         expires_at=trust.expires_at,
-        message=trust.last_message,
+        message=held.describe() if held else trust.last_message,
+        paused=held is not None,
+        paused_until=held.until if held else None,
     )
 
 
-def status_report(settings: Settings) -> StatusReport:
+def config_name(path: Path | None) -> str | None:
+    """The configuration file as `status` names it: its resolved real path."""
+    return os.path.realpath(path) if path is not None else None
+
+
+def status_report(settings: Settings, *, other_config: str | None = None) -> StatusReport:
+    """The report from local facts; `other_config`: the file a daemon that runs on the
+    control socket serves instead of this one."""
     return StatusReport(
-        daemon=DaemonStatus(running=False, pid=None, version=__version__),
+        daemon=DaemonStatus(
+            running=False,
+            pid=None,
+            version=__version__,
+            config=config_name(settings.config_path),
+            other_config=other_config,
+        ),
         roots=[root_status(r, settings.state_dir) for r in settings.roots],
         views=[view_status(v, settings.state_dir) for v in settings.views],
     )

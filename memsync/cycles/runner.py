@@ -21,6 +21,7 @@ from memsync.cycles.turn import (
     run_cycle,
 )
 from memsync.errors import UsageError
+from memsync.roots import pause
 from memsync.roots.cycle import SyncOptions, sync_root
 
 # What an agent CLI may see of the daemon's environment: enough to run, no secrets.
@@ -67,6 +68,9 @@ def cycle_now(
     root = settings.root(root_name)
     if root is None:
         raise UsageError(f"unknown root {root_name!r}")
+    held = pause.holding(settings.state_dir, "root", root.name)
+    if held is not None:  # `memsync pause` holds the maintenance cycles too (even --force)
+        return CycleResult(root.name, kind, "not-due", held.describe())
     cycle = cycle_settings(root, kind)
     if not cycle.enabled and not force:
         return CycleResult(

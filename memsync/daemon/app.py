@@ -47,8 +47,10 @@ from memsync.daemon.control import (
     claim,
 )
 from memsync.daemon.events import Event, follow
+from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
+from memsync.daemon.pause import PauseDesk
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
 from memsync.daemon.workers import (
@@ -64,13 +66,14 @@ from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
-from memsync.roots.result import SyncResult, SyncStatus
-from memsync.status import status_report
+from memsync.roots.result import HELD, SyncResult, SyncStatus
+from memsync.status import config_name, status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
-from memsync.wire.cli import ScheduleEntry, ViewsPullReport
+from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
+from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
 
@@ -103,6 +106,12 @@ class Daemon:
         self._scheduler: AsyncIOScheduler | None = None
         self._observer = new_observer()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.pauses = PauseDesk(
+            lambda: self.settings.state_dir,
+            lambda: (list(self.roots), list(self.views)),
+            self._wake,
+            self.metrics.registry,
+        )
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -114,7 +123,11 @@ class Daemon:
             *(asyncio.to_thread(_recover, r, self.settings.state_dir) for r in self.settings.roots)
         )
         control = await ControlSocket.start(self.settings.control_socket, self)
-        health = await self._start_health()
+        try:
+            health = await self._start_health()
+        except BaseException:
+            await control.stop()  # a taken http.listen ends the start-up: leave no socket
+            raise
         for sig, action in (
             (signal.SIGTERM, self._stop.set),
             (signal.SIGINT, self._stop.set),
@@ -127,6 +140,7 @@ class Daemon:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
                 self._apply(self.settings)
+                self.pauses.start()
                 self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
                 self.notifier.ready(self._summary())
@@ -141,6 +155,7 @@ class Daemon:
                 self.notifier.stopping()
                 log.info("stopping: letting running cycles finish")
                 keepalive.cancel()
+                self.pauses.close()
                 for task in self._followers.values():
                     task.cancel()
                 for name in list(self.roots):
@@ -294,7 +309,11 @@ class Daemon:
         host, _, port = self.settings.http_listen.rpartition(":")
         runner = web.AppRunner(health_app(self.metrics, self.readiness), access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
+        try:
+            await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port)).start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise listen_error("http.listen", self.settings.http_listen, exc) from exc
         return runner
 
     # -- events ----------------------------------------------------------------------------
@@ -360,7 +379,7 @@ class Daemon:
 
     def observed(self, worker: RootWorker, result: SyncResult) -> None:
         self.metrics.observe_sync(result)
-        level = logging.INFO if result.ok else logging.WARNING
+        level = logging.INFO if result.ok or result.status in HELD else logging.WARNING
         if result.status != SyncStatus.CURRENT or not result.ok:
             log.log(level, "root %s: %s: %s", result.root, result.status, result.message)
 
@@ -374,7 +393,7 @@ class Daemon:
                 reasons.append(f"root {name}: first cycle not finished")
             elif trigger.error is not None:
                 reasons.append(f"root {name}: error: {trigger.error}")
-            elif last is not None and not last.ok:
+            elif last is not None and not last.ok and last.status not in HELD:
                 reasons.append(f"root {name}: {last.status}")
         for name, vworker in self.views.items():
             vtrigger = vworker.trigger
@@ -397,16 +416,22 @@ class Daemon:
 
     async def status(self) -> BaseModel:
         report = await asyncio.to_thread(status_report, self.settings)
-        daemon = report.daemon.model_copy(
-            update={
-                "running": True,
-                "pid": os.getpid(),
-                "started_at": timefmt.rfc3339(timefmt.from_timestamp(self.started)),
-                "uptime_seconds": int(time.time() - self.started),
-                "schedule": self._schedule(),
-            }
+        return report.model_copy(update={"daemon": self._daemon_block()})
+
+    async def daemon(self) -> BaseModel:
+        """`GET /v1/daemon`: the daemon block alone (no file read, no git)."""
+        return self._daemon_block()
+
+    def _daemon_block(self) -> DaemonStatus:
+        return DaemonStatus(
+            running=True,
+            pid=os.getpid(),
+            version=__version__,
+            started_at=timefmt.rfc3339(timefmt.from_timestamp(self.started)),
+            uptime_seconds=int(time.time() - self.started),
+            schedule=self._schedule(),
+            config=config_name(self.settings.config_path),
         )
-        return report.model_copy(update={"daemon": daemon})
 
     def _schedule(self) -> list[ScheduleEntry]:
         entries: list[ScheduleEntry] = []
@@ -474,6 +499,19 @@ class Daemon:
         ]
         results = await asyncio.gather(*futures)
         return ViewsPullReport(results=[r.model() for r in results])
+
+    async def pause(self, request: PauseRequest) -> BaseModel:
+        return await self.pauses.pause(request)
+
+    async def resume(self, request: ResumeRequest) -> BaseModel:
+        return await self.pauses.resume(request)
+
+    def _wake(self, kind: str, name: str) -> None:
+        """One cycle now for a root or view a pause held (resumed, or its time ran out)."""
+        if kind == "root" and name in self.roots:
+            self.roots[name].trigger.request(AUTOMATIC, explicit=True)
+        elif kind == "view" and name in self.views:
+            self.views[name].trigger.request(PullOptions(), explicit=True)
 
     def _summary(self) -> str:
         bad = self.unready()

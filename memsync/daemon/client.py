@@ -1,7 +1,9 @@
 """The CLI side of the control socket: HTTP over a unix socket, standard library only.
 
-`sync-now`, `views pull` and `status` ask the running daemon first and fall back to doing
-the work in their own process when no daemon answers. This module must stay cheap to
+`sync-now`, `views pull`, `cycle`, `pause`, `resume` and `status` ask the running daemon
+first and fall back to doing the work in their own process when no daemon answers, or when
+the daemon that answers serves another configuration file (`serves`: same resolved path,
+or same device and inode). This module must stay cheap to
 import (no aiohttp, no daemon stack, not even `http.client`, whose email parser and ssl
 cost more than the rest of `memsync status`): people type `memsync status` all day. It
 speaks the little HTTP/1.1 the daemon's own server answers: one request per connection
@@ -38,6 +40,17 @@ SAFE_SOCKET_HINT = (
 
 class DaemonUnavailable(Exception):
     """No daemon answers on the socket (none runs, or a stale socket file)."""
+
+
+class OtherConfig(DaemonUnavailable):
+    """A daemon answers on the socket, but it serves another configuration file: this
+    command runs in its own process, as if no daemon ran."""
+
+    def __init__(self, socket_path: Path, served: str | None, pid: object) -> None:
+        what = served or "a configuration it does not name"
+        super().__init__(f"the daemon on {socket_path} serves {what}")
+        self.served = served
+        self.pid = pid if isinstance(pid, int) else None
 
 
 class DaemonError(MemsyncError):
@@ -111,6 +124,46 @@ def call(
             hint=error.get("hint"),
         )
     return answer
+
+
+def serves(daemon: object, config: Path) -> bool:
+    """Whether a daemon block (`GET /v1/daemon`, `status`'s `daemon`) names `config` as the
+    file it serves: the same resolved path, or the same file (device and inode) reached
+    another way. A daemon that names none serves no file of ours."""
+    served = daemon.get("config") if isinstance(daemon, dict) else None
+    if not isinstance(served, str) or not served:
+        return False
+    if os.path.realpath(served) == os.path.realpath(config):
+        return True
+    try:
+        return Path(served).samefile(config)
+    except (OSError, ValueError):
+        return False
+
+
+def call_serving(
+    socket_path: Path,
+    config: Path | None,
+    method: str,
+    path: str,
+    body: object = None,
+    *,
+    timeout: float = 3600,
+) -> Any:
+    """`call`, only when the daemon on the socket serves `config` (`GET /v1/daemon` first);
+    else OtherConfig (a DaemonUnavailable: the caller runs the command in process)."""
+    if config is not None:
+        try:
+            daemon = call(socket_path, "GET", "/v1/daemon", timeout=30)
+        except DaemonTimeout:
+            raise
+        except DaemonError as exc:  # a daemon from before /v1/daemon: it names no file
+            raise OtherConfig(socket_path, None, None) from exc
+        if not serves(daemon, config):
+            served = daemon.get("config") if isinstance(daemon, dict) else None
+            pid = daemon.get("pid") if isinstance(daemon, dict) else None
+            raise OtherConfig(socket_path, served if isinstance(served, str) else None, pid)
+    return call(socket_path, method, path, body, timeout=timeout)
 
 
 def _connect(sock: socket.socket, socket_path: Path, wait: float) -> None:

@@ -1,10 +1,13 @@
 """The daemon's control socket: HTTP over a unix socket (mode 0600), CONTRACT §6.
 
-`GET /v1/status`, `POST /v1/sync` (answers after the cycles finish, with exactly the
-`sync-now --json` document), `POST /v1/views/pull`, `POST /v1/cycles/{prune|insight}`
-(`{"root", "force"}`: one maintenance turn, answered with the `cycle --json` document).
-Junk requests get a JSON error and the daemon goes on; a client
-that disconnects mid-request does not cancel the cycle it asked for (others may share it).
+`GET /v1/status`, `GET /v1/daemon` (only the status document's `daemon` block: who
+runs, and which configuration file it serves), `POST /v1/sync` (answers after the cycles
+finish, with exactly the `sync-now --json` document), `POST /v1/views/pull`,
+`POST /v1/cycles/{prune|insight}` (`{"root", "force"}`: one maintenance turn, answered with
+the `cycle --json` document), `POST /v1/pause` (`{"name", "kind", "until"}`) and
+`POST /v1/resume` (`{"name", "kind"}`), answered with the `pause --json` document. Junk
+requests get a JSON error and the daemon goes on; a client that disconnects mid-request
+does not cancel the cycle it asked for (others may share it).
 
 Where the socket may be (`claim`): in a directory only this user can write (`peer`), else a
 configuration error naming the path. What stands at the path is removed only when it is
@@ -34,8 +37,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memsync.config.files import kind_of
 from memsync.daemon.client import SAFE_SOCKET_HINT
+from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.errors import ConfigError, UsageError
+from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +71,17 @@ class Controller(Protocol):
 
     async def status(self) -> BaseModel: ...
 
+    async def daemon(self) -> BaseModel: ...
+
     async def sync(self, request: SyncRequest) -> BaseModel: ...
 
     async def pull(self, request: PullRequest) -> BaseModel: ...
 
     async def cycle(self, kind: str, request: CycleRequest) -> BaseModel: ...
+
+    async def pause(self, request: PauseRequest) -> BaseModel: ...
+
+    async def resume(self, request: ResumeRequest) -> BaseModel: ...
 
 
 class SocketInUse(UsageError):
@@ -91,6 +102,9 @@ def _error(status: int, code: str, message: str) -> web.Response:
 def control_app(controller: Controller) -> web.Application:
     async def status(request: web.Request) -> web.Response:
         return _json(await controller.status())
+
+    async def daemon(request: web.Request) -> web.Response:
+        return _json(await controller.daemon())
 
     async def sync(request: web.Request) -> web.Response:
         body = await _body(request, SyncRequest)
@@ -122,11 +136,32 @@ def control_app(controller: Controller) -> web.Application:
         except UsageError as exc:
             return _error(400, "usage", exc.message)
 
+    async def pause(request: web.Request) -> web.Response:
+        body = await _body(request, PauseRequest)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            return _json(await controller.pause(body))
+        except UsageError as exc:
+            return _error(400, "usage", exc.message)
+
+    async def resume(request: web.Request) -> web.Response:
+        body = await _body(request, ResumeRequest)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            return _json(await controller.resume(body))
+        except UsageError as exc:
+            return _error(400, "usage", exc.message)
+
     app = web.Application(client_max_size=64 * 1024, middlewares=[_peers(), _errors])
     app.router.add_get("/v1/status", status)
+    app.router.add_get("/v1/daemon", daemon)
     app.router.add_post("/v1/sync", sync)
     app.router.add_post("/v1/views/pull", pull)
     app.router.add_post("/v1/cycles/{cycle}", cycles)
+    app.router.add_post("/v1/pause", pause)
+    app.router.add_post("/v1/resume", resume)
     return app
 
 
@@ -276,6 +311,9 @@ class ControlSocket:
         old = os.umask(0o177)
         try:
             await web.UnixSite(runner, str(real)).start()
+        except OSError as exc:  # a path too long for AF_UNIX, a race for the name
+            await runner.cleanup()
+            raise listen_error("control.socket", str(path), exc) from exc
         finally:
             os.umask(old)
         return cls(real, runner, _identity(real))

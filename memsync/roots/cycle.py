@@ -17,7 +17,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
-from memsync.roots import indexstat, journal, packs, recovery, statusmemo
+from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -73,6 +73,9 @@ def sync_root(
             SyncStatus.DISABLED,
             f"sync is off (roots.{settings.name}.sync.enabled: false)",
         )
+    held = pause.holding(state_dir, "root", settings.name)
+    if held is not None:  # `memsync pause`: nothing runs, not even a fetch
+        return SyncResult(settings.name, SyncStatus.PAUSED, held.describe())
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
         with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):

@@ -22,10 +22,12 @@ class SyncStatus(StrEnum):
     ERROR = "error"
     BUSY = "busy"
     DISABLED = "disabled"
+    PAUSED = "paused"
     UNCONFIGURED = "unconfigured"
 
 
 OK = frozenset({SyncStatus.CURRENT, SyncStatus.SYNCED, SyncStatus.PUSHED})
+HELD = frozenset({SyncStatus.PAUSED})  # the operator asked for it: not a failure (exit 0)
 
 
 @dataclass(frozen=True)

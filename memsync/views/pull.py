@@ -25,6 +25,7 @@ from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
 from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
 from memsync.errors import MemsyncError, ProblemError, require
+from memsync.roots import pause
 from memsync.roots.lock import RootLock
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
@@ -43,6 +44,8 @@ from memsync.views.trust import PULLED, STALE, UNAVAILABLE, TrustState
 from memsync.wire.cli import ProblemModel, ViewPullResult
 from memsync.wire.manifest import Manifest
 
+PAUSED = "paused"  # `memsync pause` holds the view (CONTRACT §8)
+
 log = logging.getLogger(__name__)
 
 PULL_DEADLINE = 120.0  # seconds for one view's whole refresh
@@ -52,7 +55,7 @@ Identity = tuple[int, str, str | None, tuple[str, ...]]  # revision, sha256, exp
 @dataclass(frozen=True)
 class ViewResult:
     view: str
-    status: str  # pulled | current | stale | unavailable
+    status: str  # pulled | current | stale | unavailable | paused
     revision: int | None
     previous_revision: int | None
     message: str
@@ -61,6 +64,11 @@ class ViewResult:
     @property
     def ok(self) -> bool:
         return self.status in (PULLED, "current")
+
+    @property
+    def held(self) -> bool:
+        """`memsync pause` holds this view: not a failure (exit 0)."""
+        return self.status == PAUSED
 
     def model(self) -> ViewPullResult:
         """The `views pull --json` entry (the CLI and the daemon's control socket)."""
@@ -114,6 +122,10 @@ async def _locked(
     now: datetime | None,
     cache: ParseCache | None = None,
 ) -> ViewResult:
+    held = await asyncio.to_thread(pause.holding, state_dir, "view", view.name)
+    if held is not None:  # `memsync pause`: nothing is fetched, the import stays as it is
+        trust = TrustState.load(view_state_dir(state_dir, view.name) / "trust.json")
+        return ViewResult(view.name, PAUSED, trust.revision, trust.revision, held.describe())
     lock = RootLock(
         view_state_dir(state_dir, view.name) / "lock", wait=0, label=f"view {view.name}"
     )

@@ -114,6 +114,8 @@ class DaemonStatus(_Wire):
     started_at: str | None = None
     uptime_seconds: int | None = None
     schedule: list[ScheduleEntry] = []
+    config: str | None = None  # the configuration file described (the daemon's, when running)
+    other_config: str | None = None  # a daemon runs on the socket but serves this other file
 
 
 class CycleStatus(_Wire):
@@ -148,6 +150,8 @@ class RootStatus(_Wire):
     trusted_upstream: str | None
     prune: CycleStatus
     insight: InsightStatus
+    paused: bool = False  # `memsync pause` holds it (then `status` is "paused")
+    paused_until: str | None = None  # None while paused: until `memsync resume`
 
 
 class ViewStatus(_Wire):
@@ -159,6 +163,8 @@ class ViewStatus(_Wire):
     fetched_at: str | None
     expires_at: str | None
     message: str | None
+    paused: bool = False
+    paused_until: str | None = None
 
 
 class StatusReport(_Wire):

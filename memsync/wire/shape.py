@@ -34,6 +34,8 @@ _DAEMON: Shape = {
     "started_at": "str?",
     "uptime_seconds": "int?",
     "schedule": [_SCHEDULE_ENTRY],
+    "config": "str?",
+    "other_config": "str?",
 }
 _ROOT: Shape = {
     "root": "str",
@@ -63,6 +65,8 @@ _ROOT: Shape = {
         "last_result": "str?",
         "last_run_at": "str?",
     },
+    "paused": "bool",
+    "paused_until": "str?",
 }
 _VIEW: Shape = {
     "view": "str",
@@ -73,6 +77,8 @@ _VIEW: Shape = {
     "fetched_at": "str?",
     "expires_at": "str?",
     "message": "str?",
+    "paused": "bool",
+    "paused_until": "str?",
 }
 STATUS_REPORT: Shape = {"daemon": _DAEMON, "roots": [_ROOT], "views": [_VIEW]}
 
