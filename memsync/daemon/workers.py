@@ -22,6 +22,7 @@ from memsync.config.model import RootSettings, ViewSettings
 from memsync.config.secrets import SecretRef, resolve_header
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, REFUSED, CycleResult
+from memsync.daemon import hostkeys
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
@@ -39,7 +40,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("memsync.daemon")
 
 AUTOMATIC = SyncOptions(wait=60.0)  # what timers, watches and events ask for
-FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
+# Back off after these; the others wait for a person.
+FAILING = frozenset(
+    {SyncStatus.OFFLINE, SyncStatus.ERROR, SyncStatus.AUTH_FAILED, SyncStatus.HOST_KEY_CHANGED}
+)
 VIEW_FAILING = frozenset({"stale", "unavailable"})
 CYCLES = ("insight", "prune")
 NOTIFY_TIMEOUT = 10.0  # seconds for the whole notification
@@ -55,8 +59,10 @@ class RootWorker:
         self.daemon = daemon
         self.settings = settings
         self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
-            f"root {settings.name}", self._run, lambda r: r.status in FAILING
+            f"root {settings.name}", self._run, lambda r: r.status in FAILING, held=self._held
         )
+        # After `host-key-changed`: the settings and known_hosts stamp it was seen with.
+        self.hold: tuple[RootSettings, hostkeys.Stamp] | None = None
         self.watcher: RootWatcher | None = None
         self.task: asyncio.Task[None] | None = None
         self.event_at: float | None = None  # when a hub event last asked for a sync
@@ -72,6 +78,13 @@ class RootWorker:
             )
             for kind in CYCLES
         }
+
+    def _held(self) -> bool:
+        """Automatic syncs wait after `host-key-changed` until the root's configuration or
+        a known_hosts file changes."""
+        if self.hold is not None and self.hold != (self.settings, hostkeys.stamp(self.settings)):
+            self.hold = None
+        return self.hold is not None
 
     def enabled(self, kind: str) -> bool:
         return self.settings.insight_enabled if kind == "insight" else self.settings.prune_enabled
@@ -94,9 +107,11 @@ class RootWorker:
     async def _run(self, options: SyncOptions) -> SyncResult:
         loop = asyncio.get_running_loop()
         settings, state_dir = self.settings, self.daemon.settings.state_dir
+        seen = (settings, hostkeys.stamp(settings))  # before: a fix made meanwhile counts
         result = await loop.run_in_executor(
             self.daemon.pool, sync_root, settings, state_dir, options
         )
+        self.hold = seen if result.status == SyncStatus.HOST_KEY_CHANGED else None
         self.daemon.observed(self, result)
         metrics = self.daemon.metrics
         if result.status == SyncStatus.SYNCED and self.event_at is not None:
