@@ -99,6 +99,8 @@ _BOILERPLATE = (
     "it is also possible that a host key has just been changed",
     "please contact your system administrator",
     "add correct host key in",
+    "remove with:",
+    'ssh-keygen -f "',
 )
 
 
