@@ -31,7 +31,7 @@ def print_validation(where: str, report: ValidateReport) -> None:
 def print_result(r: SyncResult) -> None:
     head = r.head[:12] if r.head else "-"
     dry = " (dry run)" if r.dry_run else ""
-    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
+    click.echo(f"{r.root:<16} {r.status:<16} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
     for p in r.problems:
         click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
     if r.files and not r.problems and r.status not in ("current",):
@@ -56,6 +56,8 @@ def print_status(report: Mapping[str, Any]) -> None:
                     f"; backing off after {entry['failures']} failure(s) "
                     f"until {entry['backoff_until']}"
                 )
+            if entry.get("held"):
+                state += "; held until known_hosts or the configuration changes"
             click.echo(f"  {entry['kind']} {entry['name']}: {state}")
     else:
         click.echo("daemon: not running (sync-now runs cycles in its own process)")

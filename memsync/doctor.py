@@ -42,8 +42,10 @@ from memsync.daemon.peer import (
     socket_directory_refusal,
 )
 from memsync.errors import ConfigError, GitError, MemsyncError
+from memsync.roots.reach import unreachable
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
-from memsync.transports.git import Git, cause
+from memsync.roots.result import SyncStatus
+from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
 
@@ -240,12 +242,16 @@ def _upstream(root: RootSettings, git: Git) -> Check:
             f"{root.remote} answers but has no branch {branch} yet",
             "the first sync pushes it",
         )
-    return Check(
-        name,
-        FAIL,
-        f"{root.remote} cannot be reached: {cause(done.stderr)}",
-        "check the URL, the network and the credentials",
-    )
+    status, message = unreachable(done.stderr, f"{root.remote} cannot be reached")
+    return Check(name, FAIL, message, _UPSTREAM_HINTS[status])
+
+
+_UPSTREAM_HINTS = {
+    SyncStatus.OFFLINE: "check the URL, the network and the credentials",
+    SyncStatus.AUTH_FAILED: "check the token or key, and that the upstream grants it access",
+    SyncStatus.HOST_KEY_CHANGED: "check the offered key with the host's owner, then update "
+    "known_hosts (never accept it unchecked)",
+}
 
 
 def _repo_config(root: RootSettings) -> list[Check]:

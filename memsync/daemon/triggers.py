@@ -96,6 +96,10 @@ class Trigger(Generic[Opt, T]):
         self._wake.set()
         return future
 
+    def held(self) -> bool:
+        """Whether automatic jobs are held (dropped, not run) right now."""
+        return self._held()
+
     def pending(self) -> bool:
         return bool(self._pending)
 

@@ -105,6 +105,7 @@ class ScheduleEntry(_Wire):
     running: bool
     failures: int  # consecutive failures (back-off grows with them)
     backoff_until: str | None  # automatic runs wait until then
+    held: bool = False  # host-key-changed: automatic runs wait for known_hosts or the config
 
 
 class DaemonStatus(_Wire):

@@ -24,7 +24,9 @@ from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from memsync.transports.credentials import GitCredentials
+from memsync.wire.cli import DoctorReport
 from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, settings_for, wait_for
 
 SSHD = shutil.which("sshd", path=f"/usr/sbin:/usr/local/sbin:{os.environ.get('PATH', '')}")
@@ -176,6 +178,11 @@ def test_the_daemon_waits_for_known_hosts_to_change_after_a_changed_host_key(
         f"timeout: 20s, ssh: {{key: {{file: {sshd.client_key}}}, known_hosts: {known}}}}}",
     )
     config.write_text(text)
+    done = memsync("--config", str(config), "doctor", "--json")
+    checks = DoctorReport.model_validate_json(done.stdout).checks
+    check = next(c for c in checks if c.name == "roots.bob.upstream")
+    assert check.status == "fail" and "known_hosts" in (check.hint or ""), check
+    assert fingerprint(sshd.host_key.with_suffix(".pub")) in check.message
     with launcher(tmp_path) as start:
         daemon = start(config)
 
@@ -188,6 +195,7 @@ def test_the_daemon_waits_for_known_hosts_to_change_after_a_changed_host_key(
 
         def ticked() -> bool:  # the 1 s timer fired several times since
             entry = next(e for e in daemon.status().daemon.schedule if e.name == "bob")
+            assert entry.held, entry
             ticks.add(entry.next_run_at or "")
             return len(ticks) >= 5
 
@@ -197,3 +205,4 @@ def test_the_daemon_waits_for_known_hosts_to_change_after_a_changed_host_key(
         known.write_text(sshd.known_hosts(sshd.host_key).read_text())
         wait_for(lambda: bob_status() in ("current", "synced"), 30, "bob to sync again")
         assert sshd.connections() > tried
+        assert not next(e for e in daemon.status().daemon.schedule if e.name == "bob").held
