@@ -19,10 +19,14 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
 def print_validation(where: str, report: ValidateReport) -> None:
+    checked = (
+        f"{_count(report.tracked, 'tracked file')}, {_count(report.memory_files, 'memory file')}, "
+        f"{_count(report.items, 'item')}"
+    )
     if report.valid:
-        click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
+        click.echo(f"{where}: valid: {checked}")
         return
-    click.echo(f"{where}: {len(report.problems)} problem(s)")
+    click.echo(f"{where}: {len(report.problems)} problem(s) in {checked}")
     for p in report.problems:
         loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
         click.echo(f"  {p.code:<22} {loc}: {p.message}")
@@ -112,6 +116,11 @@ def _last(result: str | None, at: str | None) -> str:
 def _duration(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _count(n: int, noun: str) -> str:
+    """`20,003 tracked files`, `1 item`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _num(value: int | None) -> str:
