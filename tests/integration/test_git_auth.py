@@ -456,7 +456,7 @@ def test_the_token_never_goes_to_another_origin(
         git(pair.bob, "remote", "set-url", "origin", f"{redirecting.url}/team.git")
         before = len(gitserver.seen)
         result = pair.sync("bob", creds)
-        assert result.status == "offline", result.message
+        assert result.status == "auth-failed", result.message  # the other origin got none
         after = gitserver.seen[before:]
         assert after, "git did not follow the redirect"
         assert all(s.authorization is None for s in after), after
