@@ -186,6 +186,8 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
             files=0,
             items=0,
             problems=[ProblemModel.of(p) for p in refused],
+            tracked=0,
+            memory_files=0,
         )
         if as_json:
             emit(out)
@@ -223,6 +225,8 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         files=report.files,
         items=report.items,
         problems=[ProblemModel.of(p) for p in problems],
+        tracked=len(tree.entries),
+        memory_files=report.files,
     )
     if as_json:
         emit(out)

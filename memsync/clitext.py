@@ -19,10 +19,14 @@ _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
 def print_validation(where: str, report: ValidateReport) -> None:
+    checked = (
+        f"{_count(report.tracked, 'tracked file')}, {_count(report.memory_files, 'memory file')}, "
+        f"{_count(report.items, 'item')}"
+    )
     if report.valid:
-        click.echo(f"{where}: valid ({report.files} files, {report.items} items)")
+        click.echo(f"{where}: valid: {checked}")
         return
-    click.echo(f"{where}: {len(report.problems)} problem(s)")
+    click.echo(f"{where}: {len(report.problems)} problem(s) in {checked}")
     for p in report.problems:
         loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
         click.echo(f"  {p.code:<22} {loc}: {p.message}")
@@ -31,7 +35,7 @@ def print_validation(where: str, report: ValidateReport) -> None:
 def print_result(r: SyncResult) -> None:
     head = r.head[:12] if r.head else "-"
     dry = " (dry run)" if r.dry_run else ""
-    click.echo(f"{r.root:<16} {r.status:<12} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
+    click.echo(f"{r.root:<16} {r.status:<16} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
     for p in r.problems:
         click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
     if r.files and not r.problems and r.status not in ("current",):
@@ -56,6 +60,8 @@ def print_status(report: Mapping[str, Any]) -> None:
                     f"; backing off after {entry['failures']} failure(s) "
                     f"until {entry['backoff_until']}"
                 )
+            if entry.get("held"):
+                state += "; held until known_hosts or the configuration changes"
             click.echo(f"  {entry['kind']} {entry['name']}: {state}")
         if daemon.get("config"):
             click.echo(f"  config: {daemon['config']}")
@@ -117,6 +123,11 @@ def _last(result: str | None, at: str | None) -> str:
 def _duration(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _count(n: int, noun: str) -> str:
+    """`20,003 tracked files`, `1 item`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _num(value: int | None) -> str:

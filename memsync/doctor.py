@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import stat
 from collections.abc import Iterator, Mapping
@@ -42,8 +43,10 @@ from memsync.daemon.peer import (
     socket_directory_refusal,
 )
 from memsync.errors import ConfigError, GitError, MemsyncError
+from memsync.roots.reach import unreachable
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
-from memsync.transports.git import Git, cause
+from memsync.roots.result import SyncStatus
+from memsync.transports.git import Git
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
@@ -58,6 +61,7 @@ DISK_FAIL = 64 * 1024**2
 DISK_WARN = 512 * 1024**2
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
 HEADER_SECRETS = (".token", ".events_token", ".api_key")  # config keys of header-bound secrets
+SSH_KEY_SECRETS = (".ssh.key",)  # config keys of SSH private keys (ssh's own mode rule)
 WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
 _COUNT_LIMIT = 1_000_000  # stop counting directories here: the answer is already "too many"
 
@@ -239,12 +243,16 @@ def _upstream(root: RootSettings, git: Git) -> Check:
             f"{root.remote} answers but has no branch {branch} yet",
             "the first sync pushes it",
         )
-    return Check(
-        name,
-        FAIL,
-        f"{root.remote} cannot be reached: {cause(done.stderr)}",
-        "check the URL, the network and the credentials",
-    )
+    status, message = unreachable(done.stderr, f"{root.remote} cannot be reached")
+    return Check(name, FAIL, message, _UPSTREAM_HINTS[status])
+
+
+_UPSTREAM_HINTS = {
+    SyncStatus.OFFLINE: "check the URL, the network and the credentials",
+    SyncStatus.AUTH_FAILED: "check the token or key, and that the upstream grants it access",
+    SyncStatus.HOST_KEY_CHANGED: "check the offered key with the host's owner, then update "
+    "known_hosts (never accept it unchecked)",
+}
 
 
 def _repo_config(root: RootSettings) -> list[Check]:
@@ -306,9 +314,47 @@ def check_secrets(config: Config) -> list[Check]:
         if ref.kind == "value":
             hint = "use {env: NAME}, {file: PATH} or {credential: NAME} outside tests"
             checks.append(Check(where, WARN, "inline secret value in the config", hint))
+        elif ref.kind == "file":
+            checks.append(check_secret_file(where, ref))
         else:
             checks.append(Check(where, OK, f"{ref.describe()} is readable"))
     return checks
+
+
+def check_secret_file(where: str, ref: SecretRef, *, uid: int | None = None) -> Check:
+    """A readable secret file must be ours and private: an SSH key no one else may read,
+    write or run (ssh itself refuses such a key), a token no one else may read or write."""
+    path = Path(ref.ref)
+    try:
+        info = path.stat()
+    except OSError as exc:  # it was just read: gone since
+        return Check(where, FAIL, f"{ref.describe()}: cannot stat {path}: {exc.strerror}")
+    ours = os.geteuid() if uid is None else uid
+    mode = stat.S_IMODE(info.st_mode)
+    quoted = shlex.quote(str(path))
+    if info.st_uid != ours:
+        return Check(
+            where,
+            FAIL,
+            f"{ref.describe()} belongs to uid {info.st_uid}, not to the user memsync runs as "
+            f"(uid {ours}): its owner can read or replace the secret",
+            f"chown {ours} {quoted} && chmod 600 {quoted}",
+        )
+    ssh_key = where.endswith(SSH_KEY_SECRETS)
+    loose = mode & (0o077 if ssh_key else 0o066)
+    if loose:
+        who = " and ".join(
+            name for name, bits in (("its group", 0o070), ("others", 0o007)) if loose & bits
+        )
+        refused = "; ssh refuses a key others can read" if ssh_key else ""
+        return Check(
+            where,
+            FAIL,
+            f"{ref.describe()} has mode {mode:04o}: {who} can "
+            f"{'use' if ssh_key else 'read or write'} it{refused}",
+            f"chmod 600 {quoted}",
+        )
+    return Check(where, OK, f"{ref.describe()} is readable, ours and private (mode {mode:04o})")
 
 
 def check_signing_key(where: str, ref: SecretRef) -> Check:

@@ -459,6 +459,7 @@ class Daemon:
                     )
                     if backoff.wait(loop_now) > 0
                     else None,
+                    held=trigger.held(),
                 )
             )
         return entries

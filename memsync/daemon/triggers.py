@@ -64,12 +64,16 @@ class Trigger(Generic[Opt, T]):
         *,
         backoff: Backoff | None = None,
         clock: Callable[[], float] | None = None,
+        held: Callable[[], bool] | None = None,
     ) -> None:
         self.name = name
         self._run = run
         self._failed = failed
         self.backoff = backoff or Backoff()
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        # While `held()` says so, automatic jobs are dropped (answered with the last verdict)
+        # instead of run: a person's explicit request still runs.
+        self._held = held or (lambda: False)
         self._pending: dict[Opt, asyncio.Future[T]] = {}
         self._automatic: dict[Opt, bool] = {}  # pending jobs nobody waits for explicitly
         self._wake = asyncio.Event()
@@ -92,6 +96,10 @@ class Trigger(Generic[Opt, T]):
         self._wake.set()
         return future
 
+    def held(self) -> bool:
+        """Whether automatic jobs are held (dropped, not run) right now."""
+        return self._held()
+
     def pending(self) -> bool:
         return bool(self._pending)
 
@@ -103,6 +111,9 @@ class Trigger(Generic[Opt, T]):
                 await self._wake.wait()
                 continue
             options = next(iter(self._pending))
+            if self._automatic[options] and self._held():
+                self._drop_held(options)
+                continue
             if self._automatic[options]:
                 delay = self.backoff.wait(self._clock())
                 if delay > 0:
@@ -135,6 +146,16 @@ class Trigger(Generic[Opt, T]):
                 self.backoff.succeeded()
             if not future.done():
                 future.set_result(verdict)
+
+    def _drop_held(self, options: Opt) -> None:
+        future = self._pending.pop(options)
+        self._automatic.pop(options, None)
+        if future.done():
+            return
+        if self.last is not None:
+            future.set_result(self.last)
+        else:
+            future.cancel()
 
     def close(self) -> None:
         """Stop after the running job; pending requests fail with CancelledError."""

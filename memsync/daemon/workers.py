@@ -22,6 +22,7 @@ from memsync.config.model import RootSettings, ViewSettings
 from memsync.config.secrets import SecretRef, resolve_header
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, REFUSED, CycleResult
+from memsync.daemon import hostkeys
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
@@ -42,7 +43,10 @@ log = logging.getLogger("memsync.daemon")
 # What timers, watches and events ask for: these may reuse a quiet root's last status
 # (`roots.statusmemo`); a person's `sync-now` asks for other options, so always a full one.
 AUTOMATIC = SyncOptions(wait=60.0, reuse_status=True)
-FAILING = frozenset({SyncStatus.OFFLINE, SyncStatus.ERROR})  # back off; others wait a person
+# Back off after these; the others wait for a person.
+FAILING = frozenset(
+    {SyncStatus.OFFLINE, SyncStatus.ERROR, SyncStatus.AUTH_FAILED, SyncStatus.HOST_KEY_CHANGED}
+)
 VIEW_FAILING = frozenset({"stale", "unavailable"})
 CYCLES = ("insight", "prune")
 NOTIFY_TIMEOUT = 10.0  # seconds for the whole notification
@@ -58,8 +62,10 @@ class RootWorker:
         self.daemon = daemon
         self.settings = settings
         self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
-            f"root {settings.name}", self._run, lambda r: r.status in FAILING
+            f"root {settings.name}", self._run, lambda r: r.status in FAILING, held=self._held
         )
+        # After `host-key-changed`: the settings and known_hosts stamp it was seen with.
+        self.hold: tuple[RootSettings, hostkeys.Stamp] | None = None
         self.watcher: RootWatcher | None = None
         self.memo = StatusMemo()  # the last settled status, for quiet automatic cycles
         self._memo_for = settings  # a new configuration starts a new memo
@@ -77,6 +83,13 @@ class RootWorker:
             )
             for kind in CYCLES
         }
+
+    def _held(self) -> bool:
+        """Automatic syncs wait after `host-key-changed` until the root's configuration or
+        a known_hosts file changes."""
+        if self.hold is not None and self.hold != (self.settings, hostkeys.stamp(self.settings)):
+            self.hold = None
+        return self.hold is not None
 
     def enabled(self, kind: str) -> bool:
         return self.settings.insight_enabled if kind == "insight" else self.settings.prune_enabled
@@ -101,12 +114,14 @@ class RootWorker:
         settings, state_dir = self.settings, self.daemon.settings.state_dir
         if self._memo_for is not settings:
             self.memo, self._memo_for = StatusMemo(), settings
+        seen = (settings, hostkeys.stamp(settings))  # before: a fix made meanwhile counts
         # Read on the loop, where the watcher counts its events, before the cycle's status.
         watch = self.watcher.token() if self.watcher is not None else None
         run = functools.partial(
             sync_root, settings, state_dir, options, memo=self.memo, watch=watch
         )
         result = await loop.run_in_executor(self.daemon.pool, run)
+        self.hold = seen if result.status == SyncStatus.HOST_KEY_CHANGED else None
         self.daemon.observed(self, result)
         metrics = self.daemon.metrics
         if result.status == SyncStatus.SYNCED and self.event_at is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from memsync.errors import RootError, require
 from memsync.roots import indexstat
+from memsync.roots.reach import unreachable
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome, cause
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.policy import SyncPolicy, gitignore_text
@@ -180,7 +181,7 @@ def _create(
         outcome, detail = git.fetch("origin", branch, f"refs/remotes/origin/{branch}")
         if outcome is FetchOutcome.UNREACHABLE:
             raise RootError(
-                f"the upstream could not be reached: {cause(detail)}",
+                unreachable(detail, "the upstream could not be reached")[1],
                 hint="check the URL, the host key and your credentials, then run init "
                 "again (nothing was created)",
             )

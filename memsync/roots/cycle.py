@@ -27,11 +27,12 @@ from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questio
 from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
+from memsync.roots.reach import unreachable
 from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, cause
+from memsync.transports.git import FetchOutcome, Git, GitBlobs
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -353,11 +354,8 @@ class _Cycle:
                     f"the root has no remote '{self.settings.remote}'",
                     head=local,
                 )
-            return None, self.result(
-                SyncStatus.OFFLINE,
-                f"the upstream could not be reached: {cause(detail)}",
-                head=local,
-            )
+            status, message = unreachable(detail, "the upstream could not be reached")
+            return None, self.result(status, message, head=local)
         if outcome is FetchOutcome.BAD_OBJECTS:
             # Every object-check refusal carries a code (a name rule, or malformed-object);
             # nothing was fetched, so there is no head to keep under a rescue ref.
@@ -543,9 +541,12 @@ class _Cycle:
             return self.result(
                 SyncStatus.PUSHED, pushed.message, head=head, upstream=head, files=pushed.files
             )
-        status = {"refused": SyncStatus.REJECTED, "dry-run": SyncStatus.PUSHED}.get(
-            pushed.outcome, SyncStatus.OFFLINE
-        )
+        status = {
+            "refused": SyncStatus.REJECTED,
+            "dry-run": SyncStatus.PUSHED,
+            "auth-failed": SyncStatus.AUTH_FAILED,
+            "host-key-changed": SyncStatus.HOST_KEY_CHANGED,
+        }.get(pushed.outcome, SyncStatus.OFFLINE)
         return self.result(
             status,
             pushed.message,

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from memsync.roots import journal
 from memsync.roots.faults import fault
-from memsync.transports.git import Git, GitBlobs, PushOutcome, cause
+from memsync.roots.reach import unreachable
+from memsync.roots.result import SyncStatus
+from memsync.transports.git import Git, GitBlobs, PushOutcome
 from memsync.transports.gitparse import last_line
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
@@ -26,7 +28,9 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA
 class Pushed:
     """The outcome of one push attempt, in plain values."""
 
-    outcome: str  # "pushed" | "refused" | "rejected-by-upstream" | "unreachable" | "dry-run"
+    # "pushed" | "refused" | "rejected-by-upstream" | "unreachable" | "auth-failed" |
+    # "host-key-changed" | "dry-run"
+    outcome: str
     message: str
     files: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
@@ -80,4 +84,5 @@ class Outgoing:
         self.records.advance(op, journal.FAILED, message=last_line(detail))
         if outcome is PushOutcome.REJECTED:
             return Pushed("rejected-by-upstream", "the upstream rejected the push")
-        return Pushed("unreachable", f"the push did not reach the upstream: {cause(detail)}")
+        status, message = unreachable(detail, "the push did not reach the upstream")
+        return Pushed(status.value if status is not SyncStatus.OFFLINE else "unreachable", message)

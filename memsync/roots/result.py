@@ -19,6 +19,8 @@ class SyncStatus(StrEnum):
     REJECTED = "rejected"
     REWOUND = "rewound"
     OFFLINE = "offline"
+    AUTH_FAILED = "auth-failed"
+    HOST_KEY_CHANGED = "host-key-changed"
     ERROR = "error"
     BUSY = "busy"
     DISABLED = "disabled"

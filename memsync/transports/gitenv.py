@@ -15,6 +15,7 @@ from memsync.errors import GitError, SecretError
 from memsync.transports import gitparse
 from memsync.transports.credentials import GitCredentials, key_path, ssh_command
 from memsync.transports.gitconfig import split_key
+from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -91,25 +92,51 @@ _BOILERPLATE = (
     "could not read from remote repository",
     "please make sure you have the correct access rights",
     "and the repository exists",
+    # OpenSSH's changed-host-key banner around the lines that matter (the offered key, the
+    # offending known_hosts line, "Host key verification failed").
+    "it is possible that someone is doing something nasty",
+    "someone could be eavesdropping on you right now",
+    "it is also possible that a host key has just been changed",
+    "please contact your system administrator",
+    "add correct host key in",
+    "remove with:",
+    'ssh-keygen -f "',
 )
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines, stripped, with ssh's `@` frames removed and the offered key's
+    two-line sentence joined into one."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip().strip("@").strip()
+        if out and out[-1].endswith(FINGERPRINT_INTRO):
+            out[-1] = f"{out[-1]} {stripped}"
+        else:
+            out.append(stripped)
+    return out
 
 
 def cause(text: str, limit: int = 400) -> str:
     """What went wrong, in git's and ssh's own words: every meaningful line, joined.
 
-    Drops blank lines, hints and git's generic access-rights advice, keeps the lines that
-    name the cause (connection refused, host unknown, permission denied, ...). `text` is
+    Drops blank lines, hints, git's generic access-rights advice and the frame and advice
+    of ssh's host key banner, keeps the lines that name the cause (connection refused, host
+    unknown, permission denied, the key the remote offered, ...). When the lines are longer
+    than `limit` the offered key's line comes first, so that it is never cut. `text` is
     already redacted.
     """
     kept: list[str] = []
-    for line in text.splitlines():
-        stripped = line.strip()
+    for stripped in _lines(text):
         lowered = stripped.lower().removeprefix("fatal:").strip()
         if not stripped or stripped.startswith("hint:") or lowered.startswith(_BOILERPLATE):
             continue
         if stripped not in kept:
             kept.append(stripped)
     joined = "; ".join(kept) if kept else gitparse.last_line(text)
+    if len(joined) > limit:
+        first = [line for line in kept if is_important(line)]
+        joined = "; ".join(first + [line for line in kept if line not in first])
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 

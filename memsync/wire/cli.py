@@ -80,9 +80,11 @@ class ValidateReport(_Wire):
     valid: bool
     root: str
     rev: str | None = None
-    files: int
+    files: int  # memory documents the graph parsed (CONTRACT §2), as `memory_files`
     items: int
     problems: list[ProblemModel]
+    tracked: int = 0  # every file checked for name, mode, size and text (git's list, or disk)
+    memory_files: int = 0  # MEMORY.md, MEMORY_*.md, PURSUITS.md, ...: parsed as the graph
 
 
 class InitReport(_Wire):
@@ -105,6 +107,7 @@ class ScheduleEntry(_Wire):
     running: bool
     failures: int  # consecutive failures (back-off grows with them)
     backoff_until: str | None  # automatic runs wait until then
+    held: bool = False  # host-key-changed: automatic runs wait for known_hosts or the config
 
 
 class DaemonStatus(_Wire):

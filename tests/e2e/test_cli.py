@@ -282,3 +282,30 @@ def test_a_prepared_merge_whose_commit_a_power_cut_lost_settles_and_syncs_again(
     assert (team.bob.path / "MEMORY_a.md").read_text() == "# A\n"
     assert (team.bob.path / "MEMORY_b.md").read_text() == "# B\n"
     assert not list(open_dir.glob("*.json"))
+
+
+def test_validate_says_how_many_tracked_files_memory_files_and_items_it_checked(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "mem"
+    assert memsync("init", str(root)).returncode == 0
+    logs = root / "insight_logs"
+    logs.mkdir()
+    for n in range(1200):  # synchronized, validated for name, mode and text: not the graph
+        (logs / f"2026-01-01-{n:06d}.md").write_text(f"# Insight {n}\n")
+    (root / "MEMORY.md").write_text(
+        "# User Context\n\n# Notes {#notes}\n\n- `a` one → []\n- `b` two → []\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "logs")
+    done = memsync("validate", str(root))
+    assert done.returncode == 0, done.stdout
+    assert done.stdout == f"{root}: valid: 1,203 tracked files, 2 memory files, 3 items\n"
+    checked = ValidateReport.model_validate_json(memsync("validate", str(root), "--json").stdout)
+    assert (checked.tracked, checked.memory_files, checked.files, checked.items) == (1203, 2, 2, 3)
+    (logs / "2026-01-01-000000.md").write_bytes(b"not UTF-8: \xff\n")
+    bad = memsync("validate", str(root))
+    assert bad.returncode == 1
+    assert bad.stdout.splitlines()[0] == (
+        f"{root}: 1 problem(s) in 1,203 tracked files, 2 memory files, 3 items"
+    )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -274,3 +275,67 @@ def test_doctor_fails_a_socket_place_the_daemon_would_refuse(
     assert code == 1 and check.status == "fail"
     assert words in check.message, check.message
     assert not socket.exists() or socket.read_text() == "my notes\n"  # doctor only looks
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620, 0o600, 0o400])
+def test_doctor_fails_a_secret_file_others_can_read_with_the_chmod_to_run(
+    team: Team, tmp_path: Path, mode: int
+) -> None:
+    """A token file and an SSH key others can read are `fail` with the chmod that fixes
+    them (ssh would refuse the key; anyone on the machine could push with the token)."""
+    token, key = tmp_path / "git token", tmp_path / "id_ed25519"
+    token.write_text(SECRET + "\n")
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot checked here\n")
+    for path in (token, key):
+        path.chmod(mode)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"version: 1\nstate_dir: {tmp_path / 'state'}\nroots:\n"
+        f"  alice:\n    path: {team.alice.path}\n    watch: false\n"
+        f"    sync: {{https: {{token: {{file: '{token}'}}}}}}\n"
+        f"  bob:\n    path: {team.bob.path}\n    watch: false\n"
+        f"    sync: {{ssh: {{key: {{file: {key}}}}}}}\n"
+    )
+    _, report = doctor(cfg)
+    checks = {c.name: c for c in report.checks}
+    for name, path in (("roots.alice.sync.https.token", token), ("roots.bob.sync.ssh.key", key)):
+        check = checks[name]
+        if mode & 0o066:  # group or others may read or write it
+            assert check.status == "fail", check
+            quoted = f"'{path}'" if " " in path.name else str(path)
+            assert check.hint == f"chmod 600 {quoted}"
+            assert f"mode {mode:04o}" in check.message
+        else:
+            assert check.status == "ok", check
+            assert check.message.endswith(f"ours and private (mode {mode:04o})")
+    assert not report.ok or not mode & 0o066
+
+
+def test_doctor_fails_an_ssh_key_others_may_run_and_a_secret_another_user_owns(
+    team: Team, tmp_path: Path
+) -> None:
+    key, token = tmp_path / "id_ed25519", tmp_path / "token"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    key.chmod(0o601)  # ssh refuses any bit for group or others, execute too
+    token.write_text(SECRET)
+    token.chmod(0o600)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"version: 1\nstate_dir: {tmp_path / 'state'}\nroots:\n"
+        f"  alice:\n    path: {team.alice.path}\n    watch: false\n"
+        f"    sync: {{https: {{token: {{file: {token}}}}}}}\n"
+        f"  bob:\n    path: {team.bob.path}\n    watch: false\n"
+        f"    sync: {{ssh: {{key: {{file: {key}}}}}}}\n"
+    )
+    _, report = doctor(cfg)
+    checks = {c.name: c for c in report.checks}
+    assert checks["roots.bob.sync.ssh.key"].status == "fail"
+    assert checks["roots.bob.sync.ssh.key"].hint == f"chmod 600 {key}"
+    assert checks["roots.alice.sync.https.token"].status == "ok"
+    if os.geteuid() != 0:
+        return  # only root can give a file to another user
+    os.chown(token, 65534, 65534)
+    _, report = doctor(cfg)
+    owned = {c.name: c for c in report.checks}["roots.alice.sync.https.token"]
+    assert owned.status == "fail" and "belongs to uid 65534" in owned.message
+    assert owned.hint == f"chown {os.geteuid()} {token} && chmod 600 {token}"

@@ -12,6 +12,7 @@ ssh config says, and ssh-agent stays reachable when no key is configured.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import os
 import secrets
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import server as http_server
@@ -38,6 +40,9 @@ from memsync.roots.repoconfig import repo_config_problems
 from memsync.roots.result import SyncResult
 from memsync.transports.credentials import CredentialServer, GitCredentials, Origin
 from memsync.transports.gitenv import clean_env
+from memsync.wire import SyncReport
+from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, settings_for, wait_for
 
 USER = "memsync-bot"
@@ -52,6 +57,7 @@ REAL_GIT = shutil.which("git") or "git"
 class Seen:
     path: str
     authorization: str | None
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -63,6 +69,7 @@ class GitHttp:
     seen: list[Seen] = field(default_factory=list)
     on_authorized: Callable[[], None] | None = None  # runs while git waits for the answer
     redirect_to: str | None = None  # answer every request with a 302 to this origin
+    forbidden: bool = False  # the token is right but grants no access: 403
     echo_token: bool = False  # hand the token to the upstream's hooks
     url: str = ""
 
@@ -109,6 +116,9 @@ def _handler(state: GitHttp) -> type[http_server.BaseHTTPRequestHandler]:
             basic = base64.b64encode(f"{USER}:{state.token}".encode()).decode()
             if given != f"Basic {basic}":
                 self._answer(401, {"WWW-Authenticate": 'Basic realm="git"'})
+                return
+            if state.forbidden:
+                self._answer(403, {})
                 return
             if state.on_authorized is not None:
                 state.on_authorized()
@@ -324,7 +334,7 @@ def test_the_token_is_on_no_command_line_in_no_environment_file_or_message(
     assert token not in caplog.text
 
 
-def test_a_wrong_token_is_offline_and_says_authentication_failed(
+def test_a_wrong_token_is_auth_failed_and_says_authentication_failed(
     tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
 ) -> None:
     right = https_credentials("alice", SecretRef("value", token))
@@ -333,13 +343,54 @@ def test_a_wrong_token_is_offline_and_says_authentication_failed(
     wrong = https_credentials("bob", SecretRef("value", wrong_token))
 
     result = pair.sync("bob", wrong)
-    assert result.status == "offline", result.message
+    assert result.status == "auth-failed", result.message
     assert "authentication failed" in result.message.lower()
     assert wrong_token not in repr(result) and token not in repr(result)
 
     anonymous = pair.sync("bob", None)  # no credentials: git asks no one and says so
-    assert anonymous.status == "offline", anonymous.message
+    assert anonymous.status == "auth-failed", anonymous.message
     assert "could not read username" in anonymous.message.lower()
+
+    commit(pair.alice, {"MEMORY_a.md": "# A\n"})
+    gitserver.forbidden = True  # the right token, no access (fetch, then the push: 403)
+    refused = pair.sync("alice", right)
+    assert refused.status == "auth-failed", refused.message
+    assert "403" in refused.message
+
+
+def test_sync_now_says_auth_failed_and_exits_1_and_the_daemon_backs_off(
+    tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+) -> None:
+    right = https_credentials("alice", SecretRef("value", token))
+    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", right)
+    config = write_config(tmp_path, {"bob": {"path": pair.bob, "interval": "1s"}})
+    config.write_text(
+        config.read_text().replace(
+            "timeout: 20s}", "timeout: 20s, https: {token: {env: MEMSYNC_TEST_WRONG}}}"
+        )
+    )
+    env = {"MEMSYNC_TEST_WRONG": f"tok-{secrets.token_hex(16)}"}
+    done = memsync("--config", str(config), "sync-now", "--json", env=env)
+    assert done.returncode == 1, done.stderr
+    (result,) = SyncReport.model_validate_json(done.stdout).results
+    assert result.status == "auth-failed", result.message
+
+    before = len(gitserver.seen)
+    with launcher(tmp_path) as start:
+        daemon = start(config, env=env)
+
+        def backs_off() -> bool:
+            report = daemon.status()
+            entry = next(e for e in report.daemon.schedule if e.name == "bob")
+            (root,) = report.roots
+            return root.status == "auth-failed" and entry.failures >= 2
+
+        wait_for(backs_off, 30, "bob to back off after refused credentials")
+        tries = [s.at for s in gitserver.seen[before:] if s.authorization and "info/refs" in s.path]
+        gaps = [b - a for a, b in itertools.pairwise(tries)]
+        # Each automatic try waits out the back-off (2 s, then 4 s, times [0.5, 1)), not the
+        # 1 s interval: two tries with credentials are never closer than half a second.
+        assert gaps and min(gaps) >= 0.5, gaps
 
 
 def test_a_token_the_server_echoes_back_is_scrubbed(
@@ -405,7 +456,7 @@ def test_the_token_never_goes_to_another_origin(
         git(pair.bob, "remote", "set-url", "origin", f"{redirecting.url}/team.git")
         before = len(gitserver.seen)
         result = pair.sync("bob", creds)
-        assert result.status == "offline", result.message
+        assert result.status == "auth-failed", result.message  # the other origin got none
         after = gitserver.seen[before:]
         assert after, "git did not follow the redirect"
         assert all(s.authorization is None for s in after), after

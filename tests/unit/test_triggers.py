@@ -129,3 +129,28 @@ async def test_a_job_that_raises_never_stops_the_trigger() -> None:
     assert await trigger.request("sync", explicit=True) == "ok"
     trigger.close()
     await server
+
+
+async def test_a_held_trigger_drops_automatic_runs_but_runs_explicit_ones() -> None:
+    runs: list[str] = []
+    holding = {"on": False}
+
+    async def job(options: str) -> str:
+        runs.append(options)
+        return f"run {len(runs)}"
+
+    trigger: Trigger[str, str] = Trigger(
+        "r", job, lambda v: False, clock=Clock(), held=lambda: holding["on"]
+    )
+    server = asyncio.create_task(trigger.serve())
+    assert await trigger.request("sync") == "run 1"
+    holding["on"] = True
+    assert trigger.held()
+    for _ in range(3):  # timer ticks: answered with the last verdict, nothing runs
+        assert await asyncio.wait_for(trigger.request("sync"), 5) == "run 1"
+    assert len(runs) == 1 and not trigger.pending()
+    assert await trigger.request("sync", explicit=True) == "run 2"  # a person asked
+    holding["on"] = False  # known_hosts changed: the next tick runs
+    assert await asyncio.wait_for(trigger.request("sync"), 5) == "run 3"
+    trigger.close()
+    await server
