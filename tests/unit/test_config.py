@@ -84,7 +84,9 @@ def _models(annotation: object, seen: set[type[BaseModel]]) -> None:
 
 def _keys(node: object) -> set[str]:
     if isinstance(node, dict):
-        return {str(k) for k in node} | {k for v in node.values() for k in _keys(v)}
+        # YAML 1.1 reads a bare `on:` key as true (a hook's `on`, read back by the schema)
+        keys = {"on" if k is True else str(k) for k in node}
+        return keys | {k for v in node.values() for k in _keys(v)}
     if isinstance(node, list):
         return {k for item in node for k in _keys(item)}
     return set()
