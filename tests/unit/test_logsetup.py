@@ -1,0 +1,63 @@
+"""Log formats: JSON lines for shippers, stamped text unless stderr is the journal's."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memsync.logsetup import JsonFormatter, TextFormatter, journald_stderr
+
+TOKEN = "msk_abcdefSECRET0123456789"
+
+
+def record(message: str, context: dict[str, object] | None = None) -> logging.LogRecord:
+    made = logging.LogRecord("memsync.daemon", logging.WARNING, __file__, 1, message, (), None)
+    if context is not None:
+        made.memsync = context
+    return made
+
+
+def test_json_is_one_object_a_line_with_context_and_redacted_fields() -> None:
+    line = JsonFormatter().format(
+        record(
+            f"root bob: current -> offline: https://u:{TOKEN}@host/x",
+            {"root": "bob", "event": "status-changed", "fields": {"url": f"?t={TOKEN}"}},
+        )
+    )
+    assert "\n" not in line and TOKEN not in line and "SECRET" not in line
+    document = json.loads(line)
+    assert set(document) == {"time", "level", "logger", "root", "event", "message", "fields"}
+    assert document["level"] == "warning" and document["logger"] == "memsync.daemon"
+    assert document["root"] == "bob" and document["event"] == "status-changed"
+    assert document["time"].endswith("Z") and "T" in document["time"]
+
+
+@given(st.text(max_size=200), st.dictionaries(st.text(max_size=10), st.text(max_size=50)))
+def test_json_always_parses_and_never_spans_lines(message: str, fields: dict[str, str]) -> None:
+    line = JsonFormatter().format(record(message, {"fields": fields}))
+    assert "\n" not in line
+    assert json.loads(line)["message"] is not None
+
+
+def test_text_is_stamped_off_the_journal_and_prioritised_on_it() -> None:
+    assert TextFormatter(journald=False).format(record("a\nb")).endswith("memsync: WARNING a b")
+    assert TextFormatter(journald=False).format(record("x"))[:4].isdigit()
+    assert TextFormatter(journald=True).format(record("x")) == "<4>x"
+
+
+def test_the_journal_is_recognised_by_the_device_and_inode_of_stderr(tmp_path: Path) -> None:
+    with (tmp_path / "err").open("w") as stream:
+        stat = os.fstat(stream.fileno())
+        mine = f"{stat.st_dev}:{stat.st_ino}"
+        assert journald_stderr({"JOURNAL_STREAM": mine}, stream.fileno())
+        # Inherited by a process whose stderr is elsewhere: not the journal.
+        assert not journald_stderr(
+            {"JOURNAL_STREAM": f"{stat.st_dev}:{stat.st_ino + 1}"}, stream.fileno()
+        )
+        assert not journald_stderr({"JOURNAL_STREAM": "junk"}, stream.fileno())
+        assert not journald_stderr({}, stream.fileno())
