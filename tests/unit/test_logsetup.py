@@ -7,9 +7,11 @@ import logging
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.clikit import App, setup_logging
 from memsync.logsetup import JsonFormatter, TextFormatter, journald_stderr
 
 TOKEN = "msk_abcdefSECRET0123456789"
@@ -61,3 +63,24 @@ def test_the_journal_is_recognised_by_the_device_and_inode_of_stderr(tmp_path: P
         )
         assert not journald_stderr({"JOURNAL_STREAM": "junk"}, stream.fileno())
         assert not journald_stderr({}, stream.fileno())
+
+
+def test_the_command_line_format_wins_over_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"version: 1\nstate_dir: {tmp_path / 'state'}\nlog: {{format: json}}\n")
+    ours, root = logging.getLogger("memsync"), logging.getLogger()
+    saved = (ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level)
+    try:
+        found = []
+        for chosen in (None, "text", "json"):
+            setup_logging(False, chosen or "text")
+            App(config_path=str(config), log_format=chosen).settings()
+            found.append(type(ours.handlers[0].formatter))
+        assert found == [JsonFormatter, TextFormatter, JsonFormatter]
+        assert root.handlers == ours.handlers  # libraries' records: the same redacting handler
+    finally:
+        ours.handlers[:], ours.level, ours.propagate = saved[0], saved[1], saved[2]
+        root.handlers[:], root.level = saved[3], saved[4]
