@@ -341,6 +341,13 @@ def _hook_status(value: str) -> str:
     return value
 
 
+def _some(value: tuple[str, ...]) -> tuple[str, ...]:
+    # not `min_length`: pydantic would also call a list with one bad word empty
+    if not value:
+        raise ValueError("name at least one status")
+    return value
+
+
 class Webhook(_Model):
     """POST the result document to `url` (the hub-client rules: a token only over https
     or loopback http, no redirect)."""
@@ -354,7 +361,7 @@ class Hook(_Model):
     enters one of the `on` statuses. `roots`/`views` narrow it (neither: every root and
     view; only one of them: only those)."""
 
-    on: tuple[Annotated[str, AfterValidator(_hook_status)], ...] = Field(min_length=1)
+    on: Annotated[tuple[Annotated[str, AfterValidator(_hook_status)], ...], AfterValidator(_some)]
     roots: tuple[Name, ...] | None = None
     views: tuple[Name, ...] | None = None
     command: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(

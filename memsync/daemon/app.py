@@ -200,20 +200,7 @@ class Daemon:
         try:
             fresh = await loop.run_in_executor(self._reloader, self._load)
         except MemsyncError as exc:
-            problems = exc.problems if isinstance(exc, ConfigError) else ()
-            source = exc.source if isinstance(exc, ConfigError) else None
-            lines = [f"\n  {format_problem(p, source)}" for p in problems]
-            log.error(
-                "reload refused, keeping the running configuration: %s%s",
-                exc.message,
-                "".join(lines),
-                extra={
-                    "memsync": {
-                        "event": "reload-refused",
-                        "fields": {"problems": [format_problem(p, source) for p in problems]},
-                    }
-                },
-            )
+            _refused(exc)
             self.notifier.ready(self._summary())
             return
         if fresh.control_socket != self.settings.control_socket:
@@ -521,6 +508,22 @@ class Daemon:
         bad = self.unready()
         head = f"{len(self.roots)} root(s), {len(self.views)} view(s)"
         return f"{head}; {len(bad)} not ok: {'; '.join(bad)[:120]}" if bad else f"{head}; all ok"
+
+
+def _refused(exc: MemsyncError) -> None:
+    """A refused reload: what was wrong, then every problem on its own line (a journal line
+    is one record), each with its file, line and location."""
+    problems = exc.problems if isinstance(exc, ConfigError) else ()
+    source = exc.source if isinstance(exc, ConfigError) else None
+    said = [format_problem(p, source) for p in problems]
+    context = {"event": "reload-refused", "fields": {"problems": said}}
+    log.error(
+        "reload refused, keeping the running configuration: %s",
+        exc.message,
+        extra={"memsync": context},
+    )
+    for line in said:
+        log.error("reload refused: %s", line, extra={"memsync": {"event": "config-problem"}})
 
 
 def _every(

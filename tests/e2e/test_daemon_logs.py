@@ -105,8 +105,10 @@ def test_a_refused_reload_lists_every_problem_with_its_line(
     good = config.read_text()
     config.write_text(good + "bogus: 1\nhooks:\n  - on: [sinked]\n    command: [/bin/true]\n")
     daemon.proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: bool(lines(daemon, "reload refused")), 15, "the refused reload")
-    text = daemon.log.read_text()
-    assert "bogus" in text and "hooks[0].on[0]" in text and "sinked" in text, text
-    assert f"{config.name}:" in text or str(config) in text
+    wait_for(lambda: len(lines(daemon, "reload refused")) >= 3, 15, "the refused reload")
+    said = lines(daemon, "reload refused: ")  # one line a problem, with file, line, location
+    assert len(said) == 2, daemon.log.read_text()
+    assert any(f"{config}:{good.count(chr(10)) + 1}: bogus" in line for line in said), said
+    assert any(": hooks[0].on[0]: unknown status 'sinked'" in line for line in said), said
+    assert all(" ERROR " in line for line in said)
     assert daemon.proc.poll() is None

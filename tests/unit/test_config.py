@@ -1086,16 +1086,20 @@ def test_hook_problems_are_reported_with_their_location() -> None:
         - on: [error]
           command: []
           shell: "echo hi"
+        - on: []
+          command: [/bin/true]
         """
     )
     found = where(problems(text))
     locations = {loc for _, loc in found}
     assert "hooks[0].on[1]" in locations  # an unknown status word
+    assert "hooks[0].on" not in locations  # one bad word is not an empty list
     assert {"hooks[1].roots[0]", "hooks[1].views[1]"} <= locations  # names not configured
     assert "hooks[1].views[0]" not in locations
     assert any(loc.startswith("hooks[2]") for loc in locations)  # neither command nor webhook
     assert "hooks[3].webhook.url" in locations  # a token over plain http
     assert {"hooks[4].command", "hooks[4].shell"} <= locations
+    assert "hooks[5].on" in locations
 
 
 def test_log_format_is_text_or_json() -> None:
