@@ -112,3 +112,29 @@ def test_a_refused_reload_lists_every_problem_with_its_line(
     assert any(": hooks[0].on[0]: unknown status 'sinked'" in line for line in said), said
     assert all(" ERROR " in line for line in said)
     assert daemon.proc.poll() is None
+
+
+def test_a_failing_view_is_said_once_however_often_it_is_retried(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    dead = free_port()  # nothing listens there
+    config = write_config(
+        tmp_path,
+        {"bob": {"path": team.bob.path}},
+        extra=(
+            "views:\n  team-auth:\n    root: bob\n    refresh: 1s\n"
+            f"    source: {{kind: http, url: 'http://127.0.0.1:{dead}/v1/views/auth'}}\n"
+            "    trust: {keys: ['ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA']}\n"
+        ),
+    )
+    daemon = start(config)
+
+    def failures() -> int:
+        entry = next(e for e in daemon.status().daemon.schedule if e.name == "team-auth")
+        return entry.failures
+
+    wait_for(lambda: failures() >= 2, 60, "a failed pull retried")
+    said = lines(daemon, "view team-auth")
+    assert len(said) == 1, daemon.log.read_text()
+    assert " ERROR view team-auth: unavailable" in said[0]
+    assert not lines(daemon, "retrying"), daemon.log.read_text()  # attempts are not news
