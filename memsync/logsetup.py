@@ -26,6 +26,7 @@ CONTEXT = "memsync"  # the `extra` key holding a record's structured context
 
 _PRIORITY = {"DEBUG": 7, "INFO": 6, "WARNING": 4, "ERROR": 3, "CRITICAL": 2}
 MAX_FIELD_TEXT = 4096  # a string field longer than this is cut (a log line stays bounded)
+MAX_FIELD_ITEMS = 100  # items of a list or mapping field kept (the rest are counted)
 
 
 def journald_stderr(environ: Mapping[str, str] | None = None, fd: int = 2) -> bool:
@@ -57,9 +58,14 @@ def redacted(value: object, depth: int = 0) -> object:
     if depth > 4:
         return redact_secrets(str(value)[:MAX_FIELD_TEXT])
     if isinstance(value, Mapping):
-        return {str(k): redacted(v, depth + 1) for k, v in value.items()}
+        pairs = list(value.items())[:MAX_FIELD_ITEMS]
+        return {redact_secrets(str(k)[:MAX_FIELD_TEXT]): redacted(v, depth + 1) for k, v in pairs}
     if isinstance(value, list | tuple | set | frozenset):
-        return [redacted(v, depth + 1) for v in value]
+        items = list(value)
+        kept = [redacted(v, depth + 1) for v in items[:MAX_FIELD_ITEMS]]
+        return kept + (
+            [f"… {len(items) - MAX_FIELD_ITEMS} more"] if len(items) > MAX_FIELD_ITEMS else []
+        )
     return redact_secrets(str(value)[:MAX_FIELD_TEXT])
 
 

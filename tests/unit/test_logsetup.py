@@ -84,3 +84,10 @@ def test_the_command_line_format_wins_over_the_config(
     finally:
         ours.handlers[:], ours.level, ours.propagate = saved[0], saved[1], saved[2]
         root.handlers[:], root.level = saved[3], saved[4]
+
+
+def test_a_huge_field_is_cut_so_a_line_stays_bounded() -> None:
+    files = [f"insight_logs/{i}.md" for i in range(20_000)]
+    line = JsonFormatter().format(record("x", {"fields": {"files": files, "t": "y" * 10**6}}))
+    assert len(line) < 20_000
+    assert json.loads(line)["fields"]["files"][-1] == "… 19900 more"
