@@ -39,6 +39,7 @@ from memsync.errors import (
     StateDirError,
     UsageError,
 )
+from memsync.logsetup import FORMATS, LogFormat
 from memsync.redaction import redact
 
 if TYPE_CHECKING:
@@ -90,17 +91,26 @@ class _Commands(LazyGroup):
     "$XDG_CONFIG_HOME/memsync/config.yaml, then /etc/memsync/config.yaml).",
 )
 @click.option("--debug", is_flag=True, help="Verbose logs on stderr; tracebacks on errors.")
+@click.option(
+    "--log-format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Logs on stderr as text or as one JSON object a line (default: the config's "
+    "log.format, else text).",
+)
 @click.version_option(__version__, prog_name="memsync")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, debug: bool, log_format: LogFormat | None
+) -> None:
     """memsync keeps Git-backed agent memory roots in step with their upstream, safely.
 
     Every incoming commit is staged, validated and published by a fenced fast-forward;
     every local commit is validated before it is pushed; a refusal leaves the root as it was.
     """
-    setup_logging(debug)
+    setup_logging(debug, log_format or "text")
     app = ctx.ensure_object(App)
-    app.config_path, app.debug = config_path, debug
+    app.config_path, app.debug, app.log_format = config_path, debug, log_format
 
 
 # -- init ------------------------------------------------------------------------------------

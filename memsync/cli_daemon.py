@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import click
 
 from memsync.clikit import App
-
-_PRIORITY = {"DEBUG": 7, "INFO": 6, "WARNING": 4, "ERROR": 3, "CRITICAL": 2}
-
-
-class _JournalFormatter(logging.Formatter):
-    """One line per event; under systemd, a `<priority>` prefix journald turns into a level."""
-
-    def __init__(self, journald: bool) -> None:
-        super().__init__()
-        self.journald = journald
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = " ".join(super().format(record).split("\n"))
-        if self.journald:
-            return f"<{_PRIORITY.get(record.levelname, 6)}>{text}"
-        return f"memsync: {record.levelname} {text}"
+from memsync.logsetup import use_format
 
 
 @click.command()
@@ -39,11 +23,9 @@ def run(app: App) -> int:
     """
     from memsync.daemon.app import run_daemon  # noqa: PLC0415 - the daemon stack loads here only
 
-    logger = logging.getLogger("memsync")
-    for handler in logger.handlers:
-        handler.setFormatter(_JournalFormatter(journald="JOURNAL_STREAM" in os.environ))
-    if not app.debug:
-        logger.setLevel(logging.INFO)
     settings = app.settings()
+    use_format(app.log_format or settings.log_format, daemon=True)
+    if not app.debug:
+        logging.getLogger("memsync").setLevel(logging.INFO)
     sys.stdout.flush()
     return run_daemon(settings, app.settings)

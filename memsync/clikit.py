@@ -33,6 +33,7 @@ from memsync.errors import (
     StateDirError,
     UsageError,
 )
+from memsync.logsetup import LogFormat, formatter, use_format
 from memsync.redaction import redact, redact_secrets
 
 if TYPE_CHECKING:
@@ -69,11 +70,12 @@ class _Redacting(logging.Filter):
         return True
 
 
-def setup_logging(debug: bool) -> None:
+def setup_logging(debug: bool, log_format: LogFormat = "text") -> None:
     """memsync's messages, and those of the libraries it runs (aiohttp logs a malformed
-    request's header lines), go to stderr through one redacting handler."""
+    request's header lines), go to stderr through one redacting handler (`logsetup` says
+    how a record is written)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("memsync: %(levelname)s %(message)s"))
+    handler.setFormatter(formatter(log_format, daemon=False))
     handler.addFilter(_Redacting())
     ours = logging.getLogger("memsync")
     ours.handlers[:] = [handler]
@@ -89,6 +91,7 @@ class App:
     config_path: str | None = None
     debug: bool = False
     state_dir: Path | None = None  # the loaded config's, once a command loaded it
+    log_format: LogFormat | None = None  # --log-format; None: the config's `log.format`
 
     def settings(self) -> Settings:
         """The configuration; for the commands above, with the state dir made sure of."""
@@ -99,6 +102,8 @@ class App:
         raw = read_config(path)
         settings = settings_from(load_config_bytes(raw, path), path)
         self.state_dir = settings.state_dir
+        if self.log_format is None and settings.log_format != "text":
+            use_format(settings.log_format)  # the command line's choice wins
         self._check_state_dir(settings.state_dir)
         remember(path, raw, StatePaths(settings.state_dir, settings.control_socket))
         return settings

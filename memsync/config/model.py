@@ -12,7 +12,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from memsync.config.schema import CommandRole, Config, GitSource, Hub, OpenAIRole, Root, View
+from memsync.config.schema import (
+    CommandRole,
+    Config,
+    GitSource,
+    Hook,
+    Hub,
+    OpenAIRole,
+    Root,
+    View,
+)
 from memsync.config.secrets import SecretRef
 from memsync.transports.credentials import GitCredentials
 
@@ -143,6 +152,33 @@ class HubSettings:
 
 
 @dataclass(frozen=True)
+class WebhookSettings:
+    url: str
+    token: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    """A hook from memsync's own config (never a root's): what it waits for, what it runs."""
+
+    on: frozenset[str]
+    roots: frozenset[str] | None  # None: not narrowed by root
+    views: frozenset[str] | None
+    command: tuple[str, ...] | None
+    webhook: WebhookSettings | None
+    timeout: timedelta = timedelta(seconds=30)
+
+    def wants(self, kind: str, name: str, status: str) -> bool:
+        """Whether a `kind` ("root"/"view") called `name` entering `status` runs it."""
+        if status not in self.on:
+            return False
+        if self.roots is None and self.views is None:
+            return True
+        chosen = self.roots if kind == "root" else self.views
+        return chosen is not None and name in chosen
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the daemon and the one-shot commands need from the configuration."""
 
@@ -154,6 +190,8 @@ class Settings:
     views: tuple[ViewSettings, ...] = ()
     hub: HubSettings | None = None
     roles: Mapping[str, RoleSettings] = field(default_factory=dict)
+    hooks: tuple[HookSettings, ...] = ()
+    log_format: Literal["text", "json"] = "text"
 
     def root(self, name: str) -> RootSettings | None:
         """The root called `name`, or None."""
@@ -257,6 +295,20 @@ def settings_from(config: Config, config_path: Path | None) -> Settings:
         views=tuple(view_settings(n, v, config.roots) for n, v in config.views.items()),
         hub=_hub(config.hub) if config.hub else None,
         roles=roles,
+        hooks=tuple(_hook(hook) for hook in config.hooks),
+        log_format=config.log.format,
+    )
+
+
+def _hook(hook: Hook) -> HookSettings:
+    webhook = hook.webhook
+    return HookSettings(
+        on=frozenset(hook.on),
+        roots=frozenset(hook.roots) if hook.roots is not None else None,
+        views=frozenset(hook.views) if hook.views is not None else None,
+        command=hook.command,
+        webhook=WebhookSettings(webhook.url, webhook.token) if webhook else None,
+        timeout=hook.timeout,
     )
 
 

@@ -127,6 +127,25 @@ roles:
     api_key: {env: OPENAI_API_KEY}   # optional
     timeout: 5m                   # default 5m
 
+# Optional: run a program and/or call a webhook when a root's or view's status changes
+# (a transition: nothing while a status stays). The JSON result (the `sync-now --json` or
+# `views pull --json` entry plus previous_status, event, time) is the program's stdin or
+# the POST body. A failing hook is logged and never blocks a sync. Default: none.
+hooks:
+  - on: [rejected, conflict, auth-failed, error]  # statuses that run it (required)
+    roots: [personal]             # only these roots; default: every root and view
+    views: [team-auth]            # only these views (with roots: these roots and views)
+    # argv, never a shell; env MEMSYNC_HOOK_ROOT|VIEW, MEMSYNC_HOOK_STATUS; default: none
+    command: ["/usr/local/bin/page-me", "--quiet"]
+    # POST with `Authorization: Bearer` (https, or http to loopback); 3 tries with back-off
+    webhook: {url: "https://alerts.example/memsync", token: {env: ALERT_TOKEN}}
+    timeout: 30s                  # a command is killed after this; default 30s
+
+# How `memsync run` writes its logs on stderr: text (one line, with a time unless stderr is
+# the journal) or json (one object a line). `--log-format` wins. Default: text.
+log:
+  format: text
+
 # Optional: settings for `memsync hub serve`.
 hub:
   data_dir: /var/lib/memsync-hub  # made by `memsync hub init DIR` (required)

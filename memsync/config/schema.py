@@ -29,6 +29,7 @@ from pydantic import (
     StrictInt,
     Tag,
     ValidationInfo,
+    model_validator,
 )
 
 from memsync.config.secrets import SecretRef
@@ -327,6 +328,70 @@ Role = Annotated[
 ]
 
 
+# The statuses a hook may wait for: every root status (CONTRACT §2 and §8) and view status.
+ROOT_STATUSES = frozenset({
+    "current", "synced", "pushed", "dirty", "conflict", "rejected", "rewound", "offline",
+    "error", "busy", "disabled", "unconfigured", "auth-failed", "host-key-changed", "paused",
+})  # fmt: skip
+VIEW_STATUSES = frozenset({"pulled", "current", "stale", "unavailable", "paused"})
+HOOK_STATUSES = ROOT_STATUSES | VIEW_STATUSES
+
+
+def _hook_status(value: str) -> str:
+    if value not in HOOK_STATUSES:
+        known = ", ".join(sorted(HOOK_STATUSES))
+        raise ValueError(f"unknown status {value!r} (known: {known})")
+    return value
+
+
+def _some(value: tuple[str, ...]) -> tuple[str, ...]:
+    # not `min_length`: pydantic would also call a list with one bad word empty
+    if not value:
+        raise ValueError("name at least one status")
+    return value
+
+
+class Webhook(_Model):
+    """POST the result document to `url` (the hub-client rules: a token only over https
+    or loopback http, no redirect)."""
+
+    url: HttpUrl
+    token: SecretRef | None = None
+
+
+class Hook(_Model):
+    """Run `command` (an argv, never a shell) and/or POST to `webhook` when a root or view
+    enters one of the `on` statuses. `roots`/`views` narrow it (neither: every root and
+    view; only one of them: only those)."""
+
+    on: Annotated[tuple[Annotated[str, AfterValidator(_hook_status)], ...], AfterValidator(_some)]
+    roots: tuple[Name, ...] | None = None
+    views: tuple[Name, ...] | None = None
+    command: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(
+        default=None, min_length=1
+    )
+    webhook: Webhook | None = None
+    timeout: Duration = timedelta(seconds=30)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _on_key(cls, data: object) -> object:
+        # YAML 1.1 reads a bare `on:` key as the boolean true; it means the key `on` here.
+        if isinstance(data, Mapping) and True in data and "on" not in data:
+            return {("on" if key is True else key): value for key, value in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _does_something(self) -> Hook:
+        if self.command is None and self.webhook is None:
+            raise ValueError("a hook needs a command, a webhook or both")
+        return self
+
+
+class Log(_Model):
+    format: Literal["text", "json"] = "text"
+
+
 class Hub(_Model):
     data_dir: ConfigPath
     listen: Listen = "127.0.0.1:8765"
@@ -371,6 +436,8 @@ class Config(_Model):
     views: dict[Name, View] = Field(default_factory=dict)
     roles: dict[Name, Role] = Field(default_factory=dict)
     hub: Hub | None = None
+    hooks: tuple[Hook, ...] = ()
+    log: Log = Log()
 
     @property
     def control_socket(self) -> Path:
@@ -439,7 +506,35 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
                 f"(has {distinct}); add keys or set allow_unsigned: true"
             )
             problems.append((("views", name, "trust", "threshold"), message))
-    return problems + token_problems(roots, views, roles)
+    return (
+        problems
+        + hook_problems(top.get("hooks"), roots, views)
+        + token_problems(roots, views, roles)
+    )
+
+
+def hook_problems(
+    hooks: object, roots: Mapping[Any, Any], views: Mapping[Any, Any]
+) -> list[tuple[Loc, str]]:
+    """Every root and view a hook names is configured; a webhook's URL passes the one
+    rule of `hubrule` (a token only over https or loopback http)."""
+    problems: list[tuple[Loc, str]] = []
+    for index, hook in enumerate(hooks if isinstance(hooks, list | tuple) else ()):
+        hook_map = _mapping(hook)
+        for key, known in (("roots", roots), ("views", views)):
+            names = hook_map.get(key)
+            for at, name in enumerate(names if isinstance(names, list | tuple) else ()):
+                if isinstance(name, str) and name not in known:
+                    listed = ", ".join(sorted(map(str, known))) or "none"
+                    message = f"{key[:-1]} {name!r} is not configured ({key}: {listed})"
+                    problems.append((("hooks", index, key, at), message))
+        webhook = _mapping(hook_map.get("webhook"))
+        url = webhook.get("url")
+        if isinstance(url, str):
+            problem = url_problem(url, token=webhook.get("token") is not None)
+            if problem is not None and url_problem(url, token=False, allow_http=True) is None:
+                problems.append((("hooks", index, "webhook", "url"), f"{problem}"))
+    return problems
 
 
 def token_problems(

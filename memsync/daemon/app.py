@@ -37,8 +37,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel
 
 from memsync import __version__, timefmt
+from memsync.config.load import format_problem
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
+from memsync.daemon import transitions
 from memsync.daemon.control import (
     ControlSocket,
     CycleRequest,
@@ -47,10 +49,12 @@ from memsync.daemon.control import (
     claim,
 )
 from memsync.daemon.events import Event, follow
+from memsync.daemon.hooks import Hooks
 from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
+from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
 from memsync.daemon.workers import (
@@ -60,16 +64,17 @@ from memsync.daemon.workers import (
     ViewWorker,
     resolve_token,
 )
-from memsync.errors import MemsyncError, UsageError
+from memsync.errors import ConfigError, MemsyncError, UsageError
 from memsync.roots import recovery
 from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
-from memsync.roots.result import HELD, SyncResult, SyncStatus
+from memsync.roots.result import HELD, SyncResult
 from memsync.status import config_name, status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
+from memsync.views.pull import ViewResult
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
@@ -98,6 +103,9 @@ class Daemon:
         self.notifier = Notifier.from_env()
         self.roots: dict[str, RootWorker] = {}
         self.views: dict[str, ViewWorker] = {}
+        # Every result passes here: a status change is logged once and runs the hooks.
+        self.transitions = Transitions()
+        self.hooks = Hooks(settings.hooks, settings.state_dir)
         self.started = time.time()
         self._stop = asyncio.Event()
         self._tasks: asyncio.TaskGroup | None = None
@@ -143,6 +151,7 @@ class Daemon:
                 self.pauses.start()
                 self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
+                hooks = tasks.create_task(self.hooks.serve(), name="hooks")
                 self.notifier.ready(self._summary())
                 log.info(
                     "memsync %s running: %d root(s), %d view(s); control socket %s",
@@ -156,6 +165,7 @@ class Daemon:
                 log.info("stopping: letting running cycles finish")
                 keepalive.cancel()
                 self.pauses.close()
+                hooks.cancel()  # a hook's command thread ends at its own deadline
                 for task in self._followers.values():
                     task.cancel()
                 for name in list(self.roots):
@@ -205,7 +215,7 @@ class Daemon:
         try:
             fresh = await loop.run_in_executor(self._reloader, self._load)
         except MemsyncError as exc:
-            log.error("reload refused, keeping the running configuration: %s", exc.message)
+            _refused(exc)
             self.notifier.ready(self._summary())
             return
         if fresh.control_socket != self.settings.control_socket:
@@ -214,6 +224,7 @@ class Daemon:
             )
             fresh = replace(fresh, control_socket=self.settings.control_socket)
         self.settings = fresh
+        self.hooks.configure(fresh.hooks, fresh.state_dir)
         self._apply(fresh)
         log.info("configuration reloaded: %d root(s), %d view(s)", len(self.roots), len(self.views))
         self.notifier.ready(self._summary())
@@ -284,6 +295,8 @@ class Daemon:
 
     def _drop(self, worker: RootWorker | ViewWorker, job: str) -> None:
         worker.trigger.close()
+        what: transitions.Kind = "root" if isinstance(worker, RootWorker) else "view"
+        self.transitions.forget(what, worker.settings.name)
         if isinstance(worker, RootWorker):
             if worker.watcher is not None:
                 worker.watcher.stop()
@@ -379,9 +392,25 @@ class Daemon:
 
     def observed(self, worker: RootWorker, result: SyncResult) -> None:
         self.metrics.observe_sync(result)
-        level = logging.INFO if result.ok or result.status in HELD else logging.WARNING
-        if result.status != SyncStatus.CURRENT or not result.ok:
-            log.log(level, "root %s: %s: %s", result.root, result.status, result.message)
+        if result.dry_run:  # a plan, not a state the root is in
+            return
+        document = SyncResultModel.of(result).model_dump(mode="json")
+        self._changed(
+            self.transitions.observe("root", result.root, result.status, result.message, document)
+        )
+
+    def observed_view(self, result: ViewResult) -> None:
+        document = result.model().model_dump(mode="json")
+        self._changed(
+            self.transitions.observe("view", result.view, result.status, result.message, document)
+        )
+
+    def _changed(self, transition: transitions.Transition | None) -> None:
+        """Log a status change once and hand it to the hooks (they never block a cycle)."""
+        if transition is None:
+            return
+        transitions.log(log, transition)
+        self.hooks.offer(transition)
 
     def unready(self) -> list[str]:
         """What keeps the daemon unready, from what its workers hold (no file read)."""
@@ -518,6 +547,22 @@ class Daemon:
         bad = self.unready()
         head = f"{len(self.roots)} root(s), {len(self.views)} view(s)"
         return f"{head}; {len(bad)} not ok: {'; '.join(bad)[:120]}" if bad else f"{head}; all ok"
+
+
+def _refused(exc: MemsyncError) -> None:
+    """A refused reload: what was wrong, then every problem on its own line (a journal line
+    is one record), each with its file, line and location."""
+    problems = exc.problems if isinstance(exc, ConfigError) else ()
+    source = exc.source if isinstance(exc, ConfigError) else None
+    said = [format_problem(p, source) for p in problems]
+    context = {"event": "reload-refused", "fields": {"problems": said}}
+    log.error(
+        "reload refused, keeping the running configuration: %s",
+        exc.message,
+        extra={"memsync": context},
+    )
+    for line in said:
+        log.error("reload refused: %s", line, extra={"memsync": {"event": "config-problem"}})
 
 
 def _every(

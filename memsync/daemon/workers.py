@@ -221,6 +221,7 @@ class ViewWorker:
     async def _run(self, options: PullOptions) -> ViewResult:
         state_dir = self.daemon.settings.state_dir
         (result,) = await pull_views([self.settings], state_dir)
+        self.daemon.observed_view(result)
         metrics = self.daemon.metrics
         metrics.observe_view(result)
         if result.revision is not None:

@@ -245,7 +245,8 @@ class HttpClient:
                 delay = max(delay, exc.retry_after or 0.0)
                 if not exc.transient or attempt + 1 >= attempts or loop.time() + delay >= deadline:
                     raise
-                log.info("retrying %s in %.2fs after %s", exc.url, delay, exc.kind)
+                # DEBUG: a retry is not news; the verdict is (a view's status transition).
+                log.debug("retrying %s in %.2fs after %s", exc.url, delay, exc.kind)
                 await asyncio.sleep(delay)
         raise InternalError("internal: get_with_retry made no attempt")
 

@@ -413,7 +413,8 @@ class Puller:
             self.trust.save(self.store.trust_path)
         except (MemsyncError, OSError) as exc:  # the result is reported all the same
             log.warning("view %s: could not record the failure: %s", self.view.name, exc)
-        log.warning("view %s: %s", self.view.name, text)
+        # DEBUG: the result carries it; the daemon logs the status change once, not each poll.
+        log.debug("view %s: %s", self.view.name, text)
         return ViewResult(
             self.view.name,
             status,

@@ -84,7 +84,9 @@ def _models(annotation: object, seen: set[type[BaseModel]]) -> None:
 
 def _keys(node: object) -> set[str]:
     if isinstance(node, dict):
-        return {str(k) for k in node} | {k for v in node.values() for k in _keys(v)}
+        # YAML 1.1 reads a bare `on:` key as true (a hook's `on`, read back by the schema)
+        keys = {"on" if k is True else str(k) for k in node}
+        return keys | {k for v in node.values() for k in _keys(v)}
     if isinstance(node, list):
         return {k for item in node for k in _keys(item)}
     return set()
@@ -1027,3 +1029,79 @@ def test_events_without_a_token_may_use_plain_http() -> None:
         "version: 1\nroots: {a: {path: /a, sync: {events: 'http://hub.example/v1/events'}}}\n"
     )
     assert config.roots["a"].sync.events == "http://hub.example/v1/events"
+
+
+# --- hooks and log ----------------------------------------------------------------------
+
+HOOKED = """\
+version: 1
+roots:
+  a:
+    path: /a
+views:
+  v:
+    root: a
+    source: {kind: http, url: "https://hub.example/v1/views/v"}
+    trust: {keys: ["%s"]}
+hooks:
+%s
+"""
+
+
+def hooked(hooks: str) -> str:
+    return HOOKED % (KEY, textwrap.indent(textwrap.dedent(hooks), "  "))
+
+
+def test_a_hook_with_a_bare_on_key_loads_as_settings() -> None:
+    text = hooked(
+        """\
+        - on: [synced, rejected]
+          roots: [a]
+          command: [/bin/true]
+          webhook: {url: "https://alerts.example/x", token: {value: "t"}}
+        """
+    )
+    settings = settings_from(load(text), None)
+    (hook,) = settings.hooks
+    assert hook.on == {"synced", "rejected"} and hook.command == ("/bin/true",)
+    assert hook.timeout.total_seconds() == 30
+    assert hook.wants("root", "a", "synced")
+    assert not hook.wants("root", "a", "current")
+    assert not hook.wants("view", "v", "synced")  # narrowed to roots: no view
+    assert settings.log_format == "text"
+
+
+def test_hook_problems_are_reported_with_their_location() -> None:
+    text = hooked(
+        """\
+        - on: [synced, sinked]
+          command: [/bin/true]
+        - on: [rejected]
+          roots: [nope]
+          views: [v, gone]
+          command: [/bin/true]
+        - on: [error]
+        - on: [error]
+          webhook: {url: "http://alerts.example/x", token: {value: "t"}}
+        - on: [error]
+          command: []
+          shell: "echo hi"
+        - on: []
+          command: [/bin/true]
+        """
+    )
+    found = where(problems(text))
+    locations = {loc for _, loc in found}
+    assert "hooks[0].on[1]" in locations  # an unknown status word
+    assert "hooks[0].on" not in locations  # one bad word is not an empty list
+    assert {"hooks[1].roots[0]", "hooks[1].views[1]"} <= locations  # names not configured
+    assert "hooks[1].views[0]" not in locations
+    assert any(loc.startswith("hooks[2]") for loc in locations)  # neither command nor webhook
+    assert "hooks[3].webhook.url" in locations  # a token over plain http
+    assert {"hooks[4].command", "hooks[4].shell"} <= locations
+    assert "hooks[5].on" in locations
+
+
+def test_log_format_is_text_or_json() -> None:
+    assert settings_from(load("version: 1\nlog: {format: json}\n"), None).log_format == "json"
+    assert where(problems("version: 1\nlog: {format: xml}\n")) == {(2, "log.format")}
