@@ -114,6 +114,7 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     When the configuration already names a root at PATH, its `sync.https` or `sync.ssh`
     credentials reach a private upstream.
     """
+    from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.create import init_root  # noqa: PLC0415
     from memsync.wire.cli import InitReport  # noqa: PLC0415
 
@@ -124,7 +125,10 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
             for root in app.settings().roots:
                 if root.path.expanduser().absolute() == target:
                     credentials = root.git_credentials
-    done = init_root(path, upstream=upstream, branch=branch, credentials=credentials)
+    with for_terminal(as_json) as progress:
+        done = init_root(
+            path, upstream=upstream, branch=branch, credentials=credentials, progress=progress
+        )
     report = InitReport(
         path=str(done.path),
         created=done.created,
