@@ -249,6 +249,9 @@ def sync_now(
     dry_run: bool,
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
 
@@ -258,8 +261,10 @@ def sync_now(
         accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
     )
     results = _sync_through_daemon(settings, roots, options)
-    if results is None:  # no daemon: run the cycles in this process
-        results = [sync_root(r, settings.state_dir, options) for r in chosen]
+    if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
+        with for_terminal(as_json) as progress:
+            shown = replace(options, progress=progress)
+            results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:

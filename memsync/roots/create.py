@@ -231,9 +231,9 @@ def _join(
     commit = require(git.rev_parse(f"refs/remotes/origin/{branch}"), "the fetched upstream")
     count, history = git.changes(commit, None)
     checking = "Validating history"
-    progress.show(checking, 0, len(history), unit="changes", detail=f"{count} commits")
+    progress.show(checking, 0, len(history), unit="changes", detail=_commits(count))
     changes = validate_changes(history, GitBlobs(git), policy)
-    progress.show(checking, len(history), len(history), unit="changes", detail=f"{count} commits")
+    progress.show(checking, len(history), len(history), unit="changes", detail=_commits(count))
     tree = git.tree_view(commit)
     progress.show("Validating files", 0, len(tree.entries), unit="files")
     report = validate_tree(tree, policy, default_graph_validator())
@@ -262,6 +262,10 @@ def _join(
         True,
         "joined the existing upstream memory root",
     )
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit" if count == 1 else f"{count} commits"
 
 
 def _existing(git: Git, path: Path, upstream: str | None, policy: SyncPolicy) -> InitResult:
