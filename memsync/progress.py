@@ -212,7 +212,8 @@ def size_text(count: float) -> str:
 
 
 class ByteCounter:
-    """Bytes of one download, shown with the rate since it started."""
+    """Bytes of one download, shown with the rate since it started (`at` is told the bytes
+    so far: a retried download starts again from 0)."""
 
     def __init__(self, progress: Progress, phase: str, total: int | None) -> None:
         self.progress, self.phase, self.total = progress, phase, total
@@ -220,8 +221,8 @@ class ByteCounter:
         self._started = time.monotonic()
         self._shown = 0.0
 
-    def add(self, count: int) -> None:
-        self.done += count
+    def at(self, done: int) -> None:
+        self.done = done
         now = time.monotonic()
         if now - self._shown < 0.1 and self.done != self.total:
             return  # at most ten redraws a second

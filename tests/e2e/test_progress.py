@@ -1,7 +1,8 @@
-"""Progress on a terminal (issue 17, item 9): `memsync init` joining an upstream and a
-first `sync-now` show their phases (git's own, and the validation counts) when run on a
-pseudo-terminal; piped, or with `--json`, they show none and print exactly the same result.
-Real subprocesses of the CLI, a real pty, real git and a real bare upstream."""
+"""Progress on a terminal (issue 17, item 9): `memsync init` joining an upstream, a first
+`sync-now` and a `views pull` show their phases (git's own, the validation counts, the
+package's bytes and files) when run on a pseudo-terminal; piped, or with `--json`, they
+show none and print exactly the same result. Real subprocesses of the CLI, a real pty,
+real git, a real bare upstream and a real hub."""
 
 from __future__ import annotations
 
@@ -20,7 +21,16 @@ from pathlib import Path
 
 from bench.sync import make_upstream
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV, git
+from tests.e2e.test_views import (  # noqa: F401 - the view scene's fixtures
+    MEMORY,
+    Scene,
+    built,
+    copied,
+    hub,
+    provider,
+    scene,
+)
+from tests.helpers import GIT_ENV, commit, git
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 DEADLINE = 120.0
@@ -142,3 +152,26 @@ def test_a_first_sync_shows_progress_on_a_terminal_and_nothing_when_piped(
         return [re.sub(r"\[\d+ ms\]", "[ms]", line.replace(name, "ROOT")) for line in lines]
 
     assert plain(final_lines(shown), "ontty") == plain(piped.stdout.strip().splitlines(), "piped")
+
+
+def test_a_view_pull_shows_bytes_and_files_on_a_terminal(scene: Scene) -> None:  # noqa: F811
+    assert scene.publish().status == "published"
+    args = ("--config", str(scene.config), "views", "pull")
+
+    code, shown = on_terminal(*args, "--json", cwd=scene.bob, env=scene.env)
+    assert code == 0, shown
+    assert "Downloading" not in shown
+    assert json.loads(shown)["results"][0]["status"] == "pulled"
+
+    commit(scene.provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
+    assert scene.publish().revision == 2
+    code, shown = on_terminal(*args, cwd=scene.bob, env=scene.env)
+    assert code == 0, shown
+    # The package's bytes as they arrived (with the rate), then the files checked.
+    assert re.search(r"team-auth: Downloading package .*\d+ B of \d+ B .*B/s", shown), shown
+    assert re.search(r"team-auth: Extracting and checking files .*\d+/\d+ files", shown), shown
+    assert re.fullmatch(r"team-auth +pulled +rev 2 .*", final_lines(shown)[-1])
+
+    piped = memsync(*args, env=scene.env)
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert "Downloading" not in piped.stdout and "team-auth" in piped.stdout
