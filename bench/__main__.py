@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, startup, sync, validate, viewpull, views
+from bench import daemon, join, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
@@ -16,6 +16,7 @@ SUITES = {
     "daemon": daemon.run,
     "fresh": daemon.fresh_rows,
     "startup": startup.run,
+    "join": join.run,
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ class Progress(Protocol):
         self, phase: str, done: int, total: int | None = None, *, unit: str = "", detail: str = ""
     ) -> None:
         """`phase` has reached `done` of `total` (`unit`: what is counted; `detail`: say
-        the bytes and rate so far). A new phase ends the one before it."""
+        the bytes and rate so far). Each phase keeps its own line."""
 
 
 class _Nothing:
@@ -96,7 +97,7 @@ class _Terminal:
             transient=True,
         )
         self._tasks: dict[str, TaskID] = {}
-        self._current: str | None = None
+        self._lock = threading.Lock()  # a prefetch thread and the cycle's may both report
         self._rich.start()
 
     def show(
@@ -106,16 +107,12 @@ class _Terminal:
             count = size_text(done) + (f" of {size_text(total)}" if total is not None else "")
         else:
             count = f"{done}/{total} {unit}" if total is not None else f"{done} {unit}"
-        task = self._tasks.get(phase)
-        if task is None:
-            if self._current is not None:  # a new phase: the one before is over
-                last = self._tasks[self._current]
-                finished = self._rich.tasks[last].total
-                self._rich.update(last, completed=finished if finished is not None else 0)
-            task = self._rich.add_task(phase, total=total, count=count, detail=detail)
-            self._tasks[phase] = task
-        self._current = phase
-        self._rich.update(task, completed=done, total=total, count=count.strip(), detail=detail)
+        with self._lock:
+            task = self._tasks.get(phase)
+            if task is None:
+                task = self._rich.add_task(phase, total=total, count=count, detail=detail)
+                self._tasks[phase] = task
+            self._rich.update(task, completed=done, total=total, count=count, detail=detail)
 
     def stop(self) -> None:
         self._rich.stop()
@@ -196,7 +193,9 @@ class GitLines:
         if parsed.phase.startswith("Resolving"):
             unit = "deltas"
         phase = f"upstream: {parsed.phase}" if parsed.remote else parsed.phase
-        self.progress.show(phase, parsed.done, parsed.total, unit=unit, detail=parsed.detail)
+        # A count without a total ("Enumerating objects: 20006, done.") is whole once done.
+        total = parsed.done if parsed.total is None and parsed.finished else parsed.total
+        self.progress.show(phase, parsed.done, total, unit=unit, detail=parsed.detail)
 
 
 # -- bytes -------------------------------------------------------------------------------------
