@@ -144,6 +144,7 @@ class _Drain:
     ):
         self.proc, self.keep = proc, keep
         self.lines = _Lines(on_stderr_line) if on_stderr_line is not None else None
+        self.stderr_fd = proc.stderr.fileno() if proc.stderr is not None else None
         self.pending = memoryview(input or b"")
         self.held: dict[int, bytearray] = {}
         self.counted: dict[int, int] = {}
@@ -204,7 +205,7 @@ class _Drain:
             selector.unregister(fd)
             return
         self.counted[fd] = self.counted.get(fd, 0) + len(chunk)
-        if self.lines is not None and self.proc.stderr and fd == self.proc.stderr.fileno():
+        if self.lines is not None and fd == self.stderr_fd:
             self.lines.feed(chunk)
         buffer = self.held[fd]
         buffer += chunk

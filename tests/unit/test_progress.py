@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,22 @@ def test_the_box_streams_stderr_lines_split_on_cr_and_lf() -> None:
 def test_a_streamed_line_is_cut_at_the_cap() -> None:
     lines = _streamed([b"x" * (3 * MAX_STREAMED_LINE), b"\nshort\n"])
     assert lines == [b"x" * MAX_STREAMED_LINE, b"short"]
+
+
+def test_the_deadline_still_holds_while_lines_stream() -> None:
+    lines: list[bytes] = []
+    script = "import sys, time\nsys.stderr.write('Counting: 1% (1/99)\\r')\n"
+    script += "sys.stderr.flush()\ntime.sleep(60)\n"
+    started = time.monotonic()
+    done = run_process(
+        [sys.executable, "-c", script],
+        cwd=Path.cwd(),
+        env={},
+        seconds=1.0,
+        on_stderr_line=lines.append,
+    )
+    assert done.expired and time.monotonic() - started < 30
+    assert lines == [b"Counting: 1% (1/99)"]
 
 
 @given(st.binary(max_size=3 * MAX_STREAMED_LINE), st.data())
