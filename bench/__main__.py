@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, hostile, startup, sync, validate, viewpull, views
+from bench import daemon, hostile, join, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
@@ -17,6 +17,7 @@ SUITES = {
     "fresh": daemon.fresh_rows,
     "startup": startup.run,
     "hostile": hostile.run,
+    "join": join.run,
 }
 
 

@@ -133,6 +133,7 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     When the configuration already names a root at PATH, its `sync.https` or `sync.ssh`
     credentials reach a private upstream.
     """
+    from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.create import init_root  # noqa: PLC0415
     from memsync.wire.cli import InitReport  # noqa: PLC0415
 
@@ -143,7 +144,10 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
             for root in app.settings().roots:
                 if root.path.expanduser().absolute() == target:
                     credentials = root.git_credentials
-    done = init_root(path, upstream=upstream, branch=branch, credentials=credentials)
+    with for_terminal(as_json) as progress:
+        done = init_root(
+            path, upstream=upstream, branch=branch, credentials=credentials, progress=progress
+        )
     report = InitReport(
         path=str(done.path),
         created=done.created,
@@ -268,6 +272,9 @@ def sync_now(
     dry_run: bool,
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
     from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
@@ -278,8 +285,10 @@ def sync_now(
         accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
     )
     results = _sync_through_daemon(settings, roots, options)
-    if results is None:  # no daemon: run the cycles in this process
-        results = [sync_root(r, settings.state_dir, options) for r in chosen]
+    if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
+        with for_terminal(as_json) as progress:
+            shown = replace(options, progress=progress)
+            results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:

@@ -16,6 +16,7 @@ from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.config.secrets import resolve_header
 from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
+from memsync.progress import for_terminal
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
@@ -134,7 +135,8 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     chosen = [known[n] for n in names] if names else list(known.values())
     report = _pull_through_daemon(settings.control_socket, settings.config_path, names)
     if report is None:  # no daemon: pull in this process
-        results = asyncio.run(pull_views(chosen, settings.state_dir))
+        with for_terminal(as_json) as progress:  # on a terminal: bytes and files
+            results = asyncio.run(pull_views(chosen, settings.state_dir, progress=progress))
         report = ViewsPullReport(results=[r.model() for r in results])
     if as_json:
         emit(report)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memsync.errors import RootError, require
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat
 from memsync.roots.reach import unreachable
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome, cause
@@ -72,9 +73,11 @@ def init_root(
     branch: str = "main",
     policy: SyncPolicy | None = None,
     credentials: GitCredentials | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> InitResult:
     """`credentials`: how to reach a private upstream (the configured root's `sync.https`
-    or `sync.ssh`, when the path is a configured root)."""
+    or `sync.ssh`, when the path is a configured root). `progress` is shown the fetch,
+    the validation and the checkout of a joined upstream."""
     policy = policy or SyncPolicy()
     path = path.expanduser().absolute()
     if path.exists() and not path.is_dir():
@@ -93,7 +96,7 @@ def init_root(
             staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
             try:
                 git = Git(staging, credentials=credentials)
-                done = _create(git, staging, branch, upstream, policy)
+                done = _create(git, staging, branch, upstream, policy, progress)
                 _move_into(staging, target)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -170,7 +173,12 @@ def _move_into(staging: Path, target: Path) -> None:
 
 
 def _create(
-    git: Git, path: Path, branch: str, upstream: str | None, policy: SyncPolicy
+    git: Git,
+    path: Path,
+    branch: str,
+    upstream: str | None,
+    policy: SyncPolicy,
+    progress: Progress = NO_PROGRESS,
 ) -> InitResult:
     """Build the root in the empty directory `path` (the staging directory)."""
     git.run("init", "--quiet", f"--initial-branch={branch}", ".")
@@ -178,7 +186,9 @@ def _create(
         git.run("remote", "add", "--", "origin", upstream)
         git.run("config", f"branch.{branch}.remote", "origin")
         git.run("config", f"branch.{branch}.merge", f"refs/heads/{branch}")
-        outcome, detail = git.fetch("origin", branch, f"refs/remotes/origin/{branch}")
+        outcome, detail = git.fetch(
+            "origin", branch, f"refs/remotes/origin/{branch}", progress=progress
+        )
         if outcome is FetchOutcome.UNREACHABLE:
             raise RootError(
                 unreachable(detail, "the upstream could not be reached")[1],
@@ -191,7 +201,7 @@ def _create(
                 hint="fix the upstream (or choose another), then run init again",
             )
         if outcome is FetchOutcome.OK:
-            return _join(git, path, branch, upstream, policy)
+            return _join(git, path, branch, upstream, policy, progress)
 
     (path / ".gitignore").write_text(gitignore_text(), encoding="utf-8")
     (path / "MEMORY.md").write_text(MEMORY_TEMPLATE, encoding="utf-8")
@@ -216,11 +226,25 @@ def _create(
     return InitResult(path, True, head, branch, upstream, pushed, False, message)
 
 
-def _join(git: Git, path: Path, branch: str, upstream: str, policy: SyncPolicy) -> InitResult:
+def _join(
+    git: Git, path: Path, branch: str, upstream: str, policy: SyncPolicy, progress: Progress
+) -> InitResult:
     commit = require(git.rev_parse(f"refs/remotes/origin/{branch}"), "the fetched upstream")
-    _count, history = git.changes(commit, None)
+    count, history = git.changes(commit, None)
+    checking = "Validating history"
+    progress.show(checking, 0, len(history), unit="changes", detail=_commits(count))
     changes = validate_changes(history, GitBlobs(git), policy)
-    report = validate_tree(git.tree_view(commit), policy, default_graph_validator())
+    progress.show(checking, len(history), len(history), unit="changes", detail=_commits(count))
+    tree = git.tree_view(commit)
+    progress.show("Validating files", 0, len(tree.entries), unit="files")
+    report = validate_tree(tree, policy, default_graph_validator())
+    progress.show(
+        "Validating files",
+        len(tree.entries),
+        len(tree.entries),
+        unit="files",
+        detail=f"{report.files} memory files, {report.items} items",
+    )
     problems = changes.problems + report.problems
     if problems:
         raise RootError(
@@ -228,7 +252,7 @@ def _join(git: Git, path: Path, branch: str, upstream: str, policy: SyncPolicy) 
             + "; ".join(f"{p.code} {p.path}" for p in problems[:5]),
             hint="fix the upstream (or choose another), then run init again",
         )
-    git.run("checkout", "--quiet", "-b", branch, commit)
+    git.checkout_new_branch(branch, commit, progress)
     return InitResult(
         path,
         True,
@@ -239,6 +263,10 @@ def _join(git: Git, path: Path, branch: str, upstream: str, policy: SyncPolicy) 
         True,
         "joined the existing upstream memory root",
     )
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit" if count == 1 else f"{count} commits"
 
 
 def _existing(git: Git, path: Path, upstream: str | None, policy: SyncPolicy) -> InitResult:

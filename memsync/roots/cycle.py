@@ -17,6 +17,7 @@ from pathlib import Path
 from memsync.config.model import RootSettings
 from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
@@ -53,6 +54,8 @@ class SyncOptions:
     wait: float | None = None  # seconds to wait for the root lock; 0 answers `busy` at once
     # The daemon's automatic cycles: the preflight may reuse the last status (`statusmemo`).
     reuse_status: bool = False
+    # Where a cycle run from a terminal shows its fetch and validation (`sync-now`).
+    progress: Progress = NO_PROGRESS
 
 
 def sync_root(
@@ -196,7 +199,13 @@ class _Cycle:
         guess = self.state.fetch_branch
         if guess:  # the branch the last cycle fetched: fetch it while git status runs
             self._remember_tracking(f"refs/remotes/{remote}/{guess}")
-            self.prefetch = Prefetch(self.git, remote, guess, f"refs/remotes/{remote}/{guess}")
+            self.prefetch = Prefetch(
+                self.git,
+                remote,
+                guess,
+                f"refs/remotes/{remote}/{guess}",
+                self.options.progress,
+            )
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
         state = self._status(git_dir)
@@ -345,7 +354,10 @@ class _Cycle:
             if prefetched is not None:
                 prefetched.wait()  # the guess was wrong: it fetched another branch
             outcome, detail = self.git.fetch(
-                self.settings.remote, self.upstream_branch, self.tracking
+                self.settings.remote,
+                self.upstream_branch,
+                self.tracking,
+                progress=self.options.progress,
             )
         if outcome is FetchOutcome.UNREACHABLE:
             if self.git.remote_url(self.settings.remote) is None:
@@ -516,6 +528,7 @@ class _Cycle:
             self.options.dry_run,
             self.result,
             self.repairer,
+            self.options.progress,
         )
 
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from memsync.cycles.repair import Repaired, Repairer
 from memsync.cycles.repairprompt import Conflict
 from memsync.errors import require
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
 from memsync.roots.admit import (
     Admission,
@@ -56,12 +57,17 @@ class Incoming:
     dry_run: bool
     result: Callable[..., SyncResult]
     repair: Repairer | None = None  # roots.*.repair.role: settles a conflicting merge
+    progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
 
     def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
         count, changes = git.changes(upstream, local)
+        checking = "Validating incoming changes"
+        commits = f"{count} commit" if count == 1 else f"{count} commits"
+        self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
         report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
+        self.progress.show(checking, len(changes), len(changes), unit="changes", detail=commits)
         if not report.ok:
             return self._refuse(
                 report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"

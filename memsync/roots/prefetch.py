@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import threading
 
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.transports.git import FetchOutcome, Git
 
 
 class Prefetch:
     """One fetch of `branch` into `into`, on a thread of its own."""
 
-    def __init__(self, git: Git, remote: str, branch: str, into: str) -> None:
+    def __init__(
+        self, git: Git, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
+    ) -> None:
         self.branch = branch
         self.into = into
+        self.progress = progress
         self._answer: tuple[FetchOutcome, str] | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
@@ -33,7 +37,7 @@ class Prefetch:
 
     def _fetch(self, git: Git, remote: str) -> None:
         try:
-            self._answer = git.fetch(remote, self.branch, self.into)
+            self._answer = git.fetch(remote, self.branch, self.into, progress=self.progress)
         except BaseException as exc:  # handed to the cycle's thread by `answer`
             self._error = exc
 

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memsync.errors import GitError
+from memsync.progress import NO_PROGRESS, GitLines, Progress
 from memsync.redaction import redact
 from memsync.transports import gitparse
 from memsync.transports.credentials import GitCredentials
@@ -232,11 +233,18 @@ class Git(TreeReads):
     # -- network -------------------------------------------------------------------------------
 
     def fetch(
-        self, remote: str, branch: str, into: str, timeout: float | None = None
+        self,
+        remote: str,
+        branch: str,
+        into: str,
+        timeout: float | None = None,
+        progress: Progress = NO_PROGRESS,
     ) -> tuple[FetchOutcome, str]:
-        """Fetch one upstream branch into `into` (forced: the planner judges rewinds)."""
+        """Fetch one upstream branch into `into` (forced: the planner judges rewinds);
+        git's progress goes to `progress` when it shows anything."""
         # Naming upload-pack and receive-pack keeps a root's remote.*.uploadpack and
         # remote.*.receivepack settings (commands in repository config) from ever running.
+        shown = progress.enabled
         result = self.run(
             "fetch",
             "--upload-pack=git-upload-pack",
@@ -244,11 +252,13 @@ class Git(TreeReads):
             "--no-write-fetch-head",
             "--no-recurse-submodules",
             "--quiet",
+            *(["--progress"] if shown else []),
             "--end-of-options",
             remote,
             f"+refs/heads/{branch}:{into}",
             timeout=timeout,
             check=False,
+            on_stderr_line=GitLines(progress) if shown else None,
         )
         if result.returncode == 0:
             return FetchOutcome.OK, ""
@@ -306,6 +316,21 @@ class Git(TreeReads):
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref, check=False)
+
+    def checkout_new_branch(
+        self, branch: str, commit: str, progress: Progress = NO_PROGRESS
+    ) -> None:
+        """Check out `commit` as the new branch `branch` (git's progress to `progress`)."""
+        shown = progress.enabled
+        self.run(
+            "checkout",
+            "--quiet",
+            *(["--progress"] if shown else []),
+            "-b",
+            branch,
+            commit,
+            on_stderr_line=GitLines(progress) if shown else None,
+        )
 
     def worktree_add(self, path: Path, commit: str) -> None:
         self.run("worktree", "add", "--detach", "--quiet", str(path), commit)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
 from memsync.errors import GitError, GitMissing, GitTimeout
+from memsync.progress import without_progress
 from memsync.redaction import redact
 from memsync.transports.credentials import (
     DEFAULT_USERNAME,
@@ -92,8 +93,11 @@ class GitCore:
         config: Sequence[tuple[str, str]] = (),
         env: Mapping[str, str] | None = None,
         guard: bool = True,
+        on_stderr_line: Callable[[bytes], None] | None = None,
     ) -> GitResult:
         """Run git in the box. `guard=False` only for reading the config the guard needs.
+        `on_stderr_line` sees git's stderr line by line as it runs (its progress); the
+        result's stderr then holds the other lines only.
 
         A network command (`fetch`, `push`, `ls-remote`) of a box with credentials gets
         them for its remote (see `_authenticated`).
@@ -121,6 +125,7 @@ class GitCore:
                     seconds=limit,
                     input=input,
                     on_start=auth.started,
+                    on_stderr_line=on_stderr_line,
                 )
             except FileNotFoundError as exc:
                 raise GitMissing(
@@ -131,6 +136,8 @@ class GitCore:
             raise self._timeout(shown, limit, by_deadline=by_deadline)
         stdout = auth.scrub_bytes(done.stdout)
         stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
+        if on_stderr_line is not None:  # what is left of a streamed stderr says what failed
+            stderr = without_progress(stderr)
         if check and done.returncode != 0:
             raise GitError(
                 f"`{shown}` failed: {cause(stderr)}",

@@ -30,7 +30,7 @@ import re
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -186,8 +186,10 @@ class HttpClient:
         max_bytes: int,
         deadline: float,
         expected_length: int | None = None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> Fetched:
-        """GET `url` into `dest` (or memory when None), conditional on `etag`, by `deadline`."""
+        """GET `url` into `dest` (or memory when None), conditional on `etag`, by `deadline`.
+        `on_bytes` is told how many bytes of the body arrived so far, after each chunk."""
         start = _parse(url)
         self.check_url(start, token=token is not None)
         where = redact_url(start)
@@ -200,7 +202,9 @@ class HttpClient:
             raise HttpError(ErrorKind.TIMEOUT, where, "no time left before the deadline")
         try:
             async with asyncio.timeout_at(deadline):
-                fetched, sink = await self._follow(start, dest, token, etag, cap, expected_length)
+                fetched, sink = await self._follow(
+                    start, dest, token, etag, cap, expected_length, on_bytes
+                )
         except TimeoutError as exc:
             raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed") from exc
         if sink is not None:
@@ -223,6 +227,7 @@ class HttpClient:
         deadline: float,
         expected_length: int | None = None,
         attempts: int = 4,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> Fetched:
         """`get`, retrying transient failures with full-jitter backoff while time remains.
 
@@ -239,6 +244,7 @@ class HttpClient:
                     max_bytes=max_bytes,
                     deadline=deadline,
                     expected_length=expected_length,
+                    on_bytes=on_bytes,
                 )
             except HttpError as exc:
                 delay = _RANDOM.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
@@ -362,6 +368,7 @@ class HttpClient:
         etag: str | None,
         cap: int,
         expected: int | None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> tuple[Fetched, _Sink | None]:
         session = self._open()
         current, previous = start, None
@@ -380,7 +387,9 @@ class HttpClient:
                     location = resp.headers.get(hdrs.LOCATION)
                     if resp.status not in _REDIRECTS or not location:
                         try:
-                            return await self._answer(resp, where, dest, etag, cap, expected)
+                            return await self._answer(
+                                resp, where, dest, etag, cap, expected, on_bytes
+                            )
                         except BaseException:
                             resp.close()  # never hand a half-read connection back to the pool
                             raise
@@ -401,6 +410,7 @@ class HttpClient:
         etag: str | None,
         cap: int,
         expected: int | None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> tuple[Fetched, _Sink | None]:
         status = resp.status
         if status == 304 and etag:
@@ -419,6 +429,8 @@ class HttpClient:
                 if sink.size + len(chunk) > cap:
                     raise HttpError(ErrorKind.TOO_LARGE, where, f"body over {cap} bytes", 200)
                 sink.write(chunk)
+                if on_bytes is not None:
+                    on_bytes(sink.size)
             if expected is not None and sink.size < expected:
                 detail = f"body has {sink.size} bytes, expected {expected}"
                 raise HttpError(ErrorKind.TRUNCATED, where, detail, 200)

@@ -13,6 +13,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -74,6 +75,7 @@ def run_process(
     input: bytes | None = None,
     keep: int | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_stderr_line: Callable[[bytes], None] | None = None,
 ) -> Completed:
     """Run `argv` to completion or until `seconds` pass (then its whole group is killed).
 
@@ -83,7 +85,10 @@ def run_process(
     `PIPE_GRACE` after the leader exited (at the deadline it is killed), whatever still
     holds a pipe: a process that left the group cannot hold the run open. FileNotFoundError
     propagates when the program does not exist; the caller names it. `on_start` is told
-    the child's pid once it runs.
+    the child's pid once it runs. `on_stderr_line` is handed each line of stderr as it
+    arrives (ended by `\n` or `\r`: git redraws its progress with `\r`; a line longer than
+    `MAX_STREAMED_LINE` is cut there), on the reading thread, while the deadline runs; the
+    whole stderr is still returned as without it.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -99,7 +104,7 @@ def run_process(
     try:
         if on_start is not None:
             on_start(proc.pid)
-        drained = _Drain(proc, input, keep).run()
+        drained = _Drain(proc, input, keep, on_stderr_line).run()
         # The leader has exited but is not reaped: its group id cannot have been given
         # to anyone else, so this reaches exactly what it left behind.
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
@@ -130,8 +135,16 @@ class _Drain:
     after the leader exited (an untrusted leader's group is killed as soon as it exits);
     with `keep`, holding at most the last `keep` (+1, so a cut shows) bytes of each."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None, keep: int | None):
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        input: bytes | None,
+        keep: int | None,
+        on_stderr_line: Callable[[bytes], None] | None = None,
+    ):
         self.proc, self.keep = proc, keep
+        self.lines = _Lines(on_stderr_line) if on_stderr_line is not None else None
+        self.stderr_fd = proc.stderr.fileno() if proc.stderr is not None else None
         self.pending = memoryview(input or b"")
         self.held: dict[int, bytearray] = {}
         self.counted: dict[int, int] = {}
@@ -192,6 +205,8 @@ class _Drain:
             selector.unregister(fd)
             return
         self.counted[fd] = self.counted.get(fd, 0) + len(chunk)
+        if self.lines is not None and fd == self.stderr_fd:
+            self.lines.feed(chunk)
         buffer = self.held[fd]
         buffer += chunk
         keep = self.keep
@@ -210,6 +225,8 @@ class _Drain:
             self.proc.stdin.close()  # type: ignore[union-attr]
 
     def _finish(self) -> None:
+        if self.lines is not None:
+            self.lines.close()
         proc = self.proc
         outs = []
         for pipe in (proc.stdout, proc.stderr):
@@ -220,6 +237,37 @@ class _Drain:
             self.counted.get(p.fileno(), 0) if p else 0 for p in (proc.stdout, proc.stderr)
         )
         _close(proc)  # our ends: a holder left outside the group gets EPIPE, not our time
+
+
+# The longest stderr line handed to a line callback; the rest of a longer one is dropped.
+MAX_STREAMED_LINE = 4096
+
+
+class _Lines:
+    """stderr cut into lines for a callback, holding at most one partial line."""
+
+    def __init__(self, callback: Callable[[bytes], None]) -> None:
+        self.callback = callback
+        self.partial = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        *ended, rest = re.split(rb"[\r\n]", chunk)
+        for piece in ended:
+            self._add(piece)
+            self._emit()
+        self._add(rest)
+
+    def _add(self, piece: bytes) -> None:
+        self.partial += piece[: max(MAX_STREAMED_LINE - len(self.partial), 0)]
+
+    def _emit(self) -> None:
+        line = bytes(self.partial)
+        self.partial.clear()
+        if line:
+            self.callback(line)
+
+    def close(self) -> None:
+        self._emit()
 
 
 _POLL = 0.2  # seconds between exit checks where pidfd_open is missing

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memsync.atomicfile import private_dir
 from memsync.errors import GitError, GitTimeout
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.transports.git import FetchOutcome, Git
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
@@ -64,8 +65,12 @@ class GitSource:
 
     label = "the Git share"
 
-    def __init__(self, url: str, branch: str, path: str, cache: Path) -> None:
+    def __init__(
+        self, url: str, branch: str, path: str, cache: Path, progress: Progress = NO_PROGRESS
+    ) -> None:
+        """`progress` is shown git's fetch of the branch."""
         self.url, self.branch = url, branch
+        self.progress = progress
         self.base = path.strip("/")
         self.cache = cache
         self._ref = f"refs/heads/{branch}"
@@ -99,7 +104,7 @@ class GitSource:
     def _manifest(self, etag: str | None, deadline: Deadline) -> ManifestFetch:
         git = self._git(deadline)
         with _boxed():
-            outcome, detail = git.fetch(self.url, self.branch, self._ref)
+            outcome, detail = git.fetch(self.url, self.branch, self._ref, progress=self.progress)
         if outcome is not FetchOutcome.OK:
             raise SourceError(
                 _FETCH_KINDS[outcome],

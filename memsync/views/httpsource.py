@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 
 from memsync.config.secrets import SecretRef, resolve_header
+from memsync.progress import NO_PROGRESS, ByteCounter, Progress
 from memsync.transports.http import HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.archive import ArchiveLimits
@@ -26,12 +27,20 @@ class HttpSource:
     label = "the view server"
 
     def __init__(
-        self, client: HttpClient, url: str, token: SecretRef | None = None, where: str = ""
+        self,
+        client: HttpClient,
+        url: str,
+        token: SecretRef | None = None,
+        where: str = "",
+        progress: Progress = NO_PROGRESS,
+        phase: str = "Downloading package",
     ) -> None:
+        """`progress` is shown the package's bytes as they arrive, as `phase`."""
         self.client = client
         self.url = url.rstrip("/")
         self.token = token
         self.where = where or "the view's source.token"  # the config key, for messages
+        self.progress, self.phase = progress, phase
 
     async def manifest(self, *, etag: str | None, deadline: Deadline) -> ManifestFetch:
         try:
@@ -57,6 +66,7 @@ class HttpSource:
         expected_length: int | None,
         deadline: Deadline,
     ) -> PackageFetch:
+        counter = ByteCounter(self.progress, self.phase, expected_length)
         try:
             got = await self.client.get_with_retry(
                 f"{self.url}/package",
@@ -66,6 +76,7 @@ class HttpSource:
                 max_bytes=package_cap(limits, None),
                 deadline=_on_loop(deadline),
                 expected_length=expected_length,
+                on_bytes=counter.at if self.progress.enabled else None,
             )
         except HttpError as exc:
             raise SourceError(exc.kind, exc.message) from exc

@@ -25,6 +25,7 @@ from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
 from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
 from memsync.errors import MemsyncError, ProblemError, require
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import pause
 from memsync.roots.lock import RootLock
 from memsync.transports.http import HttpClient
@@ -87,20 +88,29 @@ class Refused(ProblemError):
     import keeps serving."""
 
 
-def open_source(view: ViewSettings, client: HttpClient, state_dir: Path) -> ViewSource:
-    """The source a configured view is fetched from."""
+def open_source(
+    view: ViewSettings, client: HttpClient, state_dir: Path, progress: Progress = NO_PROGRESS
+) -> ViewSource:
+    """The source a configured view is fetched from (showing its download to `progress`)."""
     source = view.source
     if isinstance(source, GitSourceSettings):
         cache = view_state_dir(state_dir, view.name) / "git-cache"
-        return GitSource(source.url, source.branch, source.path, cache)
-    return HttpSource(client, source.url, source.token, f"views.{view.name}.source.token")
+        return GitSource(source.url, source.branch, source.path, cache, progress)
+    where = f"views.{view.name}.source.token"
+    phase = f"{view.name}: Downloading package"
+    return HttpSource(client, source.url, source.token, where, progress, phase)
 
 
 async def pull_views(
-    views: Sequence[ViewSettings], state_dir: Path, *, now: datetime | None = None
+    views: Sequence[ViewSettings],
+    state_dir: Path,
+    *,
+    now: datetime | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> list[ViewResult]:
     """Refresh each view (concurrently; each under its own lock). Every view gets a result:
-    one view's failure, wherever it happens, never hides the others'."""
+    one view's failure, wherever it happens, never hides the others'. `progress` (a pull
+    run from a terminal) is shown each package's bytes and the files checked."""
     allow_http = any(
         isinstance(v.source, HttpSourceSettings) and v.source.allow_http for v in views
     )
@@ -109,7 +119,7 @@ async def pull_views(
     cache = await asyncio.to_thread(open_persistent, state_dir / STATE_CACHE_DIR)
     try:
         async with HttpClient(allow_http=allow_http) as client:
-            pulls = (_locked(v, state_dir, client, now, cache) for v in views)
+            pulls = (_locked(v, state_dir, client, now, cache, progress) for v in views)
             return list(await asyncio.gather(*pulls))
     finally:
         cache.close()
@@ -121,6 +131,7 @@ async def _locked(
     client: HttpClient,
     now: datetime | None,
     cache: ParseCache | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> ViewResult:
     held = await asyncio.to_thread(pause.holding, state_dir, "view", view.name)
     if held is not None:  # `memsync pause`: nothing is fetched, the import stays as it is
@@ -139,7 +150,8 @@ async def _locked(
         )
     try:
         try:
-            puller = Puller(view, state_dir, open_source(view, client, state_dir), now, cache)
+            source = open_source(view, client, state_dir, progress)
+            puller = Puller(view, state_dir, source, now, cache, progress)
         except MemsyncError as exc:  # a name the store refuses: nothing was touched
             return ViewResult(view.name, UNAVAILABLE, None, None, exc.message)
         return await puller.run()
@@ -165,9 +177,11 @@ class Puller:
         source: ViewSource,
         now: datetime | None,
         cache: ParseCache | None = None,
+        progress: Progress = NO_PROGRESS,
     ) -> None:
         self.view = view
         self.cache = cache
+        self.progress = progress
         self.source = source
         self.now = now or timefmt.now()
         self.dir = view_state_dir(state_dir, view.name)
@@ -234,7 +248,9 @@ class Puller:
         fetched = await self._package(target, manifest, deadline)
         candidate = await asyncio.to_thread(self.store.candidate_dir)
         candidate.rmdir()  # the extractor wants to create it itself
+        self._show_check(manifest, None)
         checked = await asyncio.to_thread(self._check, target, candidate, manifest, fetched)
+        self._show_check(manifest, checked)
         if not checked.ok:
             raise Refused(checked.reason or "the package was refused", checked.problems)
         identity: Identity
@@ -263,6 +279,18 @@ class Puller:
                 f"the server sends more than the {length} bytes the manifest declares",
             )
             raise Refused("the package is longer than its manifest says", [problem]) from exc
+
+    def _show_check(self, manifest: Manifest | None, checked: Checked | None) -> None:
+        """The files of the package, before (`checked` None) and after the check."""
+        if not self.progress.enabled:
+            return
+        phase = f"{self.view.name}: Extracting and checking files"
+        declared = len(manifest.signed.files) if manifest is not None else None
+        if checked is None:
+            self.progress.show(phase, 0, declared, unit="files")
+            return
+        detail = f"{checked.files} memory files, {checked.items} items"
+        self.progress.show(phase, declared or 0, declared, unit="files", detail=detail)
 
     def _check(
         self, target: Path, candidate: Path, manifest: Manifest | None, fetched: PackageFetch
