@@ -195,7 +195,8 @@ def render(state_dir: Path, socket: Path, roots: list[StarterRoot]) -> str:
         "# memsync configuration written by `memsync config init`; check it with\n"
         "# `memsync doctor`. Every key, with its default: `memsync config sample`.\n"
     )
-    text = header + "".join(notes) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+    # Non-ASCII is escaped: PyYAML writes a raw NEL (U+0085) that reads back as a space.
+    text = header + "".join(notes) + yaml.safe_dump(body, sort_keys=False)
     load_config_text(text, state_dir, "<config init>")  # a bug here is not a file on disk
     return text
 
