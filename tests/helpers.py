@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -144,7 +145,8 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "
 def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
     """Run `memsync *memsync_args` until its agent script has written its pid to `pidfile`
     (and blocks, e.g. on a fifo), SIGKILL memsync there, then end the orphaned agent by its
-    own pid. Returns the agent's pid (gone or a zombie when this returns)."""
+    own pid and its process group (what it was blocked in, `cat FIFO`, is its child and would
+    outlive it). Returns the agent's pid (gone or a zombie when this returns)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "memsync", *memsync_args],
         env={**os.environ, **GIT_ENV, "MEMSYNC_FAULT": ""},
@@ -161,8 +163,11 @@ def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if agent:  # the agent was left blocked: end it by its own pid
-            os.kill(agent, signal.SIGKILL)
+        if agent:  # the agent was left blocked: end it, and its group (the role's leader)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(agent, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(agent, signal.SIGKILL)
     return agent
 
 
