@@ -106,53 +106,16 @@ def control_app(controller: Controller) -> web.Application:
     async def daemon(request: web.Request) -> web.Response:
         return _json(await controller.daemon())
 
-    async def sync(request: web.Request) -> web.Response:
-        body = await _body(request, SyncRequest)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            return _json(await controller.sync(body))
-        except UsageError as exc:
-            return _error(400, "usage", exc.message)
-
-    async def pull(request: web.Request) -> web.Response:
-        body = await _body(request, PullRequest)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            return _json(await controller.pull(body))
-        except UsageError as exc:
-            return _error(400, "usage", exc.message)
+    sync = _posted(SyncRequest, controller.sync)
+    pull = _posted(PullRequest, controller.pull)
+    pause = _posted(PauseRequest, controller.pause)
+    resume = _posted(ResumeRequest, controller.resume)
 
     async def cycles(request: web.Request) -> web.Response:
         kind = request.match_info["cycle"]
         if kind not in ("prune", "insight"):
             return _error(404, "not-found", f"no cycle {kind!r}: prune or insight")
-        body = await _body(request, CycleRequest)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            return _json(await controller.cycle(kind, body))
-        except UsageError as exc:
-            return _error(400, "usage", exc.message)
-
-    async def pause(request: web.Request) -> web.Response:
-        body = await _body(request, PauseRequest)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            return _json(await controller.pause(body))
-        except UsageError as exc:
-            return _error(400, "usage", exc.message)
-
-    async def resume(request: web.Request) -> web.Response:
-        body = await _body(request, ResumeRequest)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            return _json(await controller.resume(body))
-        except UsageError as exc:
-            return _error(400, "usage", exc.message)
+        return await _posted(CycleRequest, lambda body: controller.cycle(kind, body))(request)
 
     app = web.Application(client_max_size=64 * 1024, middlewares=[_peers(), _errors])
     app.router.add_get("/v1/status", status)
@@ -211,6 +174,24 @@ async def _errors(
 
 def _json(model: BaseModel) -> web.Response:
     return web.Response(text=model.model_dump_json(), content_type="application/json")
+
+
+def _posted(
+    model: type[M], call: Callable[[M], Awaitable[BaseModel]]
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A POST handler: the body read as `model`, `call` answered as JSON; a request the
+    controller refuses is a 400 with its words."""
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await _body(request, model)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            return _json(await call(body))
+        except UsageError as exc:
+            return _error(400, "usage", exc.message)
+
+    return handle
 
 
 async def _body(request: web.Request, model: type[M]) -> M | web.Response:
