@@ -77,11 +77,11 @@ from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
+from memsync.wire.pause import PauseRequest, ResumeRequest
 
 if TYPE_CHECKING:  # the event stream and view pulls load when configured (issue 18)
     from memsync.daemon.events import Event
     from memsync.views.pull import ViewResult
-from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
 
