@@ -4,6 +4,7 @@ B4: a plain `git commit` in alice's root -> published in bob's root, with two da
 hub (alice's daemon validates, pushes and notifies; bob's follows the hub's events), over
 50 commits; and the same with the event stream off and a 1 s poll, for comparison.
 B7: an idle daemon with 10 roots and 5 views for 60 s: CPU share, RSS, git processes.
+B7m: the RSS of an idle daemon with one small root (no views), after its first cycle.
 B8: `memsync run` start to `READY=1` with 10 roots.
 B7f: a freshly cloned 10,000-file root (`git clone` of a bare upstream) under a daemon with
 a 1 s poll and the watcher on: CPU share of the daemon and its git children over 30 s, and
@@ -283,6 +284,21 @@ def idle(base: Path) -> dict[str, float]:
         server.wait(timeout=10)
 
 
+def rss_one_root(base: Path) -> float:
+    """VmRSS (MB) of an idle daemon with one small root, after its first cycle; median of 3."""
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    memsync("init", str(base / "root"), "--upstream", str(upstream))
+    config = header(base, "d") + root_yaml("root", base / "root", ["interval: 10m"])
+    found = []
+    for _ in range(3):
+        with daemon(base / "d", config) as (proc, _ready):
+            time.sleep(3)  # the first cycle (READY=1 comes before it ends)
+            status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            found.append(next(int(n.split()[1]) for n in status if n.startswith("VmRSS:")))
+    return statistics.median(found) / 1024
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` and of its reaped children (its git processes)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -466,6 +482,17 @@ def run() -> list[dict[str, Any]]:
             "raw_ms": 80.0,
             "ratio": rest["rss_mb"] / 80.0,
             "target": "<= 80 MB",
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b7m-") as tmp:
+        small = rss_one_root(Path(tmp))
+    rows.append(
+        {
+            "name": "B7m idle RSS, one small root, no views (MB)",
+            "memsync_ms": small,
+            "raw_ms": 50.0,
+            "ratio": small / 50.0,
+            "target": "<= 50 MB (git-sync: 10-14 MB)",
         }
     )
     rows += fresh_rows()

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from aiohttp import web
@@ -48,7 +49,6 @@ from memsync.daemon.control import (
     SyncRequest,
     claim,
 )
-from memsync.daemon.events import Event, follow
 from memsync.daemon.hooks import Hooks
 from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
@@ -74,11 +74,14 @@ from memsync.roots.result import HELD, SyncResult
 from memsync.status import config_name, status_report
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
-from memsync.views.pull import ViewResult
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import SyncReport, SyncResultModel
 from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
 from memsync.wire.pause import PauseRequest, ResumeRequest
+
+if TYPE_CHECKING:  # the event stream and view pulls load when configured (issue 18)
+    from memsync.daemon.events import Event
+    from memsync.views.pull import ViewResult
 
 log = logging.getLogger("memsync.daemon")
 
@@ -350,6 +353,8 @@ class Daemon:
         assert tasks is not None  # noqa: S101
         for key in wanted:
             if key not in self._followers:
+                from memsync.daemon.events import follow  # noqa: PLC0415 - when configured
+
                 url, token = key
                 self._followers[key] = tasks.create_task(
                     follow(

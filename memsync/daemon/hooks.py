@@ -31,7 +31,6 @@ from memsync.config.secrets import resolve_header
 from memsync.daemon.transitions import Transition
 from memsync.errors import ConfigError
 from memsync.redaction import redact_secrets
-from memsync.transports.http import HttpClient, HttpError
 from memsync.transports.process import run_process
 
 log = logging.getLogger("memsync.daemon.hooks")
@@ -180,6 +179,8 @@ def _command(
 async def _webhook(
     webhook: WebhookSettings, document: Mapping[str, Any], seconds: float, where: str
 ) -> None:
+    from memsync.transports.http import HttpClient, HttpError  # noqa: PLC0415 - webhooks only
+
     token: str | None = None
     if webhook.token is not None:
         try:

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
 from memsync.config.secrets import SecretRef, resolve_header
-from memsync.cycles.runner import cycle_now
-from memsync.cycles.turn import FAILED, LANDED, NOT_DUE, REFUSED, CycleResult
 from memsync.daemon import hostkeys
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
@@ -31,12 +29,14 @@ from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.statusmemo import StatusMemo
 from memsync.transports.git import Git
-from memsync.transports.http import HttpClient, HttpError
-from memsync.views.pull import ViewResult, pull_views
-from memsync.views.trust import TrustState, trust_path
 
+# What a daemon needs at rest is imported here; the maintenance cycles (`cycles.*`), view
+# pulls (`views.*`, with cryptography) and the HTTP client load when a root or view first
+# uses them, so an idle daemon without them does not hold their memory (issue 18).
 if TYPE_CHECKING:
+    from memsync.cycles.turn import CycleResult
     from memsync.daemon.app import Daemon
+    from memsync.views.pull import ViewResult
 
 log = logging.getLogger("memsync.daemon")
 
@@ -78,7 +78,7 @@ class RootWorker:
                 functools.partial(self._cycle, kind),
                 # A refused turn (its write broke a grant or the gate) backs off like a
                 # failed one: asking the model again at once would get the same answer.
-                lambda r: r.status in (FAILED, REFUSED),
+                _cycle_failing,
                 backoff=Backoff(base=60.0, cap=3600.0),
             )
             for kind in CYCLES
@@ -95,6 +95,9 @@ class RootWorker:
         return self.settings.insight_enabled if kind == "insight" else self.settings.prune_enabled
 
     async def _cycle(self, kind: str, force: bool) -> CycleResult:
+        from memsync.cycles.runner import cycle_now  # noqa: PLC0415 - cycles load when used
+        from memsync.cycles.turn import LANDED, NOT_DUE  # noqa: PLC0415
+
         loop = asyncio.get_running_loop()
         daemon = self.daemon
         run = functools.partial(
@@ -141,6 +144,12 @@ class RootWorker:
                 if self.enabled(kind):
                     cycle.request(False)
         return result
+
+
+def _cycle_failing(result: CycleResult) -> bool:
+    from memsync.cycles.turn import FAILED, REFUSED  # noqa: PLC0415 - loaded by the cycle
+
+    return result.status in (FAILED, REFUSED)
 
 
 async def publish_views(settings: RootSettings) -> None:
@@ -193,6 +202,8 @@ async def notify_hub(settings: RootSettings, commit: str) -> None:
     token = resolve_token(settings.notify_token, where)
     if settings.notify_token is not None and token is None:
         return  # logged: a notification without its token would only be refused
+    from memsync.transports.http import HttpClient, HttpError  # noqa: PLC0415 - used rarely
+
     deadline = asyncio.get_running_loop().time() + NOTIFY_TIMEOUT
     try:
         async with HttpClient() as client:
@@ -219,6 +230,9 @@ class ViewWorker:
         self.task: asyncio.Task[None] | None = None
 
     async def _run(self, options: PullOptions) -> ViewResult:
+        from memsync.views.pull import pull_views  # noqa: PLC0415 - views load when used
+        from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415
+
         state_dir = self.daemon.settings.state_dir
         (result,) = await pull_views([self.settings], state_dir)
         self.daemon.observed_view(result)

@@ -1,0 +1,92 @@
+"""Idle memory (issue 18, item 4): a daemon with one small root and nothing else configured
+holds only what it uses at rest. View pulls (and cryptography with them), the maintenance
+cycles, the HTTP client (hub events, notifications, webhooks) load when a root or view
+first uses them, so the process stays well under what it took when they loaded at start.
+
+Observed from outside the real `memsync run` process: its VmRSS from /proc, and its module
+list, written when it gets SIGUSR1 by a `sitecustomize` the test puts on its PYTHONPATH
+(nothing in memsync reads it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from memsync.daemon.client import call
+from tests.conftest import Team
+from tests.e2e.daemons import launcher, write_config
+from tests.helpers import wait_for
+
+# Not imported by an idle daemon whose config names no view, cycle, hook or hub. Each entry
+# is a package or module; its submodules count too.
+NOT_AT_REST = (
+    "cryptography",
+    "memsync.views.pull",
+    "memsync.views.consumer",
+    "memsync.views.manifest",
+    "memsync.views.keys",
+    "memsync.views.archive",
+    "memsync.views.build",
+    "memsync.views.publish",
+    "memsync.hub",
+    "memsync.cli_views",
+    "memsync.cli_hub",
+    "memsync.doctor",
+    "memsync.cycles.runner",
+    "memsync.cycles.roles",
+    "memsync.cycles.turn",
+    "memsync.daemon.events",
+    "memsync.transports.http",
+    "rich",
+)
+# Measured 59-63 MB with one small root after its first cycle (70-73 MB when the above
+# loaded at start-up); the bound leaves room for the noise of allocators and GitPython.
+RSS_BOUND_MB = 66
+
+SITE = """
+import os, signal, sys
+
+def _dump(signum, frame):
+    path = os.environ["MEMSYNC_TEST_MODULES"]
+    with open(path + ".tmp", "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+    os.replace(path + ".tmp", path)
+
+signal.signal(signal.SIGUSR1, _dump)
+"""
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    dump = tmp_path / "modules.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {"PYTHONPATH": os.pathsep.join(paths), "MEMSYNC_TEST_MODULES": str(dump)}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] is not None,
+            30,
+            "the daemon's first cycle",
+        )
+        rss = rss_mb(daemon.proc.pid)
+        os.kill(daemon.proc.pid, signal.SIGUSR1)
+        wait_for(dump.exists, 10, "the daemon's module list")
+        modules = dump.read_text().split("\n")
+        assert daemon.proc.poll() is None  # still running: the signal only asked for the list
+
+    # The list is the daemon's own: what it runs at rest is there.
+    assert {"memsync.daemon.app", "memsync.roots.cycle", "aiohttp.web"} <= set(modules)
+    loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_AT_REST)]
+    assert loaded == []
+    assert rss <= RSS_BOUND_MB, f"idle daemon RSS {rss:.1f} MB > {RSS_BOUND_MB} MB"
