@@ -41,8 +41,9 @@ NOT_AT_REST = (
     "rich",
 )
 # Measured 59-63 MB with one small root after its first cycle (70-73 MB when the above
-# loaded at start-up); the bound leaves room for the noise of allocators and GitPython.
-RSS_BOUND_MB = 66
+# loaded at start-up). The module list above is the exact guard; this bound only catches a
+# large regression, with room for another machine's libraries and allocator.
+RSS_BOUND_MB = 85
 
 SITE = """
 import os, signal, sys
