@@ -126,7 +126,9 @@ def run() -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="memsync-peer-") as tmp:
         base = Path(tmp)
-        env = {**ENV, "XDG_CACHE_HOME": str(base / "cache")}
+        # As installed: bytecode cached (pip compiles it; a session may have switched that off).
+        env = {k: v for k, v in ENV.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["XDG_CACHE_HOME"] = str(base / "cache")
         for files in (100, 10_000):
             (base / str(files)).mkdir()
             rows.append(sync_now(base / str(files), files, env))
