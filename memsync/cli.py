@@ -277,7 +277,6 @@ def sync_now(
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
-    from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
 
     settings = app.settings()
     chosen = _choose(settings, roots)
@@ -290,6 +289,8 @@ def sync_now(
             shown = replace(options, progress=progress)
             results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
+        from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
+
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:
         for r in results:
@@ -303,7 +304,6 @@ def _sync_through_daemon(
 ) -> list[SyncResult] | None:
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
-    from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
     body = {
         "roots": list(roots),
@@ -317,6 +317,8 @@ def _sync_through_daemon(
         )
     except DaemonUnavailable:
         return None
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
+
     return [model.to_result() for model in SyncReport.model_validate(answer).results]
 
 

@@ -32,7 +32,7 @@ from memsync.wire.shape import STATUS_REPORT, Shape, fit
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV, wait_for
+from tests.helpers import GIT_ENV, commit, git, push, wait_for
 
 # What `--version`, `--help` and `status` through the daemon must not import.
 HEAVY = (
@@ -49,6 +49,22 @@ HEAVY = (
     "memsync.roots",
     "memsync.transports",
     "memsync.status",
+)
+
+# What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
+# configuration loaded before (the settings memo): the schema, the repair role, the wire
+# models, the daemon's server.
+COLD_SYNC_HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "aiohttp",
+    "memsync.config.schema",
+    "memsync.config.load",
+    "memsync.cycles.repair",
+    "memsync.cycles.repairprompt",
+    "memsync.wire",
+    "memsync.daemon.app",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
@@ -167,6 +183,30 @@ def test_status_without_a_daemon_still_reports_local_facts(team: Team, tmp_path:
         assert not report.daemon.running
         assert [r.root for r in report.roots] == ["bob"]
         assert done.stdout == report.model_dump_json() + "\n"
+
+
+def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(3):  # the first loads the schema and writes the memo; the rest do not
+        commit(team.alice.path, {"MEMORY_cold.md": f"# Cold\n\nturn {turn}\n"}, "cold")
+        push(team.alice.path)
+        code, heavy, out, err = probe(
+            "--config", str(config), "sync-now", env=env, heavy=COLD_SYNC_HEAVY
+        )
+        assert code == 0, err
+        assert out.split()[:2] == ["bob", "synced"], out
+        assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+        if turn:
+            assert heavy == [], turn
+    # --json still prints the wire model's document (pydantic loads for it, not before).
+    commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\njson\n"}, "cold")
+    push(team.alice.path)
+    done = memsync("--config", str(config), "sync-now", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["status"] == "synced"
 
 
 # -- the help registry -----------------------------------------------------------------------
