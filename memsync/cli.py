@@ -355,9 +355,9 @@ def status(app: App, as_json: bool) -> int:
         if known is None or known.control_socket != settings.control_socket:
             report, other = _status_from_daemon(settings.control_socket, config)
         if report is None:
-            from memsync.status import status_report  # noqa: PLC0415 - git, state files
+            from memsync.status import status_json  # noqa: PLC0415 - git, state files
 
-            report = status_report(settings, other_config=other).model_dump(mode="json")
+            report = status_json(settings, other_config=other)
     if as_json:
         emit_document(report)
     else:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from memsync.validators.problems import Problem
+if TYPE_CHECKING:  # the CLI's help and status paths import errors, never the validators
+    from memsync.validators.problems import Problem
 
 T = TypeVar("T")
 

@@ -26,6 +26,7 @@ _SCHEDULE_ENTRY: Shape = {
     "running": "bool",
     "failures": "int",
     "backoff_until": "str?",
+    "held": "bool",
 }
 _DAEMON: Shape = {
     "running": "bool",

@@ -67,6 +67,15 @@ COLD_SYNC_HEAVY = (
     "memsync.daemon.app",
 )
 
+# ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
+# standard library; the models are not.
+STATUS_HEAVY = (
+    *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
+    "memsync.wire.cli",
+    "memsync.wire.hub",
+    "memsync.wire.manifest",
+)
+
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
 PROBE = """
 import sys
@@ -176,13 +185,19 @@ def test_a_broken_config_fails_the_same_with_or_without_the_memo(
 def test_status_without_a_daemon_still_reports_local_facts(team: Team, tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for _ in range(2):  # the second run has the memo, finds no daemon, loads everything
+    for _ in range(2):  # the second run has the memo, finds no daemon, reads local facts
         done = memsync("--config", str(config), "status", "--json", env=env)
         assert done.returncode == 0, done.stderr
         report = StatusReport.model_validate_json(done.stdout)
         assert not report.daemon.running
         assert [r.root for r in report.roots] == ["bob"]
         assert done.stdout == report.model_dump_json() + "\n"
+    # With the memo, neither the schema nor the wire models load; it prints the same.
+    for args in (("status", "--json"), ("status",)):
+        code, heavy, out, err = probe("--config", str(config), *args, env=env, heavy=STATUS_HEAVY)
+        assert (code, heavy) == (0, []), err
+        full = memsync("--config", str(config), *args, env={"XDG_CACHE_HOME": str(tmp_path / "x")})
+        assert out == full.stdout
 
 
 def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
@@ -403,3 +418,31 @@ def test_the_client_tells_no_daemon_from_a_stale_socket(tmp_path: Path) -> None:
     stale.close()  # the file stays, nothing listens
     with pytest.raises(DaemonUnavailable, match="no daemon answers"):
         call(tmp_path / "stale.sock", "GET", "/v1/status")
+
+
+# -- the status document without a daemon ----------------------------------------------------
+
+
+def test_the_local_status_document_is_the_models(team: Team, tmp_path: Path) -> None:
+    from memsync.config.model import Settings  # noqa: PLC0415
+    from memsync.roots import pause  # noqa: PLC0415
+    from memsync.status import status_document, status_json, status_report  # noqa: PLC0415
+
+    team.bob.sync()
+    settings = Settings(
+        state_dir=team.bob.state_dir,
+        control_socket=tmp_path / "none.sock",
+        roots=(team.bob.settings, team.alice.settings),
+        config_path=tmp_path / "config.yaml",
+    )
+    (team.alice.path / "MEMORY_dirty.md").write_text("# Dirty\n")
+    for turn in range(2):  # then bob is paused (status, message, until)
+        if turn:
+            pause.pause(team.bob.state_dir, "root", "bob", None)
+        for other in (None, "/etc/other.yaml"):
+            model = status_report(settings, other_config=other).model_dump(mode="json")
+            document = status_document(settings, other_config=other)
+            assert fit(document, STATUS_REPORT) is not None  # the fast path is taken
+            assert json.dumps(document) == json.dumps(model)  # keys in the model's order
+            assert status_json(settings, other_config=other) == model
+        assert status_json(settings)["roots"][0]["status"] == ("paused" if turn else "current")
