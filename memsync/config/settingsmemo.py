@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,11 @@ def recall(path: Path, raw: bytes) -> Settings | None:
         settings = decode(data.get("settings"))
     except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
-    return settings if isinstance(settings, Settings) else None
+    if not isinstance(settings, Settings):
+        return None
+    # The file named by a relative path here and an absolute one before (the same absolute
+    # path: another spelling is a miss) loads the same settings but for the name given.
+    return replace(settings, config_path=path)
 
 
 def remember(path: Path, raw: bytes, settings: Settings) -> None:

@@ -79,6 +79,18 @@ def test_the_memo_answers_only_for_the_bytes_and_conditions_it_saw(
         assert settingsmemo.recall(path, raw) is None
 
 
+def test_the_same_file_by_another_name_keeps_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, raw, settings = loaded(tmp_path, OTHER)
+    settingsmemo.remember(path, raw, settings)
+    monkeypatch.chdir(tmp_path)
+    other = Path("config.yaml")  # `path` is absolute
+    recalled = settingsmemo.recall(other, raw)
+    assert recalled == settings_from(load_config_bytes(raw, other), other)
+    assert recalled is not None and recalled.config_path == other
+
+
 def test_an_inline_secret_is_never_written(tmp_path: Path, cache: Path) -> None:
     text = OTHER.replace("{file: tok}", '{value: "s3cr3t-token"}')
     path, raw, settings = loaded(tmp_path, text)
