@@ -143,7 +143,7 @@ def test_version_loads_neither_click_nor_the_commands(tmp_path: Path) -> None:
 
 def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    code, heavy, out, _ = probe("--help", env=env)
+    code, heavy, out, _ = probe("--help", env=env, heavy=(*HEAVY, "tempfile"))
     assert (code, heavy) == (0, [])
     for name in ("status", "sync-now", "views", "hub", "run", "cycle", "keys"):
         assert re.search(rf"^  {name}\s+\S", out, re.MULTILINE), out
