@@ -27,6 +27,18 @@ from bench.sync import ENV, clone, git, make_upstream
 
 RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "9"))
 WARMUP = 2
+# A directory holding another tree's `memsync` package (`git archive REV memsync | tar -x`):
+# its rows are timed in the same run, interleaved, for a before/after comparison.
+BASELINE = os.environ.get("MEMSYNC_PEER_BASELINE", "")
+
+
+def variants(env: dict[str, str]) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The memsync commands to time: this checkout's, and the baseline's when given."""
+    out = {"": (memsync_command(), env)}
+    if BASELINE:
+        old = {**env, "PYTHONPATH": BASELINE, "XDG_CACHE_HOME": env["XDG_CACHE_HOME"] + "-old"}
+        out[" (baseline)"] = ([sys.executable, "-m", "memsync"], old)
+    return out
 
 
 def _ms(fn: Callable[[], object]) -> float:
@@ -64,20 +76,29 @@ def _config(base: Path, root: Path) -> Path:
     return config
 
 
-def sync_now(base: Path, files: int, env: dict[str, str]) -> dict[str, Any]:
+def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]]:
     """One incoming one-file commit, admitted by a fresh `memsync sync-now` process."""
     upstream = make_upstream(base, files)
     writer = clone(upstream, base / "writer")
-    root = clone(upstream, base / "root")
     raw = clone(upstream, base / "raw")
-    cli = [*memsync_command(), "--config", str(_config(base, root)), "sync-now"]
-    _run(cli, env)  # the first cycle: the state directory, the root's first verdict
-    ours, theirs = [], []
+    runs: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+    for label, (cli, cli_env) in variants(env).items():
+        root = clone(upstream, base / f"root{len(runs)}")
+        sub = base / f"cfg{len(runs)}"
+        sub.mkdir()
+        argv = [*cli, "--config", str(_config(sub, root)), "sync-now"]
+        _run(argv, cli_env, cwd=base)  # the first cycle: the state dir, the first verdict
+        runs[label] = (argv, cli_env, root)
+    ours: dict[str, list[float]] = {label: [] for label in runs}
+    theirs = []
     for i in range(WARMUP + RUNS):
         (writer / "MEMORY_note00001.md").write_text(f"# Note 1\n\nrevision {i}\n")
         git(writer, "commit", "-qam", f"edit {i}")
         git(writer, "push", "-q", "origin", "main")
-        mine = _ms(lambda: _run(cli, env))
+        for label, (argv, cli_env, _) in runs.items():
+            took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
+            if i >= WARMUP:
+                ours[label].append(took)
         peer = _ms(
             lambda: (
                 _run(["git", "fetch", "-q", "origin"], env, raw),
@@ -85,41 +106,52 @@ def sync_now(base: Path, files: int, env: dict[str, str]) -> dict[str, Any]:
             )
         )
         if i >= WARMUP:
-            ours.append(mine)
             theirs.append(peer)
-    if git(root, "rev-parse", "HEAD") != git(upstream, "rev-parse", "main"):
-        raise RuntimeError("sync-now did not admit the incoming commits")
+    for _, _, root in runs.values():
+        if git(root, "rev-parse", "HEAD") != git(upstream, "rev-parse", "main"):
+            raise RuntimeError("sync-now did not admit the incoming commits")
     target = 2.0 if files >= 10_000 else 4.0
     name = f"peer: sync-now, one incoming commit, {files} files (vs fetch+merge --ff-only)"
-    return _row(name, ours, theirs, target)
+    return [_row(name + label, ours[label], theirs, target) for label in runs]
 
 
 def interpreter_rows(base: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     """`--help` and `status` (no daemon) against the bare interpreter, interleaved."""
     root = clone(make_upstream(base, 100), base / "root")
-    cli = memsync_command()
     config = _config(base, root)
-    _run([*cli, "--config", str(config), "sync-now"], env)
-    argvs = {
-        "bare": [sys.executable, "-I", "-c", "pass"],
-        "help": [*cli, "--help"],
-        "status": [*cli, "--config", str(config), "status"],
+    argvs: dict[str, tuple[list[str], dict[str, str]]] = {
+        "bare": ([sys.executable, "-I", "-c", "pass"], env)
     }
+    for label, (cli, cli_env) in variants(env).items():
+        _run([*cli, "--config", str(config), "sync-now"], cli_env, cwd=base)
+        argvs["help" + label] = ([*cli, "--help"], cli_env)
+        argvs["status" + label] = ([*cli, "--config", str(config), "status"], cli_env)
     times: dict[str, list[float]] = {k: [] for k in argvs}
     for i in range(WARMUP + RUNS):
-        for key, argv in argvs.items():
-            took = _ms(lambda argv=argv: _run(argv, env))  # type: ignore[misc]
+        for key, (argv, cli_env) in argvs.items():
+            took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
             if i >= WARMUP:
                 times[key].append(took)
-    return [
-        _row("peer: memsync --help (vs python -I -c pass)", times["help"], times["bare"], 3),
-        _row(
-            "peer: memsync status, no daemon (vs python -I -c pass)",
-            times["status"],
-            times["bare"],
-            6,
-        ),
-    ]
+    rows = []
+    for label in variants(env):
+        bare = times["bare"]
+        rows.append(
+            _row(
+                f"peer: memsync --help (vs python -I -c pass){label}",
+                times["help" + label],
+                bare,
+                3,
+            )
+        )
+        rows.append(
+            _row(
+                f"peer: memsync status, no daemon (vs python -I -c pass){label}",
+                times["status" + label],
+                bare,
+                6,
+            )
+        )
+    return rows
 
 
 def run() -> list[dict[str, Any]]:
@@ -131,7 +163,7 @@ def run() -> list[dict[str, Any]]:
         env["XDG_CACHE_HOME"] = str(base / "cache")
         for files in (100, 10_000):
             (base / str(files)).mkdir()
-            rows.append(sync_now(base / str(files), files, env))
+            rows.extend(sync_now(base / str(files), files, env))
         (base / "start").mkdir()
         rows.extend(interpreter_rows(base / "start", env))
     return rows
