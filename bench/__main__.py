@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, hostile, join, startup, sync, validate, viewpull, views
+from bench import daemon, hostile, join, peer, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
@@ -18,6 +18,7 @@ SUITES = {
     "startup": startup.run,
     "hostile": hostile.run,
     "join": join.run,
+    "peer": peer.run,
 }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,8 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     back the previous version (fine for reporting fields, not for safety state).
     """
     private_dir(path.parent)
+    import tempfile  # noqa: PLC0415 - shutil, bz2, lzma: not for `--help` or `--version`
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -277,7 +277,6 @@ def sync_now(
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
-    from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
 
     settings = app.settings()
     chosen = _choose(settings, roots)
@@ -290,6 +289,8 @@ def sync_now(
             shown = replace(options, progress=progress)
             results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
+        from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
+
         emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
     else:
         for r in results:
@@ -303,7 +304,6 @@ def _sync_through_daemon(
 ) -> list[SyncResult] | None:
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
-    from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
     body = {
         "roots": list(roots),
@@ -317,6 +317,8 @@ def _sync_through_daemon(
         )
     except DaemonUnavailable:
         return None
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
+
     return [model.to_result() for model in SyncReport.model_validate(answer).results]
 
 
@@ -353,9 +355,9 @@ def status(app: App, as_json: bool) -> int:
         if known is None or known.control_socket != settings.control_socket:
             report, other = _status_from_daemon(settings.control_socket, config)
         if report is None:
-            from memsync.status import status_report  # noqa: PLC0415 - git, state files
+            from memsync.status import status_json  # noqa: PLC0415 - git, state files
 
-            report = status_report(settings, other_config=other).model_dump(mode="json")
+            report = status_json(settings, other_config=other)
     if as_json:
         emit_document(report)
     else:

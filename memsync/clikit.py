@@ -95,12 +95,17 @@ class App:
 
     def settings(self) -> Settings:
         """The configuration; for the commands above, with the state dir made sure of."""
-        from memsync.config.load import load_config_bytes  # noqa: PLC0415 - pydantic loads here
-        from memsync.config.model import settings_from  # noqa: PLC0415
+        from memsync.config import settingsmemo  # noqa: PLC0415
 
         path = self._config_file()
         raw = read_config(path)
-        settings = settings_from(load_config_bytes(raw, path), path)
+        settings = settingsmemo.recall(path, raw)  # these bytes loaded before: no schema
+        if settings is None:
+            from memsync.config.load import load_config_bytes  # noqa: PLC0415 - pydantic
+            from memsync.config.model import settings_from  # noqa: PLC0415
+
+            settings = settings_from(load_config_bytes(raw, path), path)
+            settingsmemo.remember(path, raw, settings)
         self.state_dir = settings.state_dir
         if self.log_format is None and settings.log_format != "text":
             use_format(settings.log_format)  # the command line's choice wins

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
@@ -23,17 +24,23 @@ from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.layout import import_dir
 from memsync.views.trust import TrustState, trust_path
-from memsync.wire import (
-    CycleStatus,
-    DaemonStatus,
-    InsightStatus,
-    RootStatus,
-    StatusReport,
-    ViewStatus,
-)
+from memsync.wire.shape import STATUS_REPORT, fit
+
+if TYPE_CHECKING:  # the wire models (pydantic) load only for the daemon or an odd value
+    from memsync.wire import RootStatus, StatusReport, ViewStatus
+
+# The documents below are the wire models' (`memsync.wire.cli`) as `model_dump(mode="json")`
+# gives them, keys in the models' order; `status_json` lets `wire.shape.fit` check that.
 
 
 def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
+    from memsync.wire import RootStatus  # noqa: PLC0415
+
+    return RootStatus.model_validate(root_document(settings, state_dir))
+
+
+def root_document(settings: RootSettings, state_dir: Path) -> dict[str, Any]:
+    """One root's status from local facts, as the `RootStatus` model's JSON document."""
     layout = RootLayout.for_root(state_dir, settings.name)
     state = RootState.load(layout.state_file)
     pending = len(Journal(layout.journal_dir).unsettled())
@@ -57,57 +64,64 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     except GitError as exc:
         message = exc.message
     held = pause.holding(state_dir, "root", settings.name)
-    return RootStatus(
-        root=settings.name,
-        path=str(settings.path),
-        head=head,
-        branch=branch,
-        status=SyncStatus.PAUSED if held else state.last_status,
-        message=held.describe() if held else message,
-        last_success_at=state.last_success_at,
-        last_failure_at=state.last_failure_at,
-        dirty=dirty,
-        ahead=ahead,
-        behind=behind,
-        pending_operations=pending,
-        trusted_upstream=state.trusted_upstream,
-        prune=CycleStatus(
-            enabled=settings.prune_enabled,
-            generation_commits=settings.prune_generation_commits,
-            commits=prune.commits,
-            last_result=prune.last_result,
-            last_run_at=prune.last_run_at,
-        ),
-        insight=InsightStatus(
-            enabled=settings.insight_enabled,
-            points=pressure.points,
-            threshold=settings.insight_threshold,
-            last_result=pressure.last_result,
-            last_run_at=pressure.last_run_at,
-        ),
-        paused=held is not None,
-        paused_until=held.until if held else None,
-    )
+    return {
+        "root": settings.name,
+        "path": str(settings.path),
+        "head": head,
+        "branch": branch,
+        "status": SyncStatus.PAUSED.value if held else state.last_status,
+        "message": held.describe() if held else message,
+        "last_success_at": state.last_success_at,
+        "last_failure_at": state.last_failure_at,
+        "dirty": dirty,
+        "ahead": ahead,
+        "behind": behind,
+        "pending_operations": pending,
+        "trusted_upstream": state.trusted_upstream,
+        "prune": {
+            "enabled": settings.prune_enabled,
+            "generation_commits": settings.prune_generation_commits,
+            "commits": prune.commits,
+            "last_result": prune.last_result,
+            "last_run_at": prune.last_run_at,
+        },
+        "insight": {
+            "enabled": settings.insight_enabled,
+            "points": pressure.points,
+            "threshold": settings.insight_threshold,
+            "last_result": pressure.last_result,
+            "last_run_at": pressure.last_run_at,
+        },
+        "paused": held is not None,
+        "paused_until": held.until if held else None,
+    }
 
 
 def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
-    """A view's state from its trust record and import directory (no network)."""
+    from memsync.wire import ViewStatus  # noqa: PLC0415
+
+    return ViewStatus.model_validate(view_document(view, state_dir))
+
+
+def view_document(view: ViewSettings, state_dir: Path) -> dict[str, Any]:
+    """A view's state from its trust record and import directory (no network), as the
+    `ViewStatus` model's JSON document."""
     trust = TrustState.load(trust_path(state_dir, view.name))
     active = import_dir(view.root_path, view.heading)
     status = trust.status(now=timefmt.now(), max_stale=view.max_stale, has_import=active.is_dir())
     held = pause.holding(state_dir, "view", view.name)
-    return ViewStatus(
-        view=view.name,
-        root=view.root,
-        heading=view.heading,
-        status="paused" if held else status,
-        revision=trust.revision,
-        fetched_at=trust.fetched_at,
-        expires_at=trust.expires_at,
-        message=held.describe() if held else trust.last_message,
-        paused=held is not None,
-        paused_until=held.until if held else None,
-    )
+    return {
+        "view": view.name,
+        "root": view.root,
+        "heading": view.heading,
+        "status": "paused" if held else status,
+        "revision": trust.revision,
+        "fetched_at": trust.fetched_at,
+        "expires_at": trust.expires_at,
+        "message": held.describe() if held else trust.last_message,
+        "paused": held is not None,
+        "paused_until": held.until if held else None,
+    }
 
 
 def config_name(path: Path | None) -> str | None:
@@ -115,17 +129,39 @@ def config_name(path: Path | None) -> str | None:
     return os.path.realpath(path) if path is not None else None
 
 
+def status_document(settings: Settings, *, other_config: str | None = None) -> dict[str, Any]:
+    """The report from local facts, as the `StatusReport` model's JSON document (no daemon
+    answers); `other_config`: the file a daemon on the control socket serves instead."""
+    return {
+        "daemon": {
+            "running": False,
+            "pid": None,
+            "version": __version__,
+            "started_at": None,
+            "uptime_seconds": None,
+            "schedule": [],
+            "config": config_name(settings.config_path),
+            "other_config": other_config,
+        },
+        "roots": [root_document(r, settings.state_dir) for r in settings.roots],
+        "views": [view_document(v, settings.state_dir) for v in settings.views],
+    }
+
+
 def status_report(settings: Settings, *, other_config: str | None = None) -> StatusReport:
-    """The report from local facts; `other_config`: the file a daemon that runs on the
-    control socket serves instead of this one."""
-    return StatusReport(
-        daemon=DaemonStatus(
-            running=False,
-            pid=None,
-            version=__version__,
-            config=config_name(settings.config_path),
-            other_config=other_config,
-        ),
-        roots=[root_status(r, settings.state_dir) for r in settings.roots],
-        views=[view_status(v, settings.state_dir) for v in settings.views],
-    )
+    """The report from local facts as the wire model (the daemon adds itself to it)."""
+    from memsync.wire import StatusReport  # noqa: PLC0415
+
+    return StatusReport.model_validate(status_document(settings, other_config=other_config))
+
+
+def status_json(settings: Settings, *, other_config: str | None = None) -> dict[str, Any]:
+    """What `memsync status --json` prints without a daemon: the document when it has the
+    report's exact shape (`wire.shape`), else what the model makes of it."""
+    document = status_document(settings, other_config=other_config)
+    fitted: dict[str, Any] | None = fit(document, STATUS_REPORT)
+    if fitted is not None:
+        return fitted
+    from memsync.wire import StatusReport  # noqa: PLC0415
+
+    return StatusReport.model_validate(document).model_dump(mode="json")

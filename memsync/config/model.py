@@ -1,7 +1,9 @@
 """The frozen settings the core consumes, converted from the validated pydantic `Config`.
 
 The core never sees pydantic models: `settings_from` turns a `Config` into these plain
-values once (at start-up and on reload), with every default already applied.
+values once (at start-up and on reload), with every default already applied. Importing
+this module imports no pydantic: a command that finds its settings in the memo
+(`config.settingsmemo`) never builds the schema.
 """
 
 from __future__ import annotations
@@ -10,20 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from memsync.config.schema import (
-    CommandRole,
-    Config,
-    GitSource,
-    Hook,
-    Hub,
-    OpenAIRole,
-    Root,
-    View,
-)
 from memsync.config.secrets import SecretRef
 from memsync.transports.credentials import GitCredentials
+
+if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
+    from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View
 
 
 @dataclass(frozen=True)
@@ -255,6 +250,8 @@ def _git_credentials(name: str, root: Root) -> GitCredentials | None:
 
 def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSettings:
     """Convert one validated view (its root exists: the schema checked it)."""
+    from memsync.config.schema import GitSource  # noqa: PLC0415
+
     source: SourceSettings
     if isinstance(view.source, GitSource):
         source = GitSourceSettings(view.source.url, view.source.path, view.source.branch)
@@ -313,6 +310,8 @@ def _hook(hook: Hook) -> HookSettings:
 
 
 def _role(name: str, role: CommandRole | OpenAIRole) -> RoleSettings:
+    from memsync.config.schema import CommandRole  # noqa: PLC0415
+
     if isinstance(role, CommandRole):
         return CommandRoleSettings(name, tuple(role.command), role.timeout)
     return OpenAIRoleSettings(name, role.base_url, role.model, role.api_key, role.timeout)

@@ -93,13 +93,13 @@ def read_config(path: Path) -> bytes:
 def remember(path: Path, raw: bytes, located: StatePaths) -> None:
     """Note that these bytes of `path` loaded cleanly and where they put things
     (best effort: a memo that cannot be written only costs the next command time)."""
-    memo = _memo_path()
+    memo = memo_path()
     if memo is None:
         return
     entries = _entries(memo)
     name = str(path.absolute())
     entry = {
-        "key": _key(name, raw),
+        "key": memo_key(name, raw),
         "state_dir": str(located.state_dir),
         "control_socket": str(located.control_socket),
     }
@@ -123,7 +123,7 @@ def remember(path: Path, raw: bytes, located: StatePaths) -> None:
 def recall(path: Path) -> StatePaths | None:
     """Where `path`'s current bytes put the state dir and the socket, when those exact
     bytes loaded cleanly before under the same conditions; None otherwise."""
-    memo = _memo_path()
+    memo = memo_path()
     if memo is None:
         return None
     try:
@@ -132,12 +132,13 @@ def recall(path: Path) -> StatePaths | None:
         return None
     name = str(path.absolute())
     entry = _entries(memo).get(name)
-    if entry is None or entry.get("key") != _key(name, raw):
+    if entry is None or entry.get("key") != memo_key(name, raw):
         return None
     return StatePaths(Path(entry["state_dir"]), Path(entry["control_socket"]))
 
 
-def _memo_path() -> Path | None:
+def memo_path() -> Path | None:
+    """Where the memo is (None: no cache directory can be named)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if xdg and Path(xdg).is_absolute():
         return Path(xdg) / "memsync" / MEMO_NAME
@@ -152,7 +153,8 @@ def _home() -> str | None:
         return None
 
 
-def _key(name: str, raw: bytes) -> str:
+def memo_key(name: str, raw: bytes) -> str:
+    """What an entry for config file `name` with bytes `raw` must match to be used."""
     parts = [
         __version__,
         name,

@@ -12,13 +12,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import GetCoreSchemaHandler, ValidationInfo
-from pydantic_core import core_schema
+from typing import TYPE_CHECKING, Any, Literal
 
 from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import SecretError
+
+if TYPE_CHECKING:  # pydantic is imported by the schema, not by a reader of these references
+    from pydantic import GetCoreSchemaHandler, ValidationInfo
+    from pydantic_core import core_schema
 
 SecretKind = Literal["env", "file", "credential", "value"]
 SECRET_KINDS: tuple[SecretKind, ...] = ("env", "file", "credential", "value")
@@ -105,6 +106,8 @@ class SecretRef:
     def __get_pydantic_core_schema__(
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
+        from pydantic_core import core_schema  # noqa: PLC0415 - only while the schema builds
+
         def validate(data: object, info: ValidationInfo) -> SecretRef:
             context = info.context if isinstance(info.context, Mapping) else {}
             base_dir = context.get("base_dir")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +61,8 @@ def ensure_state_dir(path: Path) -> Path:
         _check_existing(path)
     try:
         private_dir(path)  # tightens a directory other users could read
+        import tempfile  # noqa: PLC0415 - shutil, bz2, lzma: not for `--help`
+
         fd, probe = tempfile.mkstemp(prefix=".memsync-probe-", dir=path)
         os.close(fd)
         Path(probe).unlink()

@@ -13,9 +13,9 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.config.model import RootSettings
-from memsync.cycles.repair import Repairer
 from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
@@ -42,6 +42,9 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.views.layout import RUNTIME_DIR
+
+if TYPE_CHECKING:
+    from memsync.cycles.repair import Repairer
 
 log = logging.getLogger(__name__)
 
@@ -511,12 +514,19 @@ class _Cycle:
 
     # -- incoming ----------------------------------------------------------------------------
 
-    @property
-    def incoming(self) -> Incoming:
-        if self.settings.repair_role is not None and self.repairer is None:
+    def _repairer(self) -> Repairer:
+        """The repair role's runner, made (and its module imported) when a merge conflicts:
+        a cycle that admits cleanly never loads it."""
+        if self.repairer is None:
+            from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
+
             self.repairer = Repairer(
                 self.settings, self.layout, self.policy, self.graph, self.branch
             )
+        return self.repairer
+
+    @property
+    def incoming(self) -> Incoming:
         return Incoming(
             self.git,
             self.journal,
@@ -527,7 +537,7 @@ class _Cycle:
             self.trusted,
             self.options.dry_run,
             self.result,
-            self.repairer,
+            self._repairer if self.settings.repair_role is not None else None,
             self.options.progress,
         )
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memsync.cycles.repair import Repaired, Repairer
-from memsync.cycles.repairprompt import Conflict
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
@@ -40,6 +39,9 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 # Conflicts in the update coordination state are never handed to a model (reference §2.4).
+if TYPE_CHECKING:
+    from memsync.cycles.repair import Repairer
+
 UNREPAIRABLE = ("update_queue/", "update_records/")
 
 
@@ -56,7 +58,8 @@ class Incoming:
     trusted: str | None
     dry_run: bool
     result: Callable[..., SyncResult]
-    repair: Repairer | None = None  # roots.*.repair.role: settles a conflicting merge
+    # roots.*.repair.role: makes the runner that settles a conflicting merge, when one does
+    repair: Callable[[], Repairer] | None = None
     progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
 
     def admit(self, plan: Plan) -> SyncResult:
@@ -107,7 +110,10 @@ class Incoming:
     def _repaired(self, verdict: SyncResult, conflicted: bool) -> SyncResult:
         """The repair role's answer to a conflict verdict (the root stays as it is unless
         the role's merge was validated and published)."""
-        repairer = require(self.repair, "the repair role")
+        from memsync.cycles.repair import Repaired  # noqa: PLC0415 - on a conflict only
+        from memsync.cycles.repairprompt import Conflict  # noqa: PLC0415
+
+        make = require(self.repair, "the repair role")
         if self.dry_run:
             note = "dry run: the repair role is not run"
             return replace(verdict, message=f"{verdict.message}; {note}")
@@ -119,7 +125,7 @@ class Incoming:
             files=verdict.files,
             problems=verdict.problems,
         )
-        answer = repairer.settle(conflict)
+        answer = make().settle(conflict)
         if isinstance(answer, Repaired):
             how = "published again" if answer.again else "validated and published"
             return self.result(

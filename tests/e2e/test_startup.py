@@ -32,7 +32,7 @@ from memsync.wire.shape import STATUS_REPORT, Shape, fit
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV, wait_for
+from tests.helpers import GIT_ENV, commit, git, push, wait_for
 
 # What `--version`, `--help` and `status` through the daemon must not import.
 HEAVY = (
@@ -49,6 +49,31 @@ HEAVY = (
     "memsync.roots",
     "memsync.transports",
     "memsync.status",
+)
+
+# What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
+# configuration loaded before (the settings memo): the schema, the repair role, the wire
+# models, the daemon's server.
+COLD_SYNC_HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "aiohttp",
+    "memsync.config.schema",
+    "memsync.config.load",
+    "memsync.cycles.repair",
+    "memsync.cycles.repairprompt",
+    "memsync.wire",
+    "memsync.daemon.app",
+)
+
+# ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
+# standard library; the models are not.
+STATUS_HEAVY = (
+    *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
+    "memsync.wire.cli",
+    "memsync.wire.hub",
+    "memsync.wire.manifest",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
@@ -118,7 +143,7 @@ def test_version_loads_neither_click_nor_the_commands(tmp_path: Path) -> None:
 
 def test_help_loads_nothing_heavy(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    code, heavy, out, _ = probe("--help", env=env)
+    code, heavy, out, _ = probe("--help", env=env, heavy=(*HEAVY, "tempfile"))
     assert (code, heavy) == (0, [])
     for name in ("status", "sync-now", "views", "hub", "run", "cycle", "keys"):
         assert re.search(rf"^  {name}\s+\S", out, re.MULTILINE), out
@@ -160,13 +185,43 @@ def test_a_broken_config_fails_the_same_with_or_without_the_memo(
 def test_status_without_a_daemon_still_reports_local_facts(team: Team, tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for _ in range(2):  # the second run has the memo, finds no daemon, loads everything
+    for _ in range(2):  # the second run has the memo, finds no daemon, reads local facts
         done = memsync("--config", str(config), "status", "--json", env=env)
         assert done.returncode == 0, done.stderr
         report = StatusReport.model_validate_json(done.stdout)
         assert not report.daemon.running
         assert [r.root for r in report.roots] == ["bob"]
         assert done.stdout == report.model_dump_json() + "\n"
+    # With the memo, neither the schema nor the wire models load; it prints the same.
+    for args in (("status", "--json"), ("status",)):
+        code, heavy, out, err = probe("--config", str(config), *args, env=env, heavy=STATUS_HEAVY)
+        assert (code, heavy) == (0, []), err
+        full = memsync("--config", str(config), *args, env={"XDG_CACHE_HOME": str(tmp_path / "x")})
+        assert out == full.stdout
+
+
+def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(3):  # the first loads the schema and writes the memo; the rest do not
+        commit(team.alice.path, {"MEMORY_cold.md": f"# Cold\n\nturn {turn}\n"}, "cold")
+        push(team.alice.path)
+        code, heavy, out, err = probe(
+            "--config", str(config), "sync-now", env=env, heavy=COLD_SYNC_HEAVY
+        )
+        assert code == 0, err
+        assert out.split()[:2] == ["bob", "synced"], out
+        assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+        if turn:
+            assert heavy == [], turn
+    # --json still prints the wire model's document (pydantic loads for it, not before).
+    commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\njson\n"}, "cold")
+    push(team.alice.path)
+    done = memsync("--config", str(config), "sync-now", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["status"] == "synced"
 
 
 # -- the help registry -----------------------------------------------------------------------
@@ -363,3 +418,31 @@ def test_the_client_tells_no_daemon_from_a_stale_socket(tmp_path: Path) -> None:
     stale.close()  # the file stays, nothing listens
     with pytest.raises(DaemonUnavailable, match="no daemon answers"):
         call(tmp_path / "stale.sock", "GET", "/v1/status")
+
+
+# -- the status document without a daemon ----------------------------------------------------
+
+
+def test_the_local_status_document_is_the_models(team: Team, tmp_path: Path) -> None:
+    from memsync.config.model import Settings  # noqa: PLC0415
+    from memsync.roots import pause  # noqa: PLC0415
+    from memsync.status import status_document, status_json, status_report  # noqa: PLC0415
+
+    team.bob.sync()
+    settings = Settings(
+        state_dir=team.bob.state_dir,
+        control_socket=tmp_path / "none.sock",
+        roots=(team.bob.settings, team.alice.settings),
+        config_path=tmp_path / "config.yaml",
+    )
+    (team.alice.path / "MEMORY_dirty.md").write_text("# Dirty\n")
+    for turn in range(2):  # then bob is paused (status, message, until)
+        if turn:
+            pause.pause(team.bob.state_dir, "root", "bob", None)
+        for other in (None, "/etc/other.yaml"):
+            model = status_report(settings, other_config=other).model_dump(mode="json")
+            document = status_document(settings, other_config=other)
+            assert fit(document, STATUS_REPORT) is not None  # the fast path is taken
+            assert json.dumps(document) == json.dumps(model)  # keys in the model's order
+            assert status_json(settings, other_config=other) == model
+        assert status_json(settings)["roots"][0]["status"] == ("paused" if turn else "current")

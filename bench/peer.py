@@ -1,0 +1,177 @@
+"""The peer's own test (issue 18): a cold memsync process against raw git, in one run.
+
+What a timer unit, a cron job, a git hook or a person typing `memsync sync-now` without a
+daemon pays. Every row is a whole process, wall clock, median of RUNS:
+
+- `memsync sync-now` (no daemon) admitting one incoming one-file commit, on a 100-file and a
+  10k-file root, against `git fetch && git merge --ff-only` on a clone of the same upstream:
+  targets <= 4x and <= 2x;
+- `memsync --help` and `memsync status` with no daemon, against `python -I -c pass` (the
+  bare interpreter): targets <= 3x and <= 6x.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.startup import memsync_command
+from bench.sync import ENV, clone, git, make_upstream
+
+RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "9"))
+WARMUP = 2
+# A directory holding another tree's `memsync` package (`git archive REV memsync | tar -x`):
+# its rows are timed in the same run, interleaved, for a before/after comparison.
+BASELINE = os.environ.get("MEMSYNC_PEER_BASELINE", "")
+
+
+def variants(env: dict[str, str]) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The memsync commands to time: this checkout's, and the baseline's when given."""
+    out = {"": (memsync_command(), env)}
+    if BASELINE:
+        old = {**env, "PYTHONPATH": BASELINE, "XDG_CACHE_HOME": env["XDG_CACHE_HOME"] + "-old"}
+        out[" (baseline)"] = ([sys.executable, "-m", "memsync"], old)
+    return out
+
+
+def _ms(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def _run(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> None:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{list(argv)} exited {done.returncode}: {done.stderr.decode()}")
+
+
+def _row(name: str, ours: list[float], theirs: list[float], target: float) -> dict[str, Any]:
+    m, r = statistics.median(ours), statistics.median(theirs)
+    return {
+        "name": name,
+        "memsync_ms": m,
+        "raw_ms": r,
+        "ratio": m / r,
+        "target": f"<= {target:g}x",
+        "runs": len(ours),
+    }
+
+
+def _config(base: Path, root: Path) -> Path:
+    config = base / "config.yaml"
+    config.write_text(
+        "version: 1\n"
+        f"state_dir: {base / 'state'}\n"
+        f"control: {{socket: {base / 'run' / 'memsync.sock'}}}\n"
+        f"roots:\n  bench:\n    path: {root}\n    watch: false\n"
+    )
+    return config
+
+
+def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]]:
+    """One incoming one-file commit, admitted by a fresh `memsync sync-now` process."""
+    upstream = make_upstream(base, files)
+    writer = clone(upstream, base / "writer")
+    raw = clone(upstream, base / "raw")
+    runs: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+    for label, (cli, cli_env) in variants(env).items():
+        root = clone(upstream, base / f"root{len(runs)}")
+        sub = base / f"cfg{len(runs)}"
+        sub.mkdir()
+        argv = [*cli, "--config", str(_config(sub, root)), "sync-now"]
+        _run(argv, cli_env, cwd=base)  # the first cycle: the state dir, the first verdict
+        runs[label] = (argv, cli_env, root)
+    ours: dict[str, list[float]] = {label: [] for label in runs}
+    theirs = []
+    for i in range(WARMUP + RUNS):
+        (writer / "MEMORY_note00001.md").write_text(f"# Note 1\n\nrevision {i}\n")
+        git(writer, "commit", "-qam", f"edit {i}")
+        git(writer, "push", "-q", "origin", "main")
+        for label, (argv, cli_env, _) in runs.items():
+            took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
+            if i >= WARMUP:
+                ours[label].append(took)
+        peer = _ms(
+            lambda: (
+                _run(["git", "fetch", "-q", "origin"], env, raw),
+                _run(["git", "merge", "-q", "--ff-only", "origin/main"], env, raw),
+            )
+        )
+        if i >= WARMUP:
+            theirs.append(peer)
+    for _, _, root in runs.values():
+        if git(root, "rev-parse", "HEAD") != git(upstream, "rev-parse", "main"):
+            raise RuntimeError("sync-now did not admit the incoming commits")
+    target = 2.0 if files >= 10_000 else 4.0
+    name = f"peer: sync-now, one incoming commit, {files} files (vs fetch+merge --ff-only)"
+    return [_row(name + label, ours[label], theirs, target) for label in runs]
+
+
+def interpreter_rows(base: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """`--help` and `status` (no daemon) against the bare interpreter, interleaved."""
+    root = clone(make_upstream(base, 100), base / "root")
+    config = _config(base, root)
+    argvs: dict[str, tuple[list[str], dict[str, str]]] = {
+        "bare": ([sys.executable, "-I", "-c", "pass"], env)
+    }
+    for label, (cli, cli_env) in variants(env).items():
+        _run([*cli, "--config", str(config), "sync-now"], cli_env, cwd=base)
+        argvs["help" + label] = ([*cli, "--help"], cli_env)
+        argvs["status" + label] = ([*cli, "--config", str(config), "status"], cli_env)
+    times: dict[str, list[float]] = {k: [] for k in argvs}
+    for i in range(WARMUP + RUNS):
+        for key, (argv, cli_env) in argvs.items():
+            took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
+            if i >= WARMUP:
+                times[key].append(took)
+    rows = []
+    for label in variants(env):
+        bare = times["bare"]
+        rows.append(
+            _row(
+                f"peer: memsync --help (vs python -I -c pass){label}",
+                times["help" + label],
+                bare,
+                3,
+            )
+        )
+        rows.append(
+            _row(
+                f"peer: memsync status, no daemon (vs python -I -c pass){label}",
+                times["status" + label],
+                bare,
+                6,
+            )
+        )
+    return rows
+
+
+def run() -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="memsync-peer-") as tmp:
+        base = Path(tmp)
+        # As installed: bytecode cached (pip compiles it; a session may have switched that off).
+        env = {k: v for k, v in ENV.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["XDG_CACHE_HOME"] = str(base / "cache")
+        for files in (100, 10_000):
+            (base / str(files)).mkdir()
+            rows.extend(sync_now(base / str(files), files, env))
+        (base / "start").mkdir()
+        rows.extend(interpreter_rows(base / "start", env))
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(
+            f"{r['name']:<78} {r['memsync_ms']:7.1f} ms vs {r['raw_ms']:6.1f} ms  "
+            f"ratio {r['ratio']:5.2f}  {r['target']}"
+        )
