@@ -5,6 +5,9 @@ hub (alice's daemon validates, pushes and notifies; bob's follows the hub's even
 50 commits; and the same with the event stream off and a 1 s poll, for comparison.
 B7: an idle daemon with 10 roots and 5 views for 60 s: CPU share, RSS, git processes.
 B8: `memsync run` start to `READY=1` with 10 roots.
+B7m: a team server: one daemon with 200 small roots at default settings (60 s poll, watcher
+on): threads, start to READY=1, CPU share over 60 s at rest, RSS (issue 18, item 6). Run
+alone: `python -m bench many`.
 B7f: a freshly cloned 10,000-file root (`git clone` of a bare upstream) under a daemon with
 a 1 s poll and the watcher on: CPU share of the daemon and its git children over 30 s, and
 the watcher's inotify queue overflows (issue 16, item 22). Run alone: `python -m bench fresh`.
@@ -283,6 +286,77 @@ def idle(base: Path) -> dict[str, float]:
         server.wait(timeout=10)
 
 
+MANY = 200
+MANY_IDLE = 60.0  # one whole default interval: every root polls about once
+
+
+def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
+    """`count` small roots (copies of one `memsync init`, one upstream) at default settings."""
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    first = base / "root0"
+    memsync("init", str(first), "--upstream", str(upstream))
+    config = header(base, "d")
+    for i in range(count):
+        path = base / f"root{i}"
+        if i:
+            shutil.copytree(first, path, symlinks=True)
+        config += f"  root{i}:\n    path: {path}\n"
+    with daemon(base / "d", config) as (proc, ready):
+        time.sleep(5)  # the start-up catch-up cycles
+        before = cpu_seconds(proc.pid)
+        time.sleep(MANY_IDLE)
+        used = cpu_seconds(proc.pid) - before
+        threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
+        rss = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+    return {
+        "threads": threads,
+        "ready_s": ready,
+        "cpu_share": used / MANY_IDLE,
+        "rss_mb": rss / 1024,
+    }
+
+
+def many_rows() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b7m-") as tmp:
+        many = many_roots(Path(tmp))
+    label = f"B7m {MANY} roots, defaults"
+    return [
+        {
+            "name": f"{label}: threads",
+            "memsync_ms": many["threads"],
+            "raw_ms": 64.0,
+            "ratio": many["threads"] / 64.0,
+            "target": "<= 64",
+        },
+        {
+            "name": f"{label}: start to READY=1 (ms)",
+            "memsync_ms": many["ready_s"] * 1000,
+            "raw_ms": 3000.0,
+            "ratio": many["ready_s"] * 1000 / 3000.0,
+            "target": "<= 3000 ms",
+        },
+        {
+            "name": f"{label}: CPU % at rest over {MANY_IDLE:.0f} s, incl. git",
+            "memsync_ms": many["cpu_share"] * 100,
+            "raw_ms": 4.0,
+            "ratio": many["cpu_share"] * 100 / 4.0,
+            "target": "<= 4 %",
+        },
+        {
+            "name": f"{label}: RSS (MB)",
+            "memsync_ms": many["rss_mb"],
+            "raw_ms": 120.0,
+            "ratio": many["rss_mb"] / 120.0,
+            "target": "<= 120 MB",
+        },
+    ]
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` and of its reaped children (its git processes)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -469,6 +543,7 @@ def run() -> list[dict[str, Any]]:
         }
     )
     rows += fresh_rows()
+    rows += many_rows()
     with tempfile.TemporaryDirectory(prefix="memsync-bench-b8-") as tmp:
         ready = ready_with_ten_roots(Path(tmp)) * 1000
     rows.append(
