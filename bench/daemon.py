@@ -308,6 +308,7 @@ def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
         time.sleep(MANY_IDLE)
         used = cpu_seconds(proc.pid) - before
         threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
+        fds, watches = open_fds(proc.pid)
         rss = next(
             int(line.split()[1])
             for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
@@ -318,7 +319,23 @@ def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
         "ready_s": ready,
         "cpu_share": used / MANY_IDLE,
         "rss_mb": rss / 1024,
+        "fds": fds,
+        "watches": watches,
     }
+
+
+def open_fds(pid: int) -> tuple[int, int]:
+    """The process's open file descriptors, and the inotify watches they hold."""
+    fds = watches = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        fds += 1
+        try:
+            if os.readlink(fd) == "anon_inode:inotify":
+                info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                watches += sum(1 for line in info.splitlines() if line.startswith("inotify "))
+        except OSError:
+            continue  # closed meanwhile
+    return fds, watches
 
 
 def many_rows() -> list[dict[str, Any]]:
@@ -327,7 +344,7 @@ def many_rows() -> list[dict[str, Any]]:
     label = f"B7m {MANY} roots, defaults"
     return [
         {
-            "name": f"{label}: threads",
+            "name": f"{label}: threads (open fds {many['fds']}, inotify watches {many['watches']})",
             "memsync_ms": many["threads"],
             "raw_ms": 64.0,
             "ratio": many["threads"] / 64.0,
