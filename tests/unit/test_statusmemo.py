@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.config.schema import Sync
 from memsync.roots.statusmemo import MAX_AGE, Marks, Seen, branch_ref, marks, may_reuse
 from memsync.transports.gitparse import WorkState
 from tests.helpers import GIT_ENV
@@ -74,3 +75,10 @@ def test_marks_change_with_every_file_git_reads_besides_the_work_tree(tmp_path: 
     git(tmp_path, "checkout", "-q", "--detach")
     assert branch_ref(git_dir) is None
     assert not may_reuse(Seen(marks(git_dir, 1), STATE, 0.0), marks(git_dir, 1), 0.0)
+
+
+def test_a_default_poll_can_reuse_the_status_taken_a_poll_before() -> None:
+    # The default interval, at its longest jitter (a tenth), and a few polls more: the
+    # poll of a quiet watched root is the fetch alone, not a fetch and a status.
+    longest = Sync().interval.total_seconds() * 1.1
+    assert 4 * longest <= MAX_AGE
