@@ -303,7 +303,15 @@ def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
             shutil.copytree(first, path, symlinks=True)
         config += f"  root{i}:\n    path: {path}\n"
     with daemon(base / "d", config) as (proc, ready):
-        time.sleep(5)  # the start-up catch-up cycles
+        # At rest: after every root's start-up cycle and its first poll (both run a full
+        # `git status`; later polls of a quiet watched root are the fetch alone).
+        log = base / "d" / "daemon.log"
+        wait(
+            lambda: len(set(re.findall(r" root (root\d+): ", log.read_text()))) >= count,
+            300,
+            "cycles",
+        )
+        time.sleep(MANY_IDLE)
         before = cpu_seconds(proc.pid)
         time.sleep(MANY_IDLE)
         used = cpu_seconds(proc.pid) - before
