@@ -285,7 +285,10 @@ class RootWatcher:
         """On the reader thread: a path changed; the loop hears of it if it matters."""
         path = raw.decode("utf-8", "surrogateescape")
         if relevant(self.root, path):
-            self.loop.call_soon_threadsafe(self.touched, path)
+            # The loop closes after the reader at shutdown; an event in between is moot
+            # (and raising here would end the one reader every root shares).
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.touched, path)
 
     def start(self) -> None:
         self._overflows = OVERFLOWS.count

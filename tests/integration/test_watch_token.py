@@ -140,3 +140,29 @@ async def test_many_roots_share_one_reader_thread(tmp_path: Path) -> None:
         observer.stop()
         observer.join(timeout=10)
     assert not observer.is_alive()
+
+
+async def test_a_closed_loop_never_ends_the_reader_every_root_shares(tmp_path: Path) -> None:
+    observer = new_observer()
+    observer.start()
+    gone, live = tmp_path / "gone", tmp_path / "live"
+    for root in (gone, live):
+        (root / ".git" / "refs" / "heads").mkdir(parents=True)
+        (root / "insight_logs").mkdir()
+    closed = asyncio.new_event_loop()
+    closed.close()
+    dead = RootWatcher(gone, observer, lambda: None, closed)
+    alive = RootWatcher(live, observer, lambda: None, asyncio.get_running_loop())
+    try:
+        dead.start()
+        alive.start()
+        (gone / "insight_logs" / "a.md").write_text("# A\n")  # heard on a closed loop
+        quiet = alive.token()
+        (live / "insight_logs" / "b.md").write_text("# B\n")
+        await settle(lambda: alive.token() != quiet)
+        assert observer.is_alive()
+    finally:
+        dead.stop()
+        alive.stop()
+        observer.stop()
+        observer.join(timeout=10)
