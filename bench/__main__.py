@@ -15,6 +15,7 @@ SUITES = {
     "viewpull": viewpull.run,
     "daemon": daemon.run,
     "fresh": daemon.fresh_rows,
+    "many": daemon.many_rows,
     "startup": startup.run,
     "hostile": hostile.run,
     "join": join.run,

@@ -6,6 +6,9 @@ hub (alice's daemon validates, pushes and notifies; bob's follows the hub's even
 B7: an idle daemon with 10 roots and 5 views for 60 s: CPU share, RSS, git processes.
 B7m: the RSS of an idle daemon with one small root (no views), after its first cycle.
 B8: `memsync run` start to `READY=1` with 10 roots.
+B7s: a team server: one daemon with 200 small roots at default settings (60 s poll, watcher
+on): threads, start to READY=1, CPU share over 60 s at rest, RSS (issue 18, item 6). Run
+alone: `python -m bench many`.
 B7f: a freshly cloned 10,000-file root (`git clone` of a bare upstream) under a daemon with
 a 1 s poll and the watcher on: CPU share of the daemon and its git children over 30 s, and
 the watcher's inotify queue overflows (issue 16, item 22). Run alone: `python -m bench fresh`.
@@ -299,6 +302,102 @@ def rss_one_root(base: Path) -> float:
     return statistics.median(found) / 1024
 
 
+MANY = 200
+MANY_IDLE = 60.0  # one whole default interval: every root polls about once
+
+
+def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
+    """`count` small roots (copies of one `memsync init`, one upstream) at default settings."""
+    upstream = base / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    first = base / "root0"
+    memsync("init", str(first), "--upstream", str(upstream))
+    config = header(base, "d")
+    for i in range(count):
+        path = base / f"root{i}"
+        if i:
+            shutil.copytree(first, path, symlinks=True)
+        config += f"  root{i}:\n    path: {path}\n"
+    with daemon(base / "d", config) as (proc, ready):
+        # At rest: after every root's start-up cycle and its first poll (both run a full
+        # `git status`; later polls of a quiet watched root are the fetch alone).
+        log = base / "d" / "daemon.log"
+        wait(
+            lambda: len(set(re.findall(r" root (root\d+): ", log.read_text()))) >= count,
+            300,
+            "cycles",
+        )
+        time.sleep(MANY_IDLE)
+        before = cpu_seconds(proc.pid)
+        time.sleep(MANY_IDLE)
+        used = cpu_seconds(proc.pid) - before
+        threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
+        fds, watches = open_fds(proc.pid)
+        rss = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+    return {
+        "threads": threads,
+        "ready_s": ready,
+        "cpu_share": used / MANY_IDLE,
+        "rss_mb": rss / 1024,
+        "fds": fds,
+        "watches": watches,
+    }
+
+
+def open_fds(pid: int) -> tuple[int, int]:
+    """The process's open file descriptors, and the inotify watches they hold."""
+    fds = watches = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        fds += 1
+        try:
+            if os.readlink(fd) == "anon_inode:inotify":
+                info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                watches += sum(1 for line in info.splitlines() if line.startswith("inotify "))
+        except OSError:
+            continue  # closed meanwhile
+    return fds, watches
+
+
+def many_rows() -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-b7s-") as tmp:
+        many = many_roots(Path(tmp))
+    label = f"B7s {MANY} roots, defaults"
+    return [
+        {
+            "name": f"{label}: threads (open fds {many['fds']}, inotify watches {many['watches']})",
+            "memsync_ms": many["threads"],
+            "raw_ms": 64.0,
+            "ratio": many["threads"] / 64.0,
+            "target": "<= 64",
+        },
+        {
+            "name": f"{label}: start to READY=1 (ms)",
+            "memsync_ms": many["ready_s"] * 1000,
+            "raw_ms": 3000.0,
+            "ratio": many["ready_s"] * 1000 / 3000.0,
+            "target": "<= 3000 ms",
+        },
+        {
+            "name": f"{label}: CPU % at rest over {MANY_IDLE:.0f} s, incl. git",
+            "memsync_ms": many["cpu_share"] * 100,
+            "raw_ms": 4.0,
+            "ratio": many["cpu_share"] * 100 / 4.0,
+            "target": "<= 4 %",
+        },
+        {
+            "name": f"{label}: RSS (MB)",
+            "memsync_ms": many["rss_mb"],
+            "raw_ms": 120.0,
+            "ratio": many["rss_mb"] / 120.0,
+            "target": "<= 120 MB",
+        },
+    ]
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` and of its reaped children (its git processes)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -496,6 +595,7 @@ def run() -> list[dict[str, Any]]:
         }
     )
     rows += fresh_rows()
+    rows += many_rows()
     with tempfile.TemporaryDirectory(prefix="memsync-bench-b8-") as tmp:
         ready = ready_with_ten_roots(Path(tmp)) * 1000
     rows.append(

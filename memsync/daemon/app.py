@@ -86,6 +86,9 @@ if TYPE_CHECKING:  # the event stream and view pulls load when configured (issue
 log = logging.getLogger("memsync.daemon")
 
 MAX_WORKERS = 4
+# `asyncio.to_thread` (start-up recovery, view pulls, pauses): a fixed bound, not the
+# machine's (Python's default grows with the cores) nor the number of roots.
+IO_WORKERS = 8
 
 
 class Daemon:
@@ -128,6 +131,7 @@ class Daemon:
 
     async def run(self) -> int:
         loop = self._loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(IO_WORKERS, thread_name_prefix="io"))
         ensure_state_dir(self.settings.state_dir)
         claim(self.settings.control_socket)  # a misplaced socket stops us before any work
         await asyncio.gather(

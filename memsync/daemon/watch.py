@@ -8,15 +8,21 @@ Object writes, the index and fetched refs are never watched, so a fetch or our o
 does not wake us. Only events that can mean a change are asked of the kernel (`CHANGES`:
 creates, writes, attribute changes, moves, deletes, a close after writing): never opens,
 reads or a close after reading, which `git status` and every reader cause by the thousand
-(a 10,000-file root overflowed the inotify queue on every poll). Watchdog's threads only
-hand events to the loop.
+(a 10,000-file root overflowed the inotify queue on every poll).
+
+Threads: one for every root together (`Watches`: one inotify instance and its reader
+thread, whatever the number of roots or watches; the reader only hands paths to the loop).
+Watchdog's `Observer` runs a thread per watched path (an emitter per `schedule`): three or
+more per root, 614 threads for 200 roots (issue 18). Watchdog's inotify watch groups are
+kept (recursive watches follow created and moved directories, an overflow rebuilds them),
+with their events handed on as they are read instead of queued for an emitter thread.
 
 The watcher also vouches for a quiet root (`token`): a daemon cycle may reuse the root's
 last `git status` while the token is the one read before that status
 (`roots.statusmemo`). The token changes with every relevant event; it is None, and the
 cycle runs its status, whenever the watches cannot have seen every write that status would
-see: a watch that failed or whose thread ended, a stopped observer, an inotify queue
-overflow (events were lost: watchdog only logs it, so its log record is counted), a
+see: a watch that failed or whose directory went away, a stopped reader thread, an inotify
+queue overflow (events were lost: watchdog only logs it, so its log record is counted), a
 `.git` that is not a directory, or a top-level directory of the work tree that is not
 watched (a tracked file in it could change unheard).
 """
@@ -29,6 +35,7 @@ import itertools
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
 
@@ -43,10 +50,14 @@ from watchdog.events import (
     FileModifiedEvent,
     FileMovedEvent,
     FileSystemEvent,
-    FileSystemEventHandler,
 )
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
+from watchdog.observers.inotify import InotifyWatchGroup
+from watchdog.observers.inotify_c import InotifyConstants, InotifyFD, Mask
+from watchdog.observers.inotify_move_event_grouper import (
+    GroupedInotifyEvent,
+    InotifyMoveEventGrouper,
+    PathedInotifyEvent,
+)
 
 from memsync.views.layout import RUNTIME_DIR
 
@@ -55,9 +66,8 @@ log = logging.getLogger(__name__)
 SYNCED_DIRS = ("insight_logs", "shared_views", "update_queue", "update_records")
 DEBOUNCE = 0.3  # edits: an editor may write several files in a burst
 REF_DEBOUNCE = 0.05  # a commit moves a ref atomically: act on it almost at once
-WRITES = frozenset({"created", "deleted", "modified", "moved", "closed"})
-# The events watched, as an allowlist: watchdog turns it into the inotify mask, so the
-# kernel never queues an open, a read or a close-without-write (`closed` is close-write).
+# The events watched, as an allowlist: `MASK` is the inotify mask they need, so the kernel
+# never queues an open, a read or a close-without-write (`closed` is close-write).
 CHANGES: tuple[type[FileSystemEvent], ...] = (
     FileCreatedEvent,
     DirCreatedEvent,
@@ -69,6 +79,36 @@ CHANGES: tuple[type[FileSystemEvent], ...] = (
     DirDeletedEvent,
     FileClosedEvent,
 )
+_BITS: dict[type[FileSystemEvent], int] = {
+    FileCreatedEvent: InotifyConstants.IN_MOVE | InotifyConstants.IN_CREATE,
+    DirCreatedEvent: InotifyConstants.IN_MOVE | InotifyConstants.IN_CREATE,
+    FileModifiedEvent: InotifyConstants.IN_ATTRIB | InotifyConstants.IN_MODIFY,
+    DirModifiedEvent: (
+        InotifyConstants.IN_MOVE
+        | InotifyConstants.IN_ATTRIB
+        | InotifyConstants.IN_MODIFY
+        | InotifyConstants.IN_CREATE
+        | InotifyConstants.IN_CLOSE_WRITE
+    ),
+    FileMovedEvent: InotifyConstants.IN_MOVE,
+    DirMovedEvent: InotifyConstants.IN_MOVE,
+    FileDeletedEvent: InotifyConstants.IN_DELETE,
+    DirDeletedEvent: InotifyConstants.IN_DELETE,
+    FileClosedEvent: InotifyConstants.IN_CLOSE_WRITE,
+}
+
+
+def event_mask(events: tuple[type[FileSystemEvent], ...]) -> Mask:
+    """The inotify mask for `events` (pure; as watchdog's emitter builds it, plus a watched
+    directory's own deletion and creations, which recursive watches need)."""
+    mask = InotifyConstants.IN_DELETE_SELF | InotifyConstants.IN_CREATE
+    for cls in events:
+        mask |= _BITS[cls]
+    return Mask(mask)
+
+
+MASK = event_mask(CHANGES)
+MOVES_KEPT = 256  # unpaired moved-from events remembered per watch group (bounded)
 
 
 # Every watcher gets its own number: a token is never the same across watchers.
@@ -127,27 +167,105 @@ def relevant(root: Path, path: str) -> bool:
     return first != RUNTIME_DIR and not first.startswith(".#")
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: RootWatcher) -> None:
-        self.watcher = watcher
+class _Handoff(InotifyMoveEventGrouper):
+    """In place of watchdog's delayed queue: every event's path goes to `heard` as it is
+    read (on the reader thread); a moved-from event is remembered, boundedly, so the watch
+    group can follow a directory moved within it."""
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type not in WRITES:
-            return  # never asked for (`CHANGES`); kept should a platform report them anyway
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            path = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-            if path and relevant(self.watcher.root, path):
-                self.watcher.loop.call_soon_threadsafe(self.watcher.touched, path)
-                return
+    def __init__(self, heard: Callable[[bytes], None]) -> None:  # no queue: nothing waits
+        self._heard = heard
+        self._moves: OrderedDict[int, PathedInotifyEvent] = OrderedDict()
+
+    def put_event(self, event: PathedInotifyEvent) -> None:
+        if event.ev.is_moved_from:
+            self._moves[event.ev.cookie] = event
+            while len(self._moves) > MOVES_KEPT:
+                self._moves.popitem(last=False)
+        elif event.ev.is_moved_to:
+            self._moves.pop(event.ev.cookie, None)
+        self._heard(event.path)
+
+    def get_queued_moved_from_event(self, cookie: int) -> PathedInotifyEvent | None:
+        return self._moves.get(cookie)
+
+    def read_event(self) -> GroupedInotifyEvent | None:
+        return None  # never queued
+
+    def discard_pending_events(self) -> None:
+        self._moves.clear()
+
+    def close(self) -> None:
+        self._moves.clear()
+
+
+class _Group(InotifyWatchGroup):
+    """Watchdog's watch group for one path (recursive or not) on the shared inotify
+    instance, its events handed off as read."""
+
+    def __init__(
+        self, fd: InotifyFD, path: Path, *, recursive: bool, heard: Callable[[bytes], None]
+    ) -> None:
+        self._handoff = _Handoff(heard)
+        super().__init__(fd, os.fsencode(path), event_mask=MASK, is_recursive=recursive)
+
+    def __post_init__(self) -> None:
+        self._move_event_grouper = self._handoff  # before the watches exist
+        super().__post_init__()
+
+    def alive(self) -> bool:
+        """Whether the path itself is still watched (its directory was not deleted)."""
+        with self._lock:
+            return self.is_active and self.path in self._active_callbacks_by_path
+
+
+class Watches:
+    """Every root's watches on one inotify instance read by one thread (`start`/`stop`)."""
+
+    def __init__(self) -> None:
+        self._fd: InotifyFD | None = None
+        self._lock = threading.Lock()
+
+    def _instance(self) -> InotifyFD:
+        with self._lock:
+            if self._fd is None:
+                self._fd = InotifyFD()
+                self._fd.name = "memsync-inotify"
+            return self._fd
+
+    def start(self) -> None:
+        self._instance().start()
+
+    def stop(self) -> None:
+        """Closes the instance (every watch with it) and ends the reader thread."""
+        fd = self._fd
+        if fd is None:
+            return
+        if fd.is_alive():
+            fd.stop()  # the reader closes the descriptors as it ends
+        elif not fd.is_alive() and fd.ident is None:
+            fd.close()
+            fd._close_resources()  # never started: no reader to close them
+
+    def join(self, timeout: float | None = None) -> None:
+        fd = self._fd
+        if fd is not None and fd.is_alive():
+            fd.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._fd is not None and self._fd.is_alive()
+
+    def watch(self, path: Path, *, recursive: bool, heard: Callable[[bytes], None]) -> _Group:
+        """Watch `path`; OSError when it cannot be (inotify limits, a vanished directory)."""
+        return _Group(self._instance(), path, recursive=recursive, heard=heard)
 
 
 class RootWatcher:
-    """One root's watches on a shared observer; `fire()` runs once per quiet burst."""
+    """One root's watches on the shared `Watches`; `fire()` runs once per quiet burst."""
 
     def __init__(
         self,
         root: Path,
-        observer: BaseObserver,
+        observer: Watches,
         fire: Callable[[], None],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
@@ -155,14 +273,22 @@ class RootWatcher:
         self.observer = observer
         self.fire = fire
         self.loop = loop
-        self._handler = _Handler(self)
-        self._watches: dict[str, ObservedWatch] = {}
+        self._watches: dict[str, _Group] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._ref_due = False
         self._serial = next(_SERIALS)
         self._events = 0  # relevant events seen (counted on the loop)
         self._complete = False  # every watch `start` asked for is in place
         self._overflows = OVERFLOWS.count
+
+    def _heard(self, raw: bytes) -> None:
+        """On the reader thread: a path changed; the loop hears of it if it matters."""
+        path = raw.decode("utf-8", "surrogateescape")
+        if relevant(self.root, path):
+            # The loop closes after the reader at shutdown; an event in between is moot
+            # (and raising here would end the one reader every root shares).
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.touched, path)
 
     def start(self) -> None:
         self._overflows = OVERFLOWS.count
@@ -184,8 +310,7 @@ class RootWatcher:
             return None
         if not self.observer.is_alive():
             return None
-        alive = self._alive()
-        if any(watch not in alive for watch in self._watches.values()):
+        if not all(group.alive() for group in self._watches.values()):
             return None
         if unwatched_dirs(self.root):
             return None
@@ -196,24 +321,19 @@ class RootWatcher:
         key = str(path)
         old = self._watches.get(key)
         if old is not None:
-            if old in self._alive():
+            if old.alive():
                 return True
             del self._watches[key]  # its directory went away (and may be back): watch anew
             with contextlib.suppress(KeyError, OSError):
-                self.observer.unschedule(old)
+                old.deactivate()
         if not path.is_dir():
             return False
         try:
-            self._watches[key] = self.observer.schedule(
-                self._handler, key, recursive=recursive, event_filter=list(CHANGES)
-            )
+            self._watches[key] = self.observer.watch(path, recursive=recursive, heard=self._heard)
         except OSError as exc:  # inotify limits, a directory that just vanished
             log.warning("cannot watch %s: %s", path, exc)
             return False
         return True
-
-    def _alive(self) -> set[ObservedWatch]:
-        return {e.watch for e in self.observer.emitters if e.is_alive()}
 
     def touched(self, path: str) -> None:
         """On the loop: a relevant path changed; (re)arm the debounce timer."""
@@ -241,19 +361,17 @@ class RootWatcher:
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        for watch in self._watches.values():
+        for group in self._watches.values():
             with contextlib.suppress(KeyError, OSError):
-                self.observer.unschedule(watch)
+                group.deactivate()
         self._watches.clear()
 
 
-def new_observer() -> BaseObserver:
+def new_observer() -> Watches:
     for name in WATCHDOG_LOGGERS:
         logger = logging.getLogger(name)
         if OVERFLOWS not in logger.filters:
             logger.addFilter(OVERFLOWS)
         if not logger.isEnabledFor(logging.WARNING):
             logger.setLevel(logging.WARNING)  # else an overflow would go uncounted
-    observer = Observer()
-    observer.daemon = True
-    return observer
+    return Watches()

@@ -36,7 +36,10 @@ from pathlib import Path
 
 from memsync.transports.gitparse import WorkState
 
-MAX_AGE = 60.0  # seconds a status may be reused at most
+# Seconds a status may be reused at most: several default polls (60 s, jittered by a tenth),
+# so a quiet root's default poll is the fetch alone and its status runs every fifth poll
+# (at 60 s, every poll ran both: 400 git processes a minute for 200 roots, not 240).
+MAX_AGE = 300.0
 
 Stamp = tuple[int, int, int]  # inode, size, mtime in ns
 MARKED = ("index", "HEAD", "packed-refs", "config", "info/exclude")

@@ -29,7 +29,9 @@ _V = TypeVar("_V")
 
 # Work trees whose config reading and GitPython handle are kept: every root, and the
 # candidate worktrees of recent cycles (each has its own path, so the oldest are forgotten).
-KEPT = 128
+# Above a team server's root count (issue 18: at 128, 200 roots polled in turn each lost
+# theirs before its next poll and paid a `git config --list` and a new handle every poll).
+KEPT = 1024
 
 
 class Recent(Generic[_K, _V]):

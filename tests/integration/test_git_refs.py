@@ -347,3 +347,15 @@ def test_kept_work_trees_are_bounded() -> None:
         kept.put(key, str(key))
         assert kept.get(0) == "0"  # used again: kept
     assert [kept.get(key) for key in range(5)] == ["0", None, None, "3", "4"]
+
+
+def test_a_team_servers_roots_polled_in_turn_keep_their_handles(tmp_path: Path) -> None:
+    # 300 roots polled one after the other: each still has its handle at its next poll (at
+    # 128 kept, each was forgotten first and reopened every poll, config read again).
+    first = tmp_path / "r0"
+    git(tmp_path, "init", "-q", "-b", "main", str(first))
+    roots = [first] + [shutil.copytree(first, tmp_path / f"r{i}") for i in range(1, 300)]
+    opened = [gitread.HANDLES.open(root) for root in roots]
+    assert not any(isinstance(handle, gitread.Read) for handle in opened)
+    again = [gitread.HANDLES.open(root) for root in roots]
+    assert all(a is b for a, b in zip(opened, again, strict=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -80,3 +81,88 @@ async def test_an_overflow_an_unwatched_directory_or_a_stopped_observer_never_vo
     watcher.observer.stop()
     watcher.observer.join(timeout=10)
     assert watcher.token() is None
+
+
+async def test_a_deleted_synced_directory_stops_vouching_until_it_is_watched_again(
+    watcher: RootWatcher,
+) -> None:
+    assert watcher.token() is not None
+    logs = watcher.root / "insight_logs"
+    (logs / "a.md").unlink()
+    logs.rmdir()
+    await settle(lambda: watcher.token() is None)  # its watch went with it
+    logs.mkdir()  # heard at the top level: watched anew
+    await settle(lambda: watcher.token() is not None)
+    again = watcher.token()
+    (logs / "b.md").write_text("# B\n")
+    await settle(lambda: watcher.token() != again)
+
+
+async def test_directories_created_or_moved_inside_a_synced_directory_are_watched(
+    watcher: RootWatcher,
+) -> None:
+    logs = watcher.root / "insight_logs"
+    (logs / "deep" / "er").mkdir(parents=True)
+    await settle(lambda: watcher.token() is not None)
+    quiet = watcher.token()
+    (logs / "deep" / "er" / "x.md").write_text("# X\n")
+    await settle(lambda: watcher.token() != quiet)
+    (logs / "deep").rename(logs / "moved")
+    await settle(lambda: watcher.token() != quiet)
+    await asyncio.sleep(0.1)
+    moved = watcher.token()
+    (logs / "moved" / "er" / "y.md").write_text("# Y\n")  # under its new name
+    await settle(lambda: watcher.token() != moved)
+
+
+async def test_many_roots_share_one_reader_thread(tmp_path: Path) -> None:
+    observer = new_observer()
+    observer.start()
+    before = threading.active_count()
+    watchers = []
+    try:
+        for i in range(30):
+            root = tmp_path / f"r{i}"
+            (root / ".git" / "refs" / "heads").mkdir(parents=True)
+            (root / "insight_logs").mkdir()
+            watcher = RootWatcher(root, observer, lambda: None, asyncio.get_running_loop())
+            watcher.start()
+            watchers.append(watcher)
+        assert all(w.token() is not None for w in watchers)
+        assert threading.active_count() == before  # no thread per root or per watch
+        last = watchers[-1]
+        quiet = last.token()
+        (last.root / "insight_logs" / "a.md").write_text("# A\n")
+        await settle(lambda: last.token() != quiet)
+    finally:
+        for watcher in watchers:
+            watcher.stop()
+        observer.stop()
+        observer.join(timeout=10)
+    assert not observer.is_alive()
+
+
+async def test_a_closed_loop_never_ends_the_reader_every_root_shares(tmp_path: Path) -> None:
+    observer = new_observer()
+    observer.start()
+    gone, live = tmp_path / "gone", tmp_path / "live"
+    for root in (gone, live):
+        (root / ".git" / "refs" / "heads").mkdir(parents=True)
+        (root / "insight_logs").mkdir()
+    closed = asyncio.new_event_loop()
+    closed.close()
+    dead = RootWatcher(gone, observer, lambda: None, closed)
+    alive = RootWatcher(live, observer, lambda: None, asyncio.get_running_loop())
+    try:
+        dead.start()
+        alive.start()
+        (gone / "insight_logs" / "a.md").write_text("# A\n")  # heard on a closed loop
+        quiet = alive.token()
+        (live / "insight_logs" / "b.md").write_text("# B\n")
+        await settle(lambda: alive.token() != quiet)
+        assert observer.is_alive()
+    finally:
+        dead.stop()
+        alive.stop()
+        observer.stop()
+        observer.join(timeout=10)

@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.config.schema import Sync
 from memsync.roots.statusmemo import MAX_AGE, Marks, Seen, branch_ref, marks, may_reuse
 from memsync.transports.gitparse import WorkState
 from tests.helpers import GIT_ENV
@@ -35,6 +36,7 @@ def test_a_status_is_reused_only_when_every_mark_is_the_same_and_young(
     current = Marks(watch_now, ref_now, now)  # type: ignore[arg-type]
     reused = may_reuse(last, current, 100.0 + age)
     same = watch == watch_now and ref == ref_now and before == now
+    age = (100.0 + age) - 100.0  # the age the clock can show (a tiny one rounds away)
     assert reused == (same and watch is not None and ref is not None and 0 <= age <= MAX_AGE)
 
 
@@ -74,3 +76,10 @@ def test_marks_change_with_every_file_git_reads_besides_the_work_tree(tmp_path: 
     git(tmp_path, "checkout", "-q", "--detach")
     assert branch_ref(git_dir) is None
     assert not may_reuse(Seen(marks(git_dir, 1), STATE, 0.0), marks(git_dir, 1), 0.0)
+
+
+def test_a_default_poll_can_reuse_the_status_taken_a_poll_before() -> None:
+    # The default interval, at its longest jitter (a tenth), and a few polls more: the
+    # poll of a quiet watched root is the fetch alone, not a fetch and a status.
+    longest = Sync().interval.total_seconds() * 1.1
+    assert 4 * longest <= MAX_AGE
