@@ -105,12 +105,14 @@ def calls(log: Path) -> list[str]:
 
 
 def quiet_cycles(log: Path, cycles: int, timeout: float = 30.0) -> list[str]:
-    """Wait for `cycles` cycles in a row that ran no `git status`; their git calls."""
+    """Wait for `cycles` cycles in a row that ran the fetch alone; their git calls. Any other
+    call starts the count again (still settling: the start-up cycle, the one index stat
+    refresh, a config read); a root whose polls keep running `git status` never gets there."""
     deadline = time.monotonic() + timeout
     start = len(calls(log))
     while time.monotonic() < deadline:
         window = calls(log)[start:]
-        if "status" in window:  # still settling (the start-up cycle, an index refresh)
+        if set(window) - {"fetch"}:
             start = len(calls(log))
         elif window.count("fetch") >= cycles:
             return window
