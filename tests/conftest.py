@@ -21,21 +21,35 @@ from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from tests.helpers import git, settings_for
 
-# Property tests run real parsers on shared, noisy machines: no per-example deadline. CI
-# (`.ci/run` sets MEMSYNC_HYPOTHESIS=ci) replays the same examples every run, so a landing
-# never depends on a lucky draw; local runs keep exploring new ones.
+# Property tests run real parsers on shared, noisy machines: no per-example deadline.
 #
 # The profile decides what property tests cost; tests never set `max_examples` themselves.
-# `dev` (the inner loop) draws fewer, fresh examples each run; `ci` replays more, fixed ones.
+# Three profiles, chosen by MEMSYNC_HYPOTHESIS:
+# - `dev` (unset: plain pytest, `make test-fast`): the inner loop. Few examples, fresh ones
+#   each run, so many quick runs still explore; a failure is saved in `.hypothesis/` and
+#   replayed first by the next run, and its reproduce blob is printed.
+# - `ci` (`.ci/run` and therefore CI's `make test`): the thorough gate. More examples,
+#   derandomized, so a landing never depends on a lucky draw and every run replays the same.
+# - `explore`: many fresh examples, for a deliberate hunt (before a release, after changing
+#   a parser); as slow as it sounds.
 # A property whose every example runs real processes (git, a server) takes PROCESS_EXAMPLES.
 settings.register_profile(
-    "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "dev",
+    max_examples=10,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
-    "ci", parent=settings.get_profile("dev"), max_examples=100, derandomize=True, print_blob=True
+    "ci", parent=settings.get_profile("dev"), max_examples=100, derandomize=True
 )
-_PROCESS_EXAMPLES = {"dev": 6, "ci": 12}
+settings.register_profile("explore", parent=settings.get_profile("dev"), max_examples=1000)
+_PROCESS_EXAMPLES = {"dev": 3, "ci": 12, "explore": 50}
 PROFILE = os.environ.get("MEMSYNC_HYPOTHESIS", "dev")
+if PROFILE not in _PROCESS_EXAMPLES:
+    raise pytest.UsageError(
+        f"MEMSYNC_HYPOTHESIS={PROFILE!r}: expected one of {', '.join(_PROCESS_EXAMPLES)}"
+    )
 settings.load_profile(PROFILE)
 PROCESS_EXAMPLES = settings(max_examples=_PROCESS_EXAMPLES[PROFILE])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import resource
@@ -125,7 +126,9 @@ class HostileHub:
     - `redirect`: `302` to `redirect_to`.
 
     Each connection sends at most `per_connection` bytes (after compression) and stops when
-    the test ends. `sent` counts the bytes written, per connection.
+    the test ends; `BADID_BYTES` is `badid`'s events and no heartbeat, so a connection ends
+    right after its last bad id (heartbeats come one per 50 ms pause: a drop after more
+    bytes only waits). `sent` counts the bytes written, per connection.
     """
 
     url: str = ""
@@ -192,6 +195,9 @@ def _blocks(mode: str) -> Iterator[bytes | None]:
         more += packer.flush(zlib.Z_SYNC_FLUSH)
         while True:
             yield more  # the same deflate block again: each one more 1 MiB of data
+
+
+BADID_BYTES = sum(len(block or b"") for block in itertools.islice(_blocks("badid"), 5))
 
 
 @contextlib.contextmanager

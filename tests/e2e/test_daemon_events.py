@@ -17,7 +17,7 @@ import pytest
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port, hostile_hub, running_hub
+from tests.e2e.hubs import BADID_BYTES, free_port, hostile_hub, running_hub
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, wait_for
 
@@ -411,7 +411,7 @@ def test_ids_with_control_characters_and_a_token_file_with_two_newlines_are_surv
     token_file = tmp_path / "follow.token"
     token_file.write_bytes(b"msk_s3cret\n\n")
     with hostile_hub() as hub:
-        hub.mode, hub.per_connection = "badid", 1500  # the bad ids, then a drop
+        hub.mode, hub.per_connection = "badid", BADID_BYTES  # the bad ids, then a drop
         config = follow_config(
             tmp_path,
             team.bob.path,

@@ -24,7 +24,7 @@ from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.httpsource import HttpSource
 from memsync.views.source import SourceError
-from tests.e2e.hubs import HostileHub, hostile_hub
+from tests.e2e.hubs import BADID_BYTES, HostileHub, hostile_hub
 
 TOKEN = "msk_follow_s3cret"
 
@@ -114,7 +114,7 @@ async def test_a_compressed_stream_is_refused_before_a_byte_is_inflated() -> Non
 
 async def test_ids_that_cannot_go_back_in_a_header_are_dropped() -> None:
     with hostile_hub() as hub:
-        hub.mode, hub.per_connection = "badid", 1500  # the bad ids, then a drop
+        hub.mode, hub.per_connection = "badid", BADID_BYTES  # the bad ids, then a drop
         async with following(f"{hub.url}/v1/events", TOKEN, Backoff(0.05, 0.2)) as seen:
             await until(lambda: len(hub.requests) >= 3, 30, "reconnects")
         assert seen[0] == Event("upstream", {"root": "team", "commit": "x"}, "42")
