@@ -163,9 +163,11 @@ def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if agent:  # the agent was left blocked: end it, and its group (the role's leader)
+        if agent:  # the agent was left blocked: end its whole group (the role's), then it
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(agent, signal.SIGKILL)
+                group = os.getpgid(agent)
+                if group != os.getpgrp():  # roles run in a session of their own; never ours
+                    os.killpg(group, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(agent, signal.SIGKILL)
     return agent
