@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -28,6 +27,7 @@ from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scr
 from memsync.errors import InternalError, SecretError
 from memsync.redaction import redact
 from memsync.roots.faults import fault
+from memsync.transports.hubrule import is_loopback
 from memsync.transports.process import Deadline
 
 log = logging.getLogger("memsync.cycles")
@@ -94,13 +94,12 @@ async def ask_openai(
         ) from None
     scrub = Scrub([key] if key else [])
     state = _Exchange()
-    if key and url.scheme == "http" and not _is_loopback(url.host or ""):
-        raise _openai_failed(
-            role,
-            operation_id,
-            started,
-            state,
-            scrub,
+
+    def failed(kind: FailureKind, message: str) -> ExecutorFailed:
+        return _openai_failed(role, operation_id, started, state, scrub, kind, message)
+
+    if key and url.scheme == "http" and not is_loopback(url.host or ""):
+        raise failed(
             FailureKind.REFUSED,
             f"{shown}: an API key is never sent over plain http to a non-loopback host; use https",
         )
@@ -126,37 +125,14 @@ async def ask_openai(
             chat = _Chat(session, url, headers, role.model, response_cap, state, scrub)
             proposal = await chat.converse(kind, prompt, known_ids)
     except _Failure as failure:
-        raise _openai_failed(
-            role, operation_id, started, state, scrub, failure.kind, failure.message
-        ) from None
+        raise failed(failure.kind, failure.message) from None
     except aiohttp.ClientError as exc:  # before TimeoutError: a connect timeout is one too
         reason = scrub(str(exc)) or type(exc).__name__
-        raise _openai_failed(
-            role,
-            operation_id,
-            started,
-            state,
-            scrub,
-            FailureKind.CONNECTION,
-            f"{shown} could not be reached: {reason}",
-        ) from None
+        raise failed(FailureKind.CONNECTION, f"{shown} could not be reached: {reason}") from None
     except TimeoutError:
-        raise _openai_failed(
-            role,
-            operation_id,
-            started,
-            state,
-            scrub,
-            FailureKind.TIMEOUT,
-            f"{shown} did not answer within {seconds:g}s",
-        ) from None
+        raise failed(FailureKind.TIMEOUT, f"{shown} did not answer within {seconds:g}s") from None
     except (ValueError, RecursionError) as exc:  # an answer no parser should have let by
-        raise _openai_failed(
-            role,
-            operation_id,
-            started,
-            state,
-            scrub,
+        raise failed(
             FailureKind.PROTOCOL,
             f"{shown} answered something that could not be read ({type(exc).__name__})",
         ) from None
@@ -346,12 +322,3 @@ def _openai_failed(
     record = _openai_record(role, operation_id, started, state, scrub, kind.value, message)
     log.info("%s", record.summary())
     return ExecutorFailed(kind, message, record=record)
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
