@@ -104,17 +104,7 @@ def fetch_result(root: Git, path: Path, commit: str, ref: str) -> None:
     (object checks on, no tags, no FETCH_HEAD, memsync's own upload-pack)."""
     role = role_box(root, path)
     role.update_ref(RESULT_REF, commit, reason="memsync: the role's result")
-    root.run(
-        "fetch",
-        "--upload-pack=git-upload-pack",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--no-recurse-submodules",
-        "--quiet",
-        "--end-of-options",
-        str(path.absolute()),
-        f"+{RESULT_REF}:{ref}",
-    )
+    root.fetch_ref(path, RESULT_REF, ref)
     fetched = root.rev_parse(ref)
     if fetched != commit:
         raise MemsyncError(f"the role's result {commit[:12]} did not arrive in the root")

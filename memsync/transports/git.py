@@ -76,6 +76,17 @@ __all__ = [
     "redact",
 ]
 
+# Every fetch: naming upload-pack keeps a repository's remote.*.uploadpack (a command in its
+# config) from running; no tags, no FETCH_HEAD, no submodules.
+_FETCH = (
+    "fetch",
+    "--upload-pack=git-upload-pack",
+    "--no-tags",
+    "--no-write-fetch-head",
+    "--no-recurse-submodules",
+    "--quiet",
+)
+
 
 class Git(TreeReads):
     """git for one repository (or work tree) directory."""
@@ -246,12 +257,7 @@ class Git(TreeReads):
         # remote.*.receivepack settings (commands in repository config) from ever running.
         shown = progress.enabled
         result = self.run(
-            "fetch",
-            "--upload-pack=git-upload-pack",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-            "--quiet",
+            *_FETCH,
             *(["--progress"] if shown else []),
             "--end-of-options",
             remote,
@@ -268,6 +274,11 @@ class Git(TreeReads):
         if gitparse.looks_like_bad_objects(text):
             return FetchOutcome.BAD_OBJECTS, text
         return FetchOutcome.UNREACHABLE, text
+
+    def fetch_ref(self, repository: Path, ref: str, into: str) -> None:
+        """Fetch one ref of a local repository memsync made (a role's) into `into`, with the
+        same safeguards as an upstream fetch; GitError when git fails."""
+        self.run(*_FETCH, "--end-of-options", str(repository.absolute()), f"+{ref}:{into}")
 
     def push(
         self, remote: str, commit: str, branch: str, timeout: float | None = None
