@@ -18,6 +18,7 @@ import functools
 import re
 import unicodedata
 
+from memsync.validators.hiddentext import hidden_problem
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.validators.tree import (
@@ -331,7 +332,13 @@ def within_cap(entry: Entry, policy: SyncPolicy) -> bool:
 
 
 def check_text(path: str, data: bytes) -> Problem | None:
-    """`not-utf8` with the line of the first invalid byte; every synchronized file is text."""
+    """The byte rules of one synchronized file (every one is text): `not-utf8`, then
+    `hidden-text` (code points a reader cannot see; `hiddentext.py`)."""
+    return check_utf8(path, data) or hidden_problem(printable(path), data)
+
+
+def check_utf8(path: str, data: bytes) -> Problem | None:
+    """`not-utf8` with the line of the first invalid byte."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

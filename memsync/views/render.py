@@ -25,7 +25,7 @@ from memsync.errors import ProblemError, require
 from memsync.validators.assembly import build_graph
 from memsync.validators.document import EDGE_RE, Block, Document, Fence, Heading, Node, Prose
 from memsync.validators.graphmodel import MEMORY, MemoryGraph
-from memsync.validators.paths import check_text
+from memsync.validators.paths import check_utf8
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 from memsync.views.recipe import Recipe
@@ -92,7 +92,7 @@ def _unreadable(graph: MemoryGraph, tree: TreeView) -> list[Problem]:
         and ref.path not in graph.documents
         and graph.items[ref.id].tree == MEMORY
     ]
-    problems = [check_text(path, tree.content(path)) for path in paths]
+    problems = [check_utf8(path, tree.content(path)) for path in paths]
     return sorted(p for p in problems if p is not None)
 
 
@@ -215,7 +215,7 @@ class _Projection:
                 out[DIST + ref.path] = self.text(self.files[ref.path])
             else:
                 data = tree.content(ref.path)
-                problem = check_text(ref.path, data)
+                problem = check_utf8(ref.path, data)
                 if problem is not None:
                     raise RenderError(
                         "a backing file is not UTF-8", [problem], hint="fix its encoding"
