@@ -6,9 +6,9 @@ created (doctor may run as another user than the daemon), secrets are resolved b
 shown, the roots' own Git config is reported, never run. Git runs only through the git box.
 
 Check names are stable for scripts: `git`, `config`, `state-dir`, `roots.<name>`,
-`roots.<name>.repo-config`, the dotted config location of each secret and key
-(`roots.<name>.publish[0].key`, `views.<name>.source.token`), `views.<name>.trust`,
-`inotify`, `clock`, `disk`, `socket`, `systemd`.
+`roots.<name>.repo-config`, `roots.<name>.hidden-text`, the dotted config location of each
+secret and key (`roots.<name>.publish[0].key`, `views.<name>.source.token`),
+`views.<name>.trust`, `inotify`, `clock`, `disk`, `socket`, `systemd`.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.roots.result import SyncStatus
 from memsync.transports.git import Git
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
+from memsync.validators.paths import check_name, check_text, within_cap
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text
 
@@ -63,6 +64,7 @@ SOCKET_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
 HEADER_SECRETS = (".token", ".events_token", ".api_key")  # config keys of header-bound secrets
 SSH_KEY_SECRETS = (".ssh.key",)  # config keys of SSH private keys (ssh's own mode rule)
 WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
+HIDDEN_SHOWN = 20  # files with hidden text listed by doctor (validate lists every one)
 _COUNT_LIMIT = 1_000_000  # stop counting directories here: the answer is already "too many"
 
 
@@ -168,6 +170,8 @@ def check_root(root: RootSettings) -> list[Check]:
         else:
             state = _root_state(root, git)
         checks = [state, _allowlist(root), *_repo_config(root)]
+        if not refused:
+            checks.append(_hidden_text(root, git))
         if state.status == OK and root.sync_enabled:
             checks.append(_upstream(root, git))
         return checks
@@ -215,6 +219,47 @@ def _allowlist(root: RootSettings) -> Check:
     if text is None:
         return Check(name, WARN, "the root has no readable .gitignore", hint)
     return Check(name, WARN, ".gitignore differs from memsync's allowlist", hint)
+
+
+def _hidden_text(root: RootSettings, git: Git) -> Check:
+    """The committed memory files hold no text a reader cannot see (`hidden-text`).
+
+    The gate refuses it in every file a commit changes; a file that held it before the rule
+    (or before this root was memsync's) is found here and by `memsync validate`.
+    """
+    name = f"roots.{root.name}.hidden-text"
+    head = git.rev_parse("HEAD")
+    if head is None:
+        return Check(name, OK, "no commit yet")
+    policy = SyncPolicy(max_file_size=root.max_file_size)
+    tree = git.tree_view(head)
+    readable = sorted(
+        path
+        for path, entry in tree.entries.items()
+        if check_name(path, policy) is None and within_cap(entry, policy)
+    )
+    tree.preload(readable)
+    found = [
+        problem
+        for path in readable
+        if (problem := check_text(path, tree.content(path))) is not None
+        and problem.code == "hidden-text"
+    ]
+    if not found:
+        return Check(name, OK, f"no hidden text in the {len(readable)} committed memory files")
+    return Check(
+        name,
+        FAIL,
+        f"{len(found)} committed memory file(s) hold hidden text (hidden-text)",
+        f"remove the code points named (run `memsync validate {root.path}`); until then a "
+        "commit changing one of these files is refused",
+        details=tuple(p.message for p in found[:HIDDEN_SHOWN])
+        + (
+            (f"... and {len(found) - HIDDEN_SHOWN} more file(s)",)
+            if len(found) > HIDDEN_SHOWN
+            else ()
+        ),
+    )
 
 
 def _upstream(root: RootSettings, git: Git) -> Check:
