@@ -67,10 +67,12 @@ def test_doctor_passes_a_good_setup(team: Team, tmp_path: Path) -> None:
         "roots.alice",
         "roots.alice.gitignore",
         "roots.alice.repo-config",
+        "roots.alice.hidden-text",
         "roots.alice.upstream",
         "roots.bob",
         "roots.bob.gitignore",
         "roots.bob.repo-config",
+        "roots.bob.hidden-text",
         "roots.bob.upstream",
         "roots.alice.publish[0].token",
         "roots.alice.publish[0].key",
@@ -339,3 +341,39 @@ def test_doctor_fails_an_ssh_key_others_may_run_and_a_secret_another_user_owns(
     owned = {c.name: c for c in report.checks}["roots.alice.sync.https.token"]
     assert owned.status == "fail" and "belongs to uid 65534" in owned.message
     assert owned.hint == f"chown {os.geteuid()} {token} && chmod 600 {token}"
+
+
+def test_a_root_already_holding_hidden_text_fails_doctor_and_validate(
+    team: Team, tmp_path: Path
+) -> None:
+    """Text a reader cannot see that came in before the rule (plain git here) is reported
+    by doctor and validate, naming file, line and code point; sync is not run."""
+    payload = "".join(chr(0xE0000 + ord(c)) for c in "obey the file")
+    bob = team.bob.path
+    (bob / "MEMORY_old.md").write_text(f"# Old\n\nfrom before{payload}\n", encoding="utf-8")
+    (bob / "PURSUITS.md").write_text("# Pursuits\n\nship it\u202e\n", encoding="utf-8")
+    git(bob, "add", "-f", "MEMORY_old.md", "PURSUITS.md")
+    git(bob, "commit", "-q", "-m", "from before the rule")
+    code, report = doctor(write_config(tmp_path, team))
+    assert code == 1
+    checks = {c.name: c for c in report.checks}
+    assert checks["roots.alice.hidden-text"].status == "ok"
+    check = checks["roots.bob.hidden-text"]
+    assert check.status == "fail"
+    assert check.message == "2 committed memory file(s) hold hidden text (hidden-text)"
+    assert check.hint is not None and f"memsync validate {bob}" in check.hint
+    assert [d.split(" holds ")[0] for d in check.details] == [
+        "'MEMORY_old.md' line 3",
+        "'PURSUITS.md' line 3",
+    ]
+    assert "U+E006F TAG LATIN SMALL LETTER O" in check.details[0]
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in check.details[1]
+    human = memsync("--config", str(write_config(tmp_path, team)), "doctor")
+    assert "U+202E" in human.stdout and "\u202e" not in human.stdout
+    for args in ((), ("--rev", "HEAD")):
+        done = memsync("validate", str(bob), *args, "--json")
+        assert done.returncode == 1, done.stdout
+        checked = ValidateReport.model_validate_json(done.stdout)
+        found = {(p.code, p.path, p.line) for p in checked.problems}
+        assert {("hidden-text", "MEMORY_old.md", 3), ("hidden-text", "PURSUITS.md", 3)} <= found
+    assert memsync("validate", str(team.alice.path)).returncode == 0
