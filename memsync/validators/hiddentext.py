@@ -2,9 +2,9 @@
 
 `hidden-text` (a pure rule over a file's bytes, already known to be UTF-8) refuses:
 
-- Unicode tag characters U+E0000–U+E007F: invisible copies of ASCII that smuggle a whole
+- Unicode tag characters U+E0000..U+E007F: invisible copies of ASCII that smuggle a whole
   instruction past a reviewer ("ASCII smuggling");
-- bidirectional controls U+202A–U+202E and U+2066–U+2069: text shown in another order than
+- bidirectional controls U+202A..U+202E and U+2066..U+2069: text shown in another order than
   it is read ("Trojan Source");
 - U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER and U+FEFF ZERO WIDTH NO-BREAK SPACE, which
   carry no meaning in text; U+FEFF is allowed as the byte order mark at byte 0 only.
