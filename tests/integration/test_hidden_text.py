@@ -1,14 +1,17 @@
 """`hidden-text` at the gate, with real git and bare upstreams: incoming commits, outgoing
 commits and autocommit refuse text a reader cannot see; allowed invisible code points (ZWJ,
 ZWNJ, a byte order mark at byte 0) sync; a file that already held hidden text blocks nothing
-until a commit changes it."""
+until a commit changes it; `init` adopts or joins no such history."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from memsync.errors import RootError
+from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from tests.conftest import Team
@@ -122,3 +125,16 @@ def test_a_file_that_already_held_hidden_text_blocks_nothing_until_it_changes(
     commit(team.alice.path, {"MEMORY_old.md": "# Old\n\nfrom before\n"}, "clean old")
     push(team.alice.path, force=False)
     assert team.bob.sync().status == "rejected"  # the commit in between still held it
+
+
+def test_init_refuses_to_join_an_upstream_or_adopt_a_repository_holding_hidden_text(
+    team: Team, tmp_path: Path
+) -> None:
+    commit(team.alice.path, {"MEMORY.md": memory(f"hi{TAG_PAYLOAD}")}, "poison")
+    push(team.alice.path)
+    joining = tmp_path / "carol"
+    with pytest.raises(RootError, match=r"hidden-text MEMORY\.md"):
+        init_root(joining, upstream=str(team.upstream))
+    assert not (joining / "MEMORY.md").exists()
+    with pytest.raises(RootError, match="hidden-text"):
+        init_root(team.alice.path)
