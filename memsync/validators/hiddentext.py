@@ -1,6 +1,6 @@
 """Hidden text: code points a person reading a memory file does not see but a model reads.
 
-`hidden-text` (a pure rule over a file's bytes, already known to be UTF-8) refuses:
+`hidden-text` (a pure rule over a file's text, once its bytes decoded as UTF-8) refuses:
 
 - Unicode tag characters U+E0000..U+E007F: invisible copies of ASCII that smuggle a whole
   instruction past a reviewer ("ASCII smuggling");
@@ -13,10 +13,9 @@ ZERO WIDTH JOINER and NON-JOINER (U+200D, U+200C) stay allowed: emoji sequences 
 Indic and Persian scripts need them. Everything else (the implicit marks U+200E/U+200F and
 U+061C included) is not this rule's business.
 
-Every forbidden code point's UTF-8 form starts with one of three lead bytes and UTF-8 is
-self-synchronizing, so the rule searches the bytes themselves (no decode, ASCII-only files
-cost one regex scan); `is_hidden` is the same rule stated on code points, and a property
-test keeps the two equal.
+`is_hidden` states the rule code point by code point; `has_hidden` is the same rule on UTF-8
+bytes (the fast check every file gets) and `find_hidden` on text (the details, read only
+when a file holds some); property tests keep the three equal.
 """
 
 from __future__ import annotations
@@ -34,13 +33,13 @@ ZERO_WIDTH = frozenset([0x200B, 0x2060, 0xFEFF])
 BYTE_ORDER_MARK = 0xFEFF
 SHOWN_LINES = 8  # further lines holding hidden text are counted, not listed
 
-# The UTF-8 forms of exactly the code points above (U+E0000..U+E007F is F3 A0 80..81 xx).
-_HIDDEN = re.compile(
-    rb"\xf3\xa0[\x80\x81][\x80-\xbf]"  # tag characters
-    rb"|\xe2\x80[\x8b\xaa-\xae]"  # U+200B, U+202A..U+202E
-    rb"|\xe2\x81[\xa0\xa6-\xa9]"  # U+2060, U+2066..U+2069
-    rb"|\xef\xbb\xbf"  # U+FEFF
+_HIDDEN_UTF8 = (
+    re.compile(rb"\xe2\x80[\x8b\xaa-\xae]"),  # U+200B, U+202A..U+202E
+    re.compile(rb"\xe2\x81[\xa0\xa6-\xa9]"),  # U+2060, U+2066..U+2069
+    re.compile(rb"\xf3\xa0[\x80\x81]"),  # U+E0000..U+E007F
 )
+_BOM_UTF8 = b"\xef\xbb\xbf"
+_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]")
 
 
 def is_hidden(code_point: int, *, at_start: bool = False) -> bool:
@@ -52,23 +51,37 @@ def is_hidden(code_point: int, *, at_start: bool = False) -> bool:
 
 @dataclass(frozen=True)
 class Hidden:
-    """One forbidden code point: its 1-based line (counted by LF) and byte offset."""
+    """One forbidden code point: its 1-based line (counted by LF) and index in the text."""
 
     line: int
-    offset: int
+    index: int
     code_point: int
 
 
-def find_hidden(data: bytes) -> Iterator[Hidden]:
-    """Every forbidden code point in `data` (valid UTF-8), in order."""
+def has_hidden(data: bytes) -> bool:
+    """Whether `data` (valid UTF-8) holds a forbidden code point: the rule on bytes, for speed.
+
+    UTF-8 is self-synchronizing, so these byte patterns are exactly the forbidden code points'
+    encodings; each starts with a literal, which `re` finds with its fast substring search
+    (several times faster than a character class tried at every position).
+    """
+    if data.isascii():
+        return False
+    return any(p.search(data) for p in _HIDDEN_UTF8) or data.find(_BOM_UTF8, 1) != -1
+
+
+def find_hidden(text: str) -> Iterator[Hidden]:
+    """Every forbidden code point in `text`, in order."""
+    if text.isascii():
+        return
     line, counted = 1, 0
-    for match in _HIDDEN.finditer(data):
+    for match in _HIDDEN.finditer(text):
         start = match.start()
-        if start == 0 and match.group() == b"\xef\xbb\xbf":
+        if start == 0 and text[0] == "\ufeff":
             continue  # the byte order mark
-        line += data.count(b"\n", counted, start)
+        line += text.count("\n", counted, start)
         counted = start
-        yield Hidden(line, start, ord(match.group().decode("utf-8")))
+        yield Hidden(line, start, ord(text[start]))
 
 
 def describe(code_point: int) -> str:
@@ -85,15 +98,15 @@ def _kind(code_point: int) -> str:
     return "a zero-width character that carries no meaning in text"
 
 
-def hidden_problem(shown: str, data: bytes) -> Problem | None:
-    """`hidden-text` for the file printed as `shown` (valid UTF-8 `data`), or None.
+def hidden_problem(shown: str, text: str) -> Problem | None:
+    """`hidden-text` for the file printed as `shown` (its decoded `text`), or None.
 
     One problem per file: it names the first hidden code point and its line, then how
     many more there are and on which lines (the first `SHOWN_LINES`).
     """
     first: Hidden | None = None
     count, lines = 0, list[int]()
-    for hidden in find_hidden(data):  # bounded memory: counted, the first lines kept
+    for hidden in find_hidden(text):  # bounded memory: counted, the first lines kept
         first = first or hidden
         count += 1
         if len(lines) <= SHOWN_LINES and (not lines or lines[-1] != hidden.line):

@@ -18,7 +18,7 @@ import functools
 import re
 import unicodedata
 
-from memsync.validators.hiddentext import hidden_problem
+from memsync.validators.hiddentext import has_hidden, hidden_problem
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.validators.tree import (
@@ -334,16 +334,23 @@ def within_cap(entry: Entry, policy: SyncPolicy) -> bool:
 def check_text(path: str, data: bytes) -> Problem | None:
     """The byte rules of one synchronized file (every one is text): `not-utf8`, then
     `hidden-text` (code points a reader cannot see; `hiddentext.py`)."""
-    return check_utf8(path, data) or hidden_problem(printable(path), data)
+    text = _decoded(path, data)
+    if isinstance(text, Problem):
+        return text
+    return hidden_problem(printable(path), text) if has_hidden(data) else None
 
 
 def check_utf8(path: str, data: bytes) -> Problem | None:
     """`not-utf8` with the line of the first invalid byte."""
+    text = _decoded(path, data)
+    return text if isinstance(text, Problem) else None
+
+
+def _decoded(path: str, data: bytes) -> str | Problem:
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         shown = printable(path)
         message = f"'{shown}' is not valid UTF-8 (line {line}, byte offset {exc.start})"
         return Problem("not-utf8", shown, line, message)
-    return None

@@ -1,7 +1,7 @@
 """`hidden-text`: the rule finds exactly the forbidden code points, on the right lines.
 
-The rule searches bytes; these tests state it on code points, independently (the issue's
-ranges spelled out again here), and check both agree over every code point and over random
+The rule is a character class; these tests state it again on code points, independently (the
+issue's ranges spelled out here), and check both agree over every code point and over random
 text with forbidden and allowed code points inserted.
 """
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.hiddentext import find_hidden, hidden_problem, is_hidden
+from memsync.validators.hiddentext import find_hidden, has_hidden, hidden_problem, is_hidden
 from memsync.validators.paths import check_text
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.tree import MODE_FILE, Change, Entry, TreeView
@@ -48,7 +48,7 @@ def expected(text: str) -> list[tuple[int, int]]:
 
 
 def found(text: str) -> list[tuple[int, int]]:
-    return [(h.line, h.code_point) for h in find_hidden(text.encode())]
+    return [(h.line, h.code_point) for h in find_hidden(text)]
 
 
 def test_the_rule_is_exactly_the_contracts_code_points() -> None:
@@ -56,8 +56,9 @@ def test_the_rule_is_exactly_the_contracts_code_points() -> None:
         if 0xD800 <= cp <= 0xDFFF:
             continue  # not encodable: the path rules report `not-utf8`
         assert is_hidden(cp) == (cp in FORBIDDEN), hex(cp)
-        data = b"a" + chr(cp).encode()
-        assert [h.code_point for h in find_hidden(data)] == ([cp] if cp in FORBIDDEN else [])
+        assert [h.code_point for h in find_hidden("a" + chr(cp))] == (
+            [cp] if cp in FORBIDDEN else []
+        )
     assert not is_hidden(0xFEFF, at_start=True)
 
 
@@ -82,6 +83,7 @@ def test_random_text_with_inserted_code_points(
         chars.insert(min(at, len(chars)), chr(cp))
     text = "".join(chars)
     assert found(text) == expected(text)
+    assert has_hidden(text.encode()) == bool(expected(text))
     problem = check_text("MEMORY.md", text.encode())
     hits = expected(text)
     if not hits:
@@ -117,7 +119,7 @@ def test_the_problem_names_file_line_code_point_and_what_to_do() -> None:
     assert "U+E0069 TAG LATIN SMALL LETTER I" in problem.message
     assert "17 hidden code points in all, on lines 3, 4" in problem.message
     assert "remove them" in problem.message
-    one = hidden_problem("a.md", "x\u2066y".encode())
+    one = hidden_problem("a.md", "x\u2066y")
     assert one is not None and "U+2066 LEFT-TO-RIGHT ISOLATE" in one.message
     assert "bidirectional" in one.message and "remove it" in one.message
 
