@@ -59,6 +59,8 @@ def test_the_rule_is_exactly_the_contracts_code_points() -> None:
         assert [h.code_point for h in find_hidden("a" + chr(cp))] == (
             [cp] if cp in FORBIDDEN else []
         )
+        assert has_hidden(b"a" + chr(cp).encode()) == (cp in FORBIDDEN), hex(cp)
+        assert has_hidden(chr(cp).encode() + b"a") == (cp in FORBIDDEN and cp != 0xFEFF)
     assert not is_hidden(0xFEFF, at_start=True)
 
 
