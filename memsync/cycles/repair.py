@@ -40,6 +40,7 @@ from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, 
 from memsync.roots.candidate import MergeFailed, merge_candidate
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.result import SyncStatus
+from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -290,6 +291,7 @@ class Repairer:
             conflict.start,
             conflict.upstream,
             checkout=lambda path, start: sandbox.create(git, path, start),
+            signing=self.root.signing,
         )
         if isinstance(merged, MergeFailed):
             again = conflict.conflicted and sorted(merged.files) == sorted(conflict.files)
@@ -369,7 +371,7 @@ class Repairer:
         for parent in parents:
             args += ["-p", parent]
         made = box.run(*args, "-m", message, config=box.identity_config())
-        return made.stdout.decode("ascii").strip()
+        return sign_commit(box, made.stdout.decode("ascii").strip(), self.root.signing)
 
     def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:
         git = self.git

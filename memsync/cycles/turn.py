@@ -51,6 +51,7 @@ from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
+from memsync.transports.commitsign import sign_commit, sign_head
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -282,6 +283,7 @@ class _Turn:
             .stdout.decode("ascii")
             .strip()
         )
+        collapsed = sign_commit(box, collapsed, self.root.signing)
         fault("cycle-after-role-commit")
         guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
         sandbox.fetch_result(git, worktree, collapsed, candidate_ref(op.id))
@@ -315,7 +317,7 @@ class _Turn:
                 candidate,
                 config=git.identity_config(),
             )
-            return box.rev_parse("HEAD")
+            return sign_head(box, self.root.signing)
 
         log.info(
             "root %s: HEAD moved during the %s turn; replaying it", self.root.name, self.cycle.kind
