@@ -40,7 +40,7 @@ from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, 
 from memsync.roots.candidate import MergeFailed, merge_candidate
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.result import SyncStatus
-from memsync.transports.commitsign import sign_commit
+from memsync.transports.commitsign import sign_commit, signer
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -283,6 +283,8 @@ class Repairer:
     ) -> str | MergeFailed | None:
         self._operation = op.id
         git = self.git
+        if self.root.signing is not None:  # a key it cannot use stops it before the role runs
+            signer(self.root.signing)
         # The merge and the role happen in a repository of the role's own, never a linked
         # worktree of the root; the guard proves the role left the root's refs alone.
         merged = merge_candidate(

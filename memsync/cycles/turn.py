@@ -51,7 +51,7 @@ from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
-from memsync.transports.commitsign import sign_commit, sign_head
+from memsync.transports.commitsign import SigningKeyError, sign_commit, sign_head, signer
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -189,6 +189,11 @@ class _Turn:
                 FAILED, "the root has uncommitted edits to synchronized files; sync them first"
             )
         head, branch = state.head, state.branch
+        if self.root.signing is not None:  # before a claim or a role: its commit must be signed
+            try:
+                signer(self.root.signing)
+            except SigningKeyError as exc:
+                return self.result(FAILED, f"{self.cycle.kind}: {exc.message}")
         if self.cycle.kind == "insight":
             pressure = count_new(git, self.pressure_path, head, self.cycle.points_per_commit)
             claimed, claim = pressure.claim(self.cycle.threshold, force=force)

@@ -46,6 +46,14 @@ _KEY_HINT = (
 )
 
 
+class SigningKeyError(GitError):
+    """The root's signing key cannot be used (missing, unreadable, passphrase-protected, not
+    an OpenSSH private key): a configuration problem, named by where it is configured and
+    where the secret lives, never by its content. A cycle reports it as `error`."""
+
+    exit_code = 2
+
+
 @dataclass(frozen=True)
 class CommitKey:
     """A root's commit-signing key: `where` it is configured (`roots.<name>.signing.key`)
@@ -119,7 +127,7 @@ class CommitSigner:
 
 
 def signer(key: CommitKey) -> CommitSigner:
-    """Load `key` now: SecretError naming where it is configured and where the secret lives
+    """Load `key` now: SigningKeyError naming where it is configured and where the secret lives
     (missing, unreadable, passphrase-protected, not an OpenSSH key, an unsupported type)."""
     from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa  # noqa: PLC0415
@@ -132,9 +140,9 @@ def signer(key: CommitKey) -> CommitSigner:
     try:
         text = resolve(key.key)
     except SecretError as exc:
-        raise SecretError(f"{key.where}: {exc.message}", hint=exc.hint or _KEY_HINT) from None
+        raise SigningKeyError(f"{key.where}: {exc.message}", hint=exc.hint or _KEY_HINT) from None
     if "-----BEGIN OPENSSH PRIVATE KEY-----" not in text:
-        raise SecretError(
+        raise SigningKeyError(
             f"{key.describe()} is not an OpenSSH private key "
             "(expected -----BEGIN OPENSSH PRIVATE KEY-----)",
             hint=_KEY_HINT,
@@ -142,28 +150,28 @@ def signer(key: CommitKey) -> CommitSigner:
     try:
         private = load_ssh_private_key(text.encode("utf-8"), password=None)
     except TypeError:  # cryptography: "Key is password-protected, but password was not given"
-        raise SecretError(
+        raise SigningKeyError(
             f"{key.describe()} is protected by a passphrase; memsync signs unattended and "
             "cannot ask for it",
             hint="give memsync a key of its own without a passphrase (keep it 0600), e.g. "
             "`ssh-keygen -t ed25519 -N '' -f ~/.ssh/memsync_ed25519`",
         ) from None
     except ValueError:
-        raise SecretError(
+        raise SigningKeyError(
             f"{key.describe()} is not a usable OpenSSH private key", hint=_KEY_HINT
         ) from None
     except UnsupportedAlgorithm:  # a security-key (sk-) type, say
-        raise SecretError(
+        raise SigningKeyError(
             f"{key.describe()} holds a key type memsync cannot sign with", hint=_KEY_HINT
         ) from None
     if not isinstance(
         private, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     ):
-        raise SecretError(
+        raise SigningKeyError(
             f"{key.describe()} holds a key type memsync cannot sign with", hint=_KEY_HINT
         )
     if isinstance(private, ec.EllipticCurvePrivateKey) and private.curve.name not in _CURVES:
-        raise SecretError(f"{key.describe()}: unsupported curve", hint=_KEY_HINT)
+        raise SigningKeyError(f"{key.describe()}: unsupported curve", hint=_KEY_HINT)
     line = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
     return CommitSigner(private, base64.b64decode(line.split()[1]))
 
