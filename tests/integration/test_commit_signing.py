@@ -8,6 +8,7 @@ Keys are made with `ssh-keygen` and checked with git's own verifier (which runs
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import dataclass, replace
@@ -29,9 +30,12 @@ from memsync.transports.commitsign import (
     unsigned_payload,
 )
 from memsync.transports.git import Git
+from memsync.wire.cli import DoctorReport
 from tests.conftest import Member, Team
+from tests.e2e.test_cli import memsync
 from tests.helpers import GIT_ENV, commit, git, push, snapshot
 from tests.integration.test_repair import EXAMPLE, Agent, conflict, with_role
+from tests.integration.test_sync import INBOX_TITLE, _entry
 from tests.integration.test_turn import INSIGHT, WRITE_LOG, Script, _pressure
 
 KINDS = {"ed25519": [], "ecdsa": ["-b", "256"], "ecdsa384": ["-b", "384"], "rsa": ["-b", "2048"]}
@@ -220,10 +224,7 @@ def test_an_unreadable_key_is_a_clear_error(keys: Keys, tmp_path: Path) -> None:
 
 
 def _never_shows(error: SigningKeyError, path: Path) -> None:
-    shown = f"{error.message}\n{error.hint}\n{error!r}"
-    for line in path.read_text().splitlines():
-        if len(line) > 8 and not line.startswith("-----"):
-            assert line not in shown
+    _never_in(path, f"{error.message}\n{error.hint}\n{error!r}")
 
 
 # -- every commit memsync makes ---------------------------------------------------------------
@@ -251,6 +252,24 @@ def test_a_sync_merge_is_signed(keys: Keys, team: Team) -> None:
     assert git(bob.path, "rev-list", "--parents", "-n1", head).split()[1:] == [local, upstream]
     assert verified(keys, bob.path, head)
     assert git(bob.path, "log", "-1", "--format=%s", head).startswith("memsync: merge upstream")
+
+
+def test_a_merged_guidance_inbox_is_signed(keys: Keys, team: Team) -> None:
+    alice, bob = team.alice, signed_as(team.bob, keys)
+    base = _entry("GI-20261129-0000000a", "s0", "2026-11-29T09:00:00Z", "Base entry.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base})
+    assert alice.sync().status == "pushed"
+    assert bob.sync().status == "synced"
+    ours = _entry("GI-20261129-0000000b", "s1", "2026-11-29T10:00:00Z", "From bob.")
+    theirs = _entry("GI-20261129-0000000c", "s2", "2026-11-29T11:00:00Z", "From alice.")
+    commit(alice.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base + "\n" + theirs})
+    assert alice.sync().status == "pushed"
+    commit(bob.path, {"AGENT_GUIDANCE_INBOX.md": INBOX_TITLE + base + "\n" + ours})
+    result = bob.sync()
+    assert result.status == "pushed", result.message
+    head = git(team.upstream, "rev-parse", "main")
+    assert len(git(bob.path, "rev-list", "--parents", "-n1", head).split()) == 3
+    assert verified(keys, bob.path, head)
 
 
 def test_an_accepted_rewrite_signs_each_replayed_commit(keys: Keys, team: Team) -> None:
@@ -383,3 +402,67 @@ def test_a_repair_with_an_unusable_key_never_runs_the_role(
     assert agent.runs == 0
     assert snapshot(bob.path) == before
     assert git(team.upstream, "rev-parse", "main") == upstream
+
+
+# -- the command line: init and doctor --------------------------------------------------------
+
+
+def _config(tmp_path: Path, roots: dict[str, tuple[Path, Path]]) -> Path:
+    lines = ["version: 1", f"state_dir: {tmp_path / 'state'}", "roots:"]
+    for name, (path, key) in roots.items():
+        lines += [f"  {name}:", f"    path: {path}", "    watch: false"]
+        lines += ["    sync: {enabled: false}", f"    signing: {{key: {{file: {key}}}}}"]
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("\n".join(lines) + "\n")
+    return cfg
+
+
+def test_memsync_init_signs_the_baseline_of_a_configured_root(keys: Keys, tmp_path: Path) -> None:
+    path = tmp_path / "root"
+    cfg = _config(tmp_path, {"mine": (path, keys.dir / "ed25519")})
+    done = memsync("--config", str(cfg), "init", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    head = json.loads(done.stdout)["head"]
+    assert verified(keys, path, head)
+
+
+def test_memsync_init_with_a_locked_key_is_a_config_error(keys: Keys, tmp_path: Path) -> None:
+    path = tmp_path / "root"
+    cfg = _config(tmp_path, {"mine": (path, keys.dir / "locked")})
+    done = memsync("--config", str(cfg), "init", str(path))
+    assert done.returncode == 2, done.stderr
+    assert "roots.mine.signing.key" in done.stderr and "passphrase" in done.stderr
+    assert not path.exists()
+
+
+def test_doctor_checks_each_signing_key(keys: Keys, team: Team, tmp_path: Path) -> None:
+    loose = tmp_path / "loose"
+    loose.write_text((keys.dir / "rsa").read_text())
+    loose.chmod(0o644)
+    cfg = _config(
+        tmp_path,
+        {
+            "alice": (team.alice.path, keys.dir / "locked"),
+            "bob": (team.bob.path, keys.dir / "ed25519"),
+            "carol": (team.bob.path.parent / "carol", loose),
+        },
+    )
+    done = memsync("--config", str(cfg), "doctor", "--json")
+    report = DoctorReport.model_validate_json(done.stdout)
+    checks = {c.name: c for c in report.checks}
+    fingerprint = signer(keys.ref("ed25519")).fingerprint
+    good = checks["roots.bob.signing.key"]
+    assert good.status == "ok" and fingerprint in good.message
+    assert (keys.dir / "ed25519.pub").read_text().split()[1] in "".join(good.details)
+    locked = checks["roots.alice.signing.key"]
+    assert locked.status == "fail" and "passphrase" in locked.message
+    assert checks["roots.carol.signing.key"].status == "fail"
+    assert "chmod 600" in (checks["roots.carol.signing.key"].hint or "")
+    for path in (keys.dir / "ed25519", keys.dir / "locked", loose):
+        _never_in(path, done.stdout + done.stderr)
+
+
+def _never_in(path: Path, shown: str) -> None:
+    for line in path.read_text().splitlines():
+        if len(line) > 8 and not line.startswith("-----"):
+            assert line not in shown
