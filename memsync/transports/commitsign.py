@@ -46,12 +46,11 @@ _KEY_HINT = (
 )
 
 
-class SigningKeyError(GitError):
+class SigningKeyError(SecretError, GitError):
     """The root's signing key cannot be used (missing, unreadable, passphrase-protected, not
-    an OpenSSH private key): a configuration problem, named by where it is configured and
-    where the secret lives, never by its content. A cycle reports it as `error`."""
-
-    exit_code = 2
+    an OpenSSH private key), named by where it is configured and where the secret lives,
+    never by its content. A secret problem (exit 2, `secret-unavailable`) met in the git
+    box: a cycle reports it as `error`, as it does a token it cannot read."""
 
 
 @dataclass(frozen=True)

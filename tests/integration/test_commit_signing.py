@@ -429,9 +429,10 @@ def test_memsync_init_signs_the_baseline_of_a_configured_root(keys: Keys, tmp_pa
 def test_memsync_init_with_a_locked_key_is_a_config_error(keys: Keys, tmp_path: Path) -> None:
     path = tmp_path / "root"
     cfg = _config(tmp_path, {"mine": (path, keys.dir / "locked")})
-    done = memsync("--config", str(cfg), "init", str(path))
+    done = memsync("--config", str(cfg), "init", str(path), "--json")
     assert done.returncode == 2, done.stderr
     assert "roots.mine.signing.key" in done.stderr and "passphrase" in done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "secret-unavailable"
     assert not path.exists()
 
 
