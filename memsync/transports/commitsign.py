@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 NAMESPACE = b"git"
 HASH = "sha512"
 MAX_COMMIT = 8 * 1024 * 1024  # a commit memsync made: a tree, a few parents, a message
+MAX_LOADED = 64  # keys kept loaded, by the SHA-256 of their text (one a root, usually)
 ARMOR_WIDTH = 70  # as ssh-keygen writes it
 BEGIN = "-----BEGIN SSH SIGNATURE-----"
 END = "-----END SSH SIGNATURE-----"
@@ -140,6 +141,11 @@ def signer(key: CommitKey) -> CommitSigner:
         text = resolve(key.key)
     except SecretError as exc:
         raise SigningKeyError(f"{key.where}: {exc.message}", hint=exc.hint or _KEY_HINT) from None
+    # The same bytes were loaded (and, for RSA, checked: hundreds of ms) before: reuse them.
+    seen = hashlib.sha256(text.encode("utf-8")).digest()
+    known = _LOADED.get(seen)
+    if known is not None:
+        return known
     if "-----BEGIN OPENSSH PRIVATE KEY-----" not in text:
         raise SigningKeyError(
             f"{key.describe()} is not an OpenSSH private key "
@@ -172,7 +178,14 @@ def signer(key: CommitKey) -> CommitSigner:
     if isinstance(private, ec.EllipticCurvePrivateKey) and private.curve.name not in _CURVES:
         raise SigningKeyError(f"{key.describe()}: unsupported curve", hint=_KEY_HINT)
     line = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
-    return CommitSigner(private, base64.b64decode(line.split()[1]))
+    loaded = CommitSigner(private, base64.b64decode(line.split()[1]))
+    if len(_LOADED) >= MAX_LOADED:
+        _LOADED.clear()
+    _LOADED[seen] = loaded
+    return loaded
+
+
+_LOADED: dict[bytes, CommitSigner] = {}
 
 
 class UnsupportedKey(ValueError):

@@ -144,6 +144,22 @@ def test_a_signature_already_there_is_replaced_not_doubled(keys: Keys, tmp_path:
     assert git(repo, "cat-file", "commit", made).count("BEGIN SSH SIGNATURE") == 1
 
 
+def test_a_replaced_key_file_signs_from_the_next_commit_on(keys: Keys, tmp_path: Path) -> None:
+    """Loaded keys are reused by their bytes, never by their path."""
+    path = tmp_path / "key"
+    key = CommitKey("roots.bob.signing.key", SecretRef("file", str(path)))
+    prints = []
+    for kind in ("rsa", "ed25519", "locked", "rsa"):
+        path.write_text((keys.dir / kind).read_text())
+        if kind == "locked":
+            with pytest.raises(SigningKeyError, match="passphrase"):
+                signer(key)
+            continue
+        prints.append(signer(key).fingerprint)
+    expected = [signer(keys.ref(kind)).fingerprint for kind in ("rsa", "ed25519", "rsa")]
+    assert prints == expected and prints[0] != prints[1]
+
+
 def test_without_a_key_the_commit_is_left_as_it_is(tmp_path: Path) -> None:
     repo = tmp_path / "r"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
