@@ -10,8 +10,10 @@ allowed-signers file listing the key accepts it, exactly as it accepts `git comm
 
 No signing program runs: not gpg, not ssh-keygen, nothing a root's `gpg.*` config names
 (the git box forces all of them off). The key is read when a commit is signed, so a
-replaced key file is used from the next commit on; errors name the config key and where
-the secret lives, never its content. cryptography is imported on first use.
+replaced key file is used from the next commit on (bytes already loaded once are not
+parsed and checked again); errors name the config key and where the secret lives, never
+its content. cryptography is imported on first use. A signed-admission root's commits
+are what its signers list must accept: `doctor` prints this key's allowed-signers line.
 """
 
 from __future__ import annotations
