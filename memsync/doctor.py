@@ -398,6 +398,9 @@ def check_commit_key(where: str, ref: SecretRef) -> Check:
         private = check_secret_file(where, ref)
         if private.status != OK:
             return private
+    if ref.kind == "value":
+        hint = "use {file: PATH} or {credential: NAME} outside tests"
+        return Check(where, WARN, "inline private key in the config", hint)
     line = signer.public_key.split(" ")
     public = " ".join(line[:2])
     return Check(
