@@ -223,7 +223,9 @@ def unsigned_payload(raw: bytes) -> bytes:
     head, body = (raw, b"") if end < 0 else (raw[: end + 1], raw[end + 1 :])
     kept: list[bytes] = []
     dropping = False
-    for line in head.splitlines(keepends=True):
+    pieces = head.split(b"\n")  # git's lines end in LF only (never split on CR)
+    lines = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+    for line in lines:
         if line.startswith(b" ") and dropping:
             continue
         dropping = line.startswith(_SIGNATURE_HEADERS)
