@@ -131,22 +131,27 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     """Create a valid RightMemory-format memory root at PATH.
 
     When the configuration already names a root at PATH, its `sync.https` or `sync.ssh`
-    credentials reach a private upstream.
+    credentials reach a private upstream and its `signing.key` signs the baseline commit.
     """
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.create import init_root  # noqa: PLC0415
     from memsync.wire.cli import InitReport  # noqa: PLC0415
 
-    credentials = None
-    if upstream is not None and find_config_path(app.config_path) is not None:
+    credentials = signing = None
+    if find_config_path(app.config_path) is not None:
         with contextlib.suppress(ConfigError):
             target = path.expanduser().absolute()
             for root in app.settings().roots:
                 if root.path.expanduser().absolute() == target:
-                    credentials = root.git_credentials
+                    credentials, signing = root.git_credentials, root.signing
     with for_terminal(as_json) as progress:
         done = init_root(
-            path, upstream=upstream, branch=branch, credentials=credentials, progress=progress
+            path,
+            upstream=upstream,
+            branch=branch,
+            credentials=credentials,
+            progress=progress,
+            signing=signing,
         )
     report = InitReport(
         path=str(done.path),

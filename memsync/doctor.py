@@ -32,7 +32,7 @@ from memsync import timefmt
 from memsync.config import find_config_path, format_problem, load_config, settings_from
 from memsync.config.files import kind_of
 from memsync.config.model import RootSettings, Settings
-from memsync.config.schema import Config
+from memsync.config.schema import Config, signing_problem
 from memsync.config.secrets import SecretRef, resolve, resolve_header
 from memsync.config.statedir import check_state_dir
 from memsync.daemon.client import SAFE_SOCKET_HINT
@@ -46,6 +46,8 @@ from memsync.errors import ConfigError, GitError, MemsyncError
 from memsync.roots.reach import unreachable
 from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.roots.result import SyncStatus
+from memsync.transports.commitsign import CommitKey
+from memsync.transports.commitsign import signer as commit_signer
 from memsync.transports.git import Git
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
 from memsync.validators.paths import check_name, check_text, within_cap
@@ -62,7 +64,8 @@ DISK_FAIL = 64 * 1024**2
 DISK_WARN = 512 * 1024**2
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
 HEADER_SECRETS = (".token", ".events_token", ".api_key")  # config keys of header-bound secrets
-SSH_KEY_SECRETS = (".ssh.key",)  # config keys of SSH private keys (ssh's own mode rule)
+# config keys of SSH private keys (ssh's own mode rule; memsync's commit key follows it)
+SSH_KEY_SECRETS = (".ssh.key", ".signing.key")
 WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
 HIDDEN_SHOWN = 20  # files with hidden text listed by doctor (validate lists every one)
 _COUNT_LIMIT = 1_000_000  # stop counting directories here: the answer is already "too many"
@@ -97,6 +100,7 @@ def diagnose(config_path: str | None, *, now: datetime | None = None) -> Diagnos
         for root in settings.roots:
             checks += check_root(root)
         checks += check_secrets(config)
+        checks += [c for n, r in config.roots.items() if (c := check_admission(n, r.model_dump()))]
         checks += check_trust(config)
         checks.append(check_inotify(settings, WATCHES_FILE))
     checks.append(check_clock(now or timefmt.now()))
@@ -348,6 +352,9 @@ def check_secrets(config: Config) -> list[Check]:
         if where.startswith("roots.") and ".publish[" in where and where.endswith(".key"):
             checks.append(check_signing_key(where, ref))
             continue
+        if where.startswith("roots.") and where.endswith(".signing.key"):
+            checks.append(check_commit_key(where, ref))
+            continue
         try:
             if where.endswith(HEADER_SECRETS):  # sent in an HTTP header: one line of ASCII
                 resolve_header(ref)
@@ -423,6 +430,51 @@ def check_signing_key(where: str, ref: SecretRef) -> Check:
     except MemsyncError as exc:
         return Check(where, FAIL, exc.message, exc.hint)
     return Check(where, OK, f"{ref.describe()}: signs as {public_key_text(key)}")
+
+
+def check_commit_key(where: str, ref: SecretRef) -> Check:
+    """A root's commit-signing key: an unencrypted OpenSSH key memsync can sign with, in a
+    file only its owner can read."""
+    try:
+        signer = commit_signer(CommitKey(where, ref))
+    except MemsyncError as exc:
+        return Check(where, FAIL, exc.message, exc.hint)
+    if ref.kind == "file":
+        private = check_secret_file(where, ref)
+        if private.status != OK:
+            return private
+    if ref.kind == "value":
+        hint = "use {file: PATH} or {credential: NAME} outside tests"
+        return Check(where, WARN, "inline private key in the config", hint)
+    line = signer.public_key.split(" ")
+    public = " ".join(line[:2])
+    return Check(
+        where,
+        OK,
+        f"{ref.describe()}: signs commits as {signer.fingerprint}",
+        details=(f"allowed signers line: memsync {public}",),
+    )
+
+
+def check_admission(name: str, root: Mapping[str, object]) -> Check | None:
+    """`roots.<name>.signing`: a root that admits only signed commits and has no
+    `signing.key` cannot autocommit or run cycles (config validation refuses that); its
+    merges would be unsigned and refused before push, which doctor warns about."""
+    where = f"roots.{name}.signing"
+    refused = signing_problem(root)
+    if refused is not None:
+        return Check(where, FAIL, refused)
+    admission = root.get("admission")
+    signed = isinstance(admission, Mapping) and admission.get("require") == "signed"
+    if not signed or root.get("signing") is not None:
+        return None
+    return Check(
+        where,
+        WARN,
+        "admission.require: signed without signing.key: a merge memsync makes here would "
+        "be unsigned and refused before push",
+        "add signing: {key: {file: PATH}} with a key listed in admission.signers",
+    )
 
 
 def check_trust(config: Config) -> list[Check]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memsync.config.secrets import SecretRef
+from memsync.transports.commitsign import CommitKey
 from memsync.transports.credentials import GitCredentials
 
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
@@ -67,6 +68,7 @@ class RootSettings:
     repair: RoleSettings | None = None  # that role, resolved from `roles`
     repair_attempts: int = 3  # failed repairs of one conflict before the model is not asked again
     repair_backoff: timedelta = timedelta(minutes=5)  # after the first failure; doubles each time
+    signing: CommitKey | None = None  # signs every commit memsync makes (roots.*.signing.key)
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,7 @@ def root_settings(
         git_credentials=_git_credentials(name, root),
         repair_role=repair_role,
         repair=(roles or {}).get(repair_role) if repair_role else None,
+        signing=CommitKey(f"roots.{name}.signing.key", root.signing.key) if root.signing else None,
     )
 
 

@@ -84,6 +84,11 @@ roots:
         hub: https://hub.example  # the hub's base URL
         token: {env: HUB_PUBLISH} # hub token with publish:<view> scope
         key: {env: VIEW_SIGNING_KEY}  # Ed25519 private key; or {file: ~/.config/memsync/view.key}
+    # Optional: sign every commit memsync makes here (autocommit, merges, prune, insight,
+    # repair, init's baseline) as `git commit -S` with gpg.format=ssh would, in process.
+    # An unencrypted OpenSSH private key (ed25519, ecdsa or rsa). Default: none (unsigned).
+    signing:
+      key: {file: ~/.ssh/memsync_ed25519}
 
 # Views imported from other people's roots into one of yours, by name.
 views:

@@ -232,6 +232,12 @@ class Publish(_Model):
     key: SecretRef
 
 
+class Signing(_Model):
+    """The OpenSSH private key memsync signs the commits it makes with (git's SSH format)."""
+
+    key: SecretRef
+
+
 class Root(_Model):
     path: ConfigPath
     branch: Branch | None = None  # None: the checked-out branch
@@ -242,6 +248,7 @@ class Root(_Model):
     insight: Insight = Insight()
     repair: Repair | None = None
     publish: tuple[Publish, ...] = ()
+    signing: Signing | None = None
 
 
 class HttpSource(_Model):
@@ -479,6 +486,9 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
                 " a repair role needs executor: command"
             )
             problems.append((("roots", name, "repair", "role"), message))
+        unsigned = signing_problem(root_map)
+        if unsigned is not None:
+            problems.append((("roots", name, "signing"), unsigned))
         try:
             path = expand_path(root_map.get("path"), base_dir)
         except ValueError:
@@ -510,6 +520,31 @@ def reference_problems(data: object, base_dir: Path | None) -> list[tuple[Loc, s
         problems
         + hook_problems(top.get("hooks"), roots, views)
         + token_problems(roots, views, roles)
+    )
+
+
+def signing_problem(root: Mapping[Any, Any]) -> str | None:
+    """A root that admits only signed commits (`admission.require: signed`) but has no
+    `signing.key` cannot make a commit of its own: autocommit and cycles are refused."""
+    if _mapping(root.get("admission")).get("require") != "signed":
+        return None
+    if _mapping(root.get("signing")).get("key") is not None:
+        return None
+    makers = [
+        what
+        for what, on in (
+            ("sync.autocommit", _mapping(root.get("sync")).get("autocommit") is True),
+            ("prune", _mapping(root.get("prune")).get("enabled") is True),
+            ("insight", _mapping(root.get("insight")).get("enabled") is True),
+            ("repair", root.get("repair") is not None),
+        )
+        if on
+    ]
+    if not makers:
+        return None
+    return (
+        f"admission.require: signed needs signing.key for the commits memsync makes here "
+        f"({', '.join(makers)}); add signing: {{key: {{file: PATH}}}} or turn those off"
     )
 
 

@@ -39,6 +39,7 @@ from memsync.config.model import (
     WebhookSettings,
 )
 from memsync.config.secrets import SecretRef
+from memsync.transports.commitsign import CommitKey
 from memsync.transports.credentials import GitCredentials
 
 DIR_NAME = "settings"
@@ -61,6 +62,7 @@ CLASSES: dict[str, type] = {
         HookSettings,
         WebhookSettings,
         GitCredentials,
+        CommitKey,
         SecretRef,
     )
 }

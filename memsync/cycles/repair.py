@@ -40,6 +40,7 @@ from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, 
 from memsync.roots.candidate import MergeFailed, merge_candidate
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.result import SyncStatus
+from memsync.transports.commitsign import sign_commit, signer
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -282,6 +283,8 @@ class Repairer:
     ) -> str | MergeFailed | None:
         self._operation = op.id
         git = self.git
+        if self.root.signing is not None:  # a key it cannot use stops it before the role runs
+            signer(self.root.signing)
         # The merge and the role happen in a repository of the role's own, never a linked
         # worktree of the root; the guard proves the role left the root's refs alone.
         merged = merge_candidate(
@@ -290,6 +293,7 @@ class Repairer:
             conflict.start,
             conflict.upstream,
             checkout=lambda path, start: sandbox.create(git, path, start),
+            signing=self.root.signing,
         )
         if isinstance(merged, MergeFailed):
             again = conflict.conflicted and sorted(merged.files) == sorted(conflict.files)
@@ -369,7 +373,7 @@ class Repairer:
         for parent in parents:
             args += ["-p", parent]
         made = box.run(*args, "-m", message, config=box.identity_config())
-        return made.stdout.decode("ascii").strip()
+        return sign_commit(box, made.stdout.decode("ascii").strip(), self.root.signing)
 
     def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:
         git = self.git

@@ -51,6 +51,7 @@ from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
+from memsync.transports.commitsign import SigningKeyError, sign_commit, sign_head, signer
 from memsync.transports.git import Git, GitBlobs
 from memsync.transports.process import Deadline
 from memsync.validators.gate import validate_changes, validate_tree
@@ -188,6 +189,11 @@ class _Turn:
                 FAILED, "the root has uncommitted edits to synchronized files; sync them first"
             )
         head, branch = state.head, state.branch
+        if self.root.signing is not None:  # before a claim or a role: its commit must be signed
+            try:
+                signer(self.root.signing)
+            except SigningKeyError as exc:
+                return self.result(FAILED, f"{self.cycle.kind}: {exc.message}")
         if self.cycle.kind == "insight":
             pressure = count_new(git, self.pressure_path, head, self.cycle.points_per_commit)
             claimed, claim = pressure.claim(self.cycle.threshold, force=force)
@@ -282,6 +288,7 @@ class _Turn:
             .stdout.decode("ascii")
             .strip()
         )
+        collapsed = sign_commit(box, collapsed, self.root.signing)
         fault("cycle-after-role-commit")
         guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
         sandbox.fetch_result(git, worktree, collapsed, candidate_ref(op.id))
@@ -315,7 +322,7 @@ class _Turn:
                 candidate,
                 config=git.identity_config(),
             )
-            return box.rev_parse("HEAD")
+            return sign_head(box, self.root.signing)
 
         log.info(
             "root %s: HEAD moved during the %s turn; replaying it", self.root.name, self.cycle.kind

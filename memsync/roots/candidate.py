@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memsync.errors import require
 from memsync.roots.faults import fault
+from memsync.transports.commitsign import CommitKey, sign_head
 from memsync.transports.git import Git
 from memsync.transports.gitparse import last_line
 from memsync.validators.inbox import InboxConflict, merge_inbox
@@ -39,11 +40,13 @@ def merge_candidate(
     upstream: str,
     *,
     checkout: Callable[[Path, str], Git] | None = None,
+    signing: CommitKey | None = None,
 ) -> str | MergeFailed:
     """A merge commit of `upstream` into `start`, made in a new worktree at `path`.
 
     `checkout` makes that worktree at `start` and returns its git box: by default a linked
     worktree of `git`; a repair role's merge is made in a repository of its own.
+    `signing`: the root's key; the merge is signed and the worktree's HEAD moved to it.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if checkout is None:
@@ -56,11 +59,12 @@ def merge_candidate(
     identity = git.identity_config()
     merged = wt.run(*args, upstream, check=False, config=identity)
     if merged.returncode == 0:
-        return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
+        return sign_head(wt, signing)
     conflicted = tuple(wt.unmerged_paths())
     if conflicted == (INBOX,):
         try:
-            return _merge_inbox(wt, path, identity)
+            _merge_inbox(wt, path, identity)
+            return sign_head(wt, signing)
         except InboxConflict as exc:
             return MergeFailed(f"{exc.message}; the root is unchanged", conflicted)
     if conflicted:
@@ -72,8 +76,11 @@ def merge_candidate(
     return MergeFailed(f"the merge failed: {last_line(merged.stderr)}", ())
 
 
-def replay_candidate(git: Git, path: Path, upstream: str, commits: list[str]) -> str | MergeFailed:
-    """`commits` (oldest first, no merges) replayed onto `upstream` in a new worktree.
+def replay_candidate(
+    git: Git, path: Path, upstream: str, commits: list[str], signing: CommitKey | None = None
+) -> str | MergeFailed:
+    """`commits` (oldest first, no merges) replayed onto `upstream` in a new worktree
+    (each replayed commit signed with `signing`, when the root has a key).
 
     What `--accept-rewrite` publishes: the rewritten upstream as it is, plus this root's
     own commits that never reached the old upstream. A commit whose change the upstream
@@ -94,6 +101,7 @@ def replay_candidate(git: Git, path: Path, upstream: str, commits: list[str]) ->
             config=identity,
         )
         if picked.returncode == 0:
+            sign_head(wt, signing)
             continue
         conflicted = tuple(wt.unmerged_paths())
         if conflicted:
@@ -109,11 +117,10 @@ def replay_candidate(git: Git, path: Path, upstream: str, commits: list[str]) ->
     return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
 
 
-def _merge_inbox(wt: Git, path: Path, identity: list[tuple[str, str]]) -> str:
+def _merge_inbox(wt: Git, path: Path, identity: list[tuple[str, str]]) -> None:
     """The guidance inbox is the only conflict: merge it by entry id, deterministically."""
     sides = [wt.read_stage(INBOX, stage) for stage in (1, 2, 3)]
     merged = merge_inbox(*(None if s is None else s.decode("utf-8") for s in sides))
     (path / INBOX).write_text(merged, encoding="utf-8")
     wt.run("add", "--", INBOX)
     wt.run("commit", "--no-edit", "--quiet", config=identity)
-    return require(wt.rev_parse("HEAD"), "the candidate's HEAD")

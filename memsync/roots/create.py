@@ -27,6 +27,7 @@ from memsync.errors import RootError, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat
 from memsync.roots.reach import unreachable
+from memsync.transports.commitsign import CommitKey, sign_head
 from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome, cause
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.policy import SyncPolicy, gitignore_text
@@ -74,10 +75,12 @@ def init_root(
     policy: SyncPolicy | None = None,
     credentials: GitCredentials | None = None,
     progress: Progress = NO_PROGRESS,
+    signing: CommitKey | None = None,
 ) -> InitResult:
     """`credentials`: how to reach a private upstream (the configured root's `sync.https`
     or `sync.ssh`, when the path is a configured root). `progress` is shown the fetch,
-    the validation and the checkout of a joined upstream."""
+    the validation and the checkout of a joined upstream. `signing`: the configured
+    root's `signing.key`, which signs the baseline commit."""
     policy = policy or SyncPolicy()
     path = path.expanduser().absolute()
     if path.exists() and not path.is_dir():
@@ -96,7 +99,7 @@ def init_root(
             staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
             try:
                 git = Git(staging, credentials=credentials)
-                done = _create(git, staging, branch, upstream, policy, progress)
+                done = _create(git, staging, branch, upstream, policy, progress, signing)
                 _move_into(staging, target)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -179,6 +182,7 @@ def _create(
     upstream: str | None,
     policy: SyncPolicy,
     progress: Progress = NO_PROGRESS,
+    signing: CommitKey | None = None,
 ) -> InitResult:
     """Build the root in the empty directory `path` (the staging directory)."""
     git.run("init", "--quiet", f"--initial-branch={branch}", ".")
@@ -208,7 +212,7 @@ def _create(
     (path / "PURSUITS.md").write_text(PURSUITS_TEMPLATE, encoding="utf-8")
     git.run("add", "--", ".gitignore", "MEMORY.md", "PURSUITS.md")
     git.run("commit", "--quiet", "-m", "memory: initial baseline", config=git.identity_config())
-    head = git.rev_parse("HEAD") or ""
+    head = sign_head(git, signing)
     pushed = False
     if upstream is not None:
         outcome_push, detail = git.push("origin", head, branch)

@@ -33,6 +33,7 @@ from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
+from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git, GitBlobs
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
@@ -302,7 +303,8 @@ class _Cycle:
         def stage(op: journal.Operation, worktree: Path) -> str:
             worktree.mkdir(parents=True, exist_ok=True, mode=0o700)
             message = f"memsync: autocommit {len(dirty)} file(s)\n\n" + "\n".join(dirty)
-            return git.commit_paths(start, dirty, message, worktree / "index")
+            made = git.commit_paths(start, dirty, message, worktree / "index")
+            return sign_commit(git, made, self.settings.signing)
 
         def validate(candidate: str, files: tuple[str, ...]) -> Report:
             _count, changes = git.changes(candidate, start)
@@ -539,6 +541,7 @@ class _Cycle:
             self.result,
             self._repairer if self.settings.repair_role is not None else None,
             self.options.progress,
+            signing=self.settings.signing,
         )
 
     @property

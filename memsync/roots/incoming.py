@@ -32,6 +32,7 @@ from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
 from memsync.roots.result import SyncResult, SyncStatus
+from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git, GitBlobs
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
@@ -61,6 +62,7 @@ class Incoming:
     # roots.*.repair.role: makes the runner that settles a conflicting merge, when one does
     repair: Callable[[], Repairer] | None = None
     progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
+    signing: CommitKey | None = None  # roots.*.signing.key: signs the merges made here
 
     def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
@@ -237,8 +239,8 @@ class Incoming:
             # Only this root's own commits that never reached the old trusted upstream: what
             # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
             own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
-            return replay_candidate(self.git, worktree, upstream, own)
-        return merge_candidate(self.git, worktree, plan.local, upstream)
+            return replay_candidate(self.git, worktree, upstream, own, self.signing)
+        return merge_candidate(self.git, worktree, plan.local, upstream, signing=self.signing)
 
     def _valid(self, commit: str) -> bool:
         return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok
