@@ -6,9 +6,11 @@ copied into each test's own directory with `copy_built`, so no test sees another
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from memsync.config.model import RootSettings
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
+from tests import leftovers
 from tests.helpers import git, settings_for
 
 # Property tests run real parsers on shared, noisy machines: no per-example deadline.
@@ -52,6 +55,71 @@ if PROFILE not in _PROCESS_EXAMPLES:
     )
 settings.load_profile(PROFILE)
 PROCESS_EXAMPLES = settings(max_examples=_PROCESS_EXAMPLES[PROFILE])
+
+
+# Every test runs with a home and XDG directories of its own (issue 20, item 10): memsync
+# resolves its memos, caches, state and socket from them, and a test must never write the
+# user's real ~/.cache or ~/.local/state, nor read their ~/.config. The whole process gets one
+# first (session fixtures, import-time code), then each test its own.
+ISOLATED_DIRS = {
+    "HOME": "home",
+    "XDG_CONFIG_HOME": "config",
+    "XDG_CACHE_HOME": "cache",
+    "XDG_STATE_HOME": "state",
+    "XDG_DATA_HOME": "data",
+    "XDG_RUNTIME_DIR": "run",
+}
+
+
+def isolate_home(base: Path) -> dict[str, str]:
+    """Point HOME and the XDG directories into `base` (created 0700); the values set."""
+    values = {}
+    for var, name in ISOLATED_DIRS.items():
+        path = base / name
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        values[var] = str(path)
+    os.environ.update(values)
+    return values
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The process's own home, before any fixture or test runs (in pytest only: modules that
+    import this one, like a test's launcher, keep the environment they were given)."""
+    home = Path(tempfile.mkdtemp(prefix="memsync-tests-home-"))
+    isolate_home(home)
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    _SUBREAPER.append(leftovers.become_subreaper())
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """This test's own HOME and XDG directories, outside its tmp_path (which it may list)."""
+    base = tmp_path_factory.mktemp("home")
+    for var, name in ISOLATED_DIRS.items():
+        path = base / name
+        path.mkdir(mode=0o700)
+        monkeypatch.setenv(var, str(path))
+    return {var: os.environ[var] for var in ISOLATED_DIRS}
+
+
+# Every test ends what it started (issue 20, item 11): see tests/leftovers.py.
+_SUBREAPER: list[bool] = []  # set in pytest_configure: importing this module changes nothing
+
+
+@pytest.fixture(autouse=True)
+def ends_what_it_started() -> Iterator[None]:
+    """Fail the test whose processes outlive it (they are killed first, with their group)."""
+    if _SUBREAPER[-1:] != [True]:
+        yield
+        return
+    before = set(leftovers.children())
+    yield
+    left = leftovers.settle(before)
+    if left:
+        named = "; ".join(f"pid {c.pid} ({c.command})" for c in left)
+        pytest.fail(f"processes outlived the test and were killed: {named}", pytrace=False)
 
 
 @dataclass

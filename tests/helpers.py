@@ -142,7 +142,9 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
+def kill_while_agent_holds(
+    memsync_args: list[str], pidfile: Path, *, end_agent: bool = True
+) -> int:
     """Run `memsync *memsync_args` until its agent script has written its pid to `pidfile`
     (and blocks, e.g. on a fifo), SIGKILL memsync there, then end the orphaned agent by its
     own pid and its process group (what it was blocked in, `cat FIFO`, is its child and would
@@ -163,7 +165,7 @@ def kill_while_agent_holds(memsync_args: list[str], pidfile: Path) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if agent:  # the agent was left blocked: end its whole group (the role's), then it
+        if agent and end_agent:  # the agent was left blocked: end its whole group, then it
             with contextlib.suppress(ProcessLookupError):
                 group = os.getpgid(agent)
                 if group != os.getpgrp():  # roles run in a session of their own; never ours

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memsync.config.model import CommandRoleSettings
 from memsync.cycles.prompts import Prompt
+from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runrecord import (
     ExecutorFailed,
     FailureKind,
@@ -86,12 +87,15 @@ def run_command(
     scratch: Path | None = None,
     environ: Mapping[str, str] | None = None,
     output_cap: int = OUTPUT_CAP,
+    groups: RoleGroups | None = None,
 ) -> RunRecord:
     """Run the role's command once in `worktree` (blocking; call it from a worker thread).
 
     The prompt file lives in a private directory under `scratch` (the state dir; the system
     temp dir when None), never inside the worktree, and is removed afterwards. Returns the
     record of a run that exited 0; raises ExecutorFailed (with the record) otherwise.
+    With `groups`, the agent's process group is recorded there while it runs, so a later
+    memsync process can end it if this one is killed meanwhile (`rolegroups.py`).
     """
     text = prompt.text if isinstance(prompt, Prompt) else prompt
     worktree = worktree.absolute()
@@ -122,6 +126,13 @@ def run_command(
             operation_id=operation_id,
             environ=environ,
         )
+        started_group: list[int] = []
+
+        def on_start(pid: int) -> None:
+            started_group.append(pid)
+            if groups is not None:
+                groups.record(pid, operation_id=operation_id, role=role.name)
+
         try:
             done = run_process(
                 argv,
@@ -130,6 +141,7 @@ def run_command(
                 seconds=seconds,
                 input=text.encode("utf-8"),
                 keep=output_cap,
+                on_start=on_start,
             )
         except OSError as exc:
             what = "was not found" if isinstance(exc, FileNotFoundError) else "could not start"
@@ -141,6 +153,9 @@ def run_command(
             ) from exc
     finally:
         shutil.rmtree(private, ignore_errors=True)
+        if groups is not None:
+            for pid in started_group:  # the box ended the group, whatever the outcome
+                groups.forget(pid)
     fault("cycle-during-executor")  # the agent ran (and may have committed); nothing recorded
     record = _command_record(role, operation_id, started, seconds, done, output_cap)
     log.info("%s", record.summary())

@@ -32,6 +32,7 @@ from memsync.config.model import CommandRoleSettings, RootSettings
 from memsync.cycles import sandbox
 from memsync.cycles.command import run_command
 from memsync.cycles.repairprompt import KIND, Conflict, RepairInputs, repair_key, repair_prompt
+from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.sandbox import RoleEscaped, RootGuard, escaped_problems
 from memsync.errors import ProblemError
@@ -318,6 +319,7 @@ class Repairer:
                     operation_id=op.id,
                     deadline=Deadline.after(role.timeout.total_seconds()),
                     scratch=self.layout.base / "prompts",
+                    groups=RoleGroups(self.layout.base),
                 )
             finally:
                 guard.check(

@@ -25,6 +25,7 @@ from memsync.cycles.command import run_command
 from memsync.cycles.insightprompt import InsightInputs, insight_prompt
 from memsync.cycles.promptkit import Executor, Prompt
 from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
+from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.sandbox import escaped_problems
@@ -49,10 +50,12 @@ class CommandRole:
         role: CommandRoleSettings,
         scratch: Path | None = None,
         runlog: RunLog | None = None,
+        groups: RoleGroups | None = None,
     ) -> None:
         self.role = role
         self.scratch = scratch
         self.runlog = runlog
+        self.groups = groups
 
     def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
         try:
@@ -63,6 +66,7 @@ class CommandRole:
                 operation_id=turn.operation_id,
                 deadline=deadline,
                 scratch=self.scratch,
+                groups=self.groups,
             )
         except ExecutorFailed as exc:
             if self.runlog is not None:

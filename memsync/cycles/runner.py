@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memsync.config.model import CommandRoleSettings, RootSettings, Settings
+from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.turn import (
@@ -23,6 +24,7 @@ from memsync.cycles.turn import (
 from memsync.errors import UsageError
 from memsync.roots import pause
 from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.layout import RootLayout
 
 # What an agent CLI may see of the daemon's environment: enough to run, no secrets.
 _PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "TERM")
@@ -56,7 +58,8 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
         )
     runlog = RunLog.for_root(settings.state_dir, root.name, kind)
     if isinstance(role, CommandRoleSettings):
-        return CommandRole(role, runlog=runlog), role.timeout.total_seconds()
+        groups = RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base)
+        return CommandRole(role, runlog=runlog, groups=groups), role.timeout.total_seconds()
     return OpenAIRole(role, runlog), role.timeout.total_seconds()
 
 
@@ -81,6 +84,8 @@ def cycle_now(
     except UsageError as exc:
         return CycleResult(root.name, kind, FAILED, exc.message)
     cycle = replace(cycle, enabled=True, timeout=timeout)
+    # An agent a killed memsync process left running on this root ends before a new turn.
+    RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
     result = run_cycle(root, cycle, role, settings.state_dir, force=force)
     if push and result.status == LANDED and root.push and root.sync_enabled:
         pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0))

@@ -41,6 +41,7 @@ from memsync import __version__, timefmt
 from memsync.config.load import format_problem
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
+from memsync.cycles.rolegroups import RoleGroups
 from memsync.daemon import transitions
 from memsync.daemon.control import (
     ControlSocket,
@@ -606,8 +607,10 @@ def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:
 
 
 def _recover(root: RootSettings, state_dir: Path) -> None:
-    """Settle every unsettled journal record of one root before READY=1."""
+    """Settle every unsettled journal record of one root before READY=1, and end the role
+    process groups a killed daemon left running on it."""
     layout = RootLayout.for_root(state_dir, root.name)
+    RoleGroups(layout.base).end_left()
     records = Journal(layout.journal_dir)
     if not root.path.is_dir() or not recovery.needed(records, layout):
         return

@@ -229,6 +229,55 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
     assert_converged(team, tmp_path, "insight")
 
 
+def test_an_agent_left_running_by_a_killed_cycle_is_ended_by_the_next_one(
+    team: Team, tmp_path: Path
+) -> None:
+    """The killed `memsync cycle` recorded its agent's group; the next run ends that group
+    (the agent and the `cat` it is blocked in) before its own turn, then lands."""
+    fifo, pidfile, released = tmp_path / "hold", tmp_path / "agent.pid", tmp_path / "released"
+    os.mkfifo(fifo)
+    script = tmp_path / "insight.sh"
+    script.write_text(
+        HOLDING_AGENT.format(
+            counter=tmp_path / "runs", released=released, pidfile=pidfile, fifo=fifo
+        )
+    )
+    script.chmod(0o755)
+    cfg = configure(
+        team, tmp_path, "insight", f"insight: {{executor: command, command: [{script}]}}"
+    )
+    commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
+    args = ["--config", str(cfg), "cycle", "insight", "bob", "--force"]
+    agent = kill_while_agent_holds(args, pidfile, end_agent=False)
+    group = os.getpgid(agent)
+    assert running(agent)  # the kill left it blocked on the fifo
+    released.touch()
+    code, out = run(cfg, "insight")
+    assert code == 0, out
+    assert not running(agent)
+    assert not [pid for pid in pids() if running(pid) and group_of(pid) == group]
+    assert CycleReport.model_validate_json(out).status == "landed"
+
+
+def running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def pids() -> list[int]:
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+
+
 # The insight agent, then (on its first run only) it commits in the root itself, as a
 # person could meanwhile: the two look the same, so the turn is role-escaped.
 ESCAPING_AGENT = (

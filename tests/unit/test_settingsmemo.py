@@ -66,12 +66,13 @@ def test_the_memo_answers_only_for_the_bytes_and_conditions_it_saw(
     assert memo.stat().st_mode & 0o777 == 0o600
     assert cache.stat().st_mode & 0o777 == 0o700
     assert settingsmemo.recall(path, raw + b"\n") is None  # other bytes
+    seen = {var: os.environ[var] for var in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME")}
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "elsewhere"))  # moves the socket
     assert settingsmemo.recall(path, raw) is None
-    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", seen["XDG_RUNTIME_DIR"])
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-home"))
     assert settingsmemo.recall(path, raw) is None
-    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("XDG_STATE_HOME", seen["XDG_STATE_HOME"])
     assert settingsmemo.recall(path, raw) == settings
     good = memo.read_text()
     for junk in ("", "[]", "{", '{"version": 2}', good.replace('"Settings"', '"Path"')):
