@@ -32,6 +32,15 @@ class PublishSettings:
 
 
 @dataclass(frozen=True)
+class AdmissionSettings:
+    """`roots.*.admission`: `signed` admits only commits signed by one of `signers`
+    (OpenSSH public key lines, or references to files of them, read at each sync)."""
+
+    require: Literal["off", "signed"] = "off"
+    signers: tuple[str | SecretRef, ...] = ()
+
+
+@dataclass(frozen=True)
 class RootSettings:
     """One configured memory root and how it syncs."""
 
@@ -67,6 +76,7 @@ class RootSettings:
     repair: RoleSettings | None = None  # that role, resolved from `roles`
     repair_attempts: int = 3  # failed repairs of one conflict before the model is not asked again
     repair_backoff: timedelta = timedelta(minutes=5)  # after the first failure; doubles each time
+    admission: AdmissionSettings = AdmissionSettings()  # roots.*.admission
 
 
 @dataclass(frozen=True)
@@ -230,6 +240,7 @@ def root_settings(
         git_credentials=_git_credentials(name, root),
         repair_role=repair_role,
         repair=(roles or {}).get(repair_role) if repair_role else None,
+        admission=AdmissionSettings(root.admission.require, root.admission.signers),
     )
 
 

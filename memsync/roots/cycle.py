@@ -8,6 +8,7 @@ a daemon cycle on a watched, quiet root reuses its last status (`statusmemo`): t
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Hashable
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.config.model import RootSettings
-from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
+from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
+from memsync.roots import admission, indexstat, journal, packs, pause, recovery, statusmemo
+from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -169,6 +171,8 @@ class _Cycle:
 
     def _run(self) -> SyncResult:
         try:
+            if not self.options.dry_run:
+                admission.remember(self.layout.base, self.settings.admission, self.trusted)
             early = self._preflight()
             if early is not None:
                 return early
@@ -186,6 +190,8 @@ class _Cycle:
             problems = tuple(Problem(UNSAFE, where, None, text) for where, text in exc.findings)
             return self.result(SyncStatus.ERROR, exc.message, problems=problems)
         except GitError as exc:
+            return self.result(SyncStatus.ERROR, exc.message)
+        except SecretError as exc:  # admission.signers unreadable: nothing is admitted
             return self.result(SyncStatus.ERROR, exc.message)
 
     def _preflight(self) -> SyncResult | None:
@@ -539,7 +545,13 @@ class _Cycle:
             self.result,
             self._repairer if self.settings.repair_role is not None else None,
             self.options.progress,
+            self.signed,
         )
+
+    @functools.cached_property
+    def signed(self) -> SignedAdmission | None:
+        """`admission.require: signed`: the pinned signers, read once per cycle."""
+        return SignedAdmission.of(self.settings.name, self.settings.admission)
 
     @property
     def outgoing(self) -> Outgoing:
@@ -551,6 +563,7 @@ class _Cycle:
             self.settings.remote,
             self.branch,
             self.upstream_branch,
+            self.signed,
         )
 
     def _push(self, head: str, upstream: str | None) -> SyncResult | None:

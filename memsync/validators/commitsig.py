@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import struct
 from collections.abc import Iterable, Mapping
@@ -79,7 +80,13 @@ class SignerKey:
     comment: str
 
     def public_key(self) -> PublicKey:
-        return PublicKey.from_ssh_encoding(self.blob)
+        return _load_key(self.blob)
+
+    @property
+    def line(self) -> str:
+        """The key as one canonical OpenSSH line."""
+        text = f"{self.key_type} {base64.b64encode(self.blob).decode('ascii')}"
+        return f"{text} {self.comment}" if self.comment else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +285,12 @@ def _verifies(key: PublicKey, key_type: str, sig: _Sshsig, payload: bytes) -> bo
         return key.do_verify(sig.signature_blob, signed.to_bytes()) is None
     except (ValueError, AssertionError):  # sshsig asserts the algorithm name; checked above
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def _load_key(blob: bytes) -> PublicKey:
+    """A pinned key, loaded once (a long range is verified against the same few keys)."""
+    return PublicKey.from_ssh_encoding(blob)
 
 
 def _canonical_blob(key: PublicKey) -> bytes:
