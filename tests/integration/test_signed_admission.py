@@ -15,6 +15,7 @@ import pytest
 
 from memsync.config.model import AdmissionSettings
 from memsync.config.secrets import SecretRef
+from memsync.roots.admission import MAX_NAMED
 from memsync.roots.layout import RootLayout
 from memsync.status import root_document
 from tests.conftest import Member, Team
@@ -192,3 +193,18 @@ def test_path_problems_and_signatures_are_reported_together(
     assert result.status == "rejected"
     assert {p.code for p in result.problems} == {"path-not-allowed", "unsigned-commit"}
     assert any(bad in p.message for p in result.problems)
+
+
+def test_a_long_unsigned_range_names_the_first_commits_and_counts_the_rest(
+    team: Team, keys: dict[str, Key]
+) -> None:
+    made = [
+        commit(team.alice.path, {"MEMORY_n.md": f"# N {i}\n"}, f"n{i}")
+        for i in range(MAX_NAMED + 5)
+    ]
+    push(team.alice.path)
+    result = signed(team.bob, keys["alice"].public).sync()
+    assert result.status == "rejected"
+    assert [p.code for p in result.problems] == ["unsigned-commit"] * (MAX_NAMED + 1)
+    assert [p.message.split()[1] for p in result.problems[:MAX_NAMED]] == made[:MAX_NAMED]
+    assert result.problems[-1].message.startswith("and 5 more commit(s)")
