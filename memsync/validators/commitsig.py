@@ -34,6 +34,7 @@ from sshsig import PublicKey
 from sshsig.sshsig import SshsigWrapper
 
 SignatureCode = Literal["unsigned-commit", "untrusted-signer", "bad-signature"]
+CODES: tuple[SignatureCode, ...] = ("unsigned-commit", "untrusted-signer", "bad-signature")
 
 NAMESPACE = b"git"
 _SIGNATURE_HEADER = b"gpgsig"
