@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -153,3 +158,65 @@ def test_another_base64_spelling_of_the_same_signature_is_refused(scene: Scene) 
     respelled = b"\n".join(lines)
     assert verify(respelled, [scene.alice.public]).code == "bad-signature"
     assert signer_fingerprint(respelled) is None
+
+
+def _string(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def resign(scene: Scene, **change: bytes) -> bytes:
+    """The unsigned commit signed again in process with Alice's own private key, as
+    `ssh-keygen -Y sign -n git` does, with one field of the SSHSIG changed."""
+    key = load_ssh_private_key(scene.alice.private.read_bytes(), None)
+    assert isinstance(key, Ed25519PrivateKey)
+    fields = {
+        "namespace": b"git",
+        "reserved": b"",
+        "hash": b"sha512",
+        "algorithm": b"ssh-ed25519",
+        "version": struct.pack(">I", 1),
+        "trailer": b"",
+        **change,
+    }
+    payload = scene.unsigned
+    digest = hashlib.new(fields["hash"].decode(), payload).digest()
+    signed = b"SSHSIG" + b"".join(
+        _string(v) for v in (fields["namespace"], fields["reserved"], fields["hash"], digest)
+    )
+    blob = b"SSHSIG" + fields["version"] + _string(parse_signer(scene.alice.public).blob)
+    blob += b"".join(_string(v) for v in (fields["namespace"], fields["reserved"], fields["hash"]))
+    blob += _string(_string(fields["algorithm"]) + _string(key.sign(signed)))
+    blob += fields["trailer"]
+    text = base64.b64encode(blob)
+    lines = [b"-----BEGIN SSH SIGNATURE-----"]
+    lines += [text[i : i + 70] for i in range(0, len(text), 70)]
+    lines += [b"-----END SSH SIGNATURE-----"]
+    headers, _, message = payload.partition(b"\n\n")
+    return headers + b"\ngpgsig " + b"\n ".join(lines) + b"\n\n" + message
+
+
+def test_an_in_process_signature_like_ssh_keygens_verifies(scene: Scene) -> None:
+    """The control for the variants below (and sha256, which ssh-keygen also accepts)."""
+    assert verify(resign(scene), [scene.alice.public]).trusted
+    assert verify(resign(scene, hash=b"sha256"), [scene.alice.public]).trusted
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"namespace": b"file"},  # a signature made for another purpose
+        {"hash": b"sha1"},
+        {"hash": b"md5"},
+        {"reserved": b"x"},
+        {"version": struct.pack(">I", 2)},
+        {"trailer": b"\0"},  # bytes after the last field
+        {"algorithm": b"ssh-rsa"},
+    ],
+    ids=lambda change: next(iter(change)),
+)
+def test_signature_variants_ssh_keygen_would_not_write_are_refused(
+    scene: Scene, change: dict[str, bytes]
+) -> None:
+    raw = resign(scene, **change)
+    assert verify(raw, [scene.alice.public]).code == "bad-signature"
+    assert signer_fingerprint(raw) is None
