@@ -137,15 +137,19 @@ def _subject(raw: bytes) -> str:
 
 
 def remember(base: Path, settings: AdmissionSettings, trusted: str | None) -> None:
-    """Record when signed admission was turned on and the trusted upstream then (kept while
-    it stays on); drop the record when it is off. One stat per cycle when nothing changes."""
+    """After a cycle: record when signed admission was turned on and the trusted upstream
+    then (a root with none yet gets the first one a cycle trusts); drop the record when
+    the policy is off. Nothing is written while the record stands."""
     path = base / RECORD
     if settings.require != "signed":
         path.unlink(missing_ok=True)
         return
-    if path.exists():
+    record = read_json(path)
+    if isinstance(record, dict) and (isinstance(record.get("anchor"), str) or trusted is None):
         return
-    write_json(path, {"anchor": trusted, "since": timefmt.rfc3339(timefmt.now())})
+    since = record.get("since") if isinstance(record, dict) else None
+    stamp = since if isinstance(since, str) else timefmt.rfc3339(timefmt.now())
+    write_json(path, {"anchor": trusted, "since": stamp})
 
 
 def describe(base: Path, settings: AdmissionSettings) -> dict[str, Any]:

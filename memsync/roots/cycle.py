@@ -151,6 +151,7 @@ class _Cycle:
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
+        admission.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -171,8 +172,6 @@ class _Cycle:
 
     def _run(self) -> SyncResult:
         try:
-            if not self.options.dry_run:
-                admission.remember(self.layout.base, self.settings.admission, self.trusted)
             early = self._preflight()
             if early is not None:
                 return early

@@ -18,6 +18,7 @@ from memsync.config.secrets import SecretRef
 from memsync.roots.admission import MAX_NAMED
 from memsync.roots.layout import RootLayout
 from memsync.status import root_document
+from memsync.validators.commitsig import parse_signer
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, push, snapshot
 from tests.sigkeys import Key, make_key, raw_commit, sign_flags, signed_commit
@@ -208,3 +209,15 @@ def test_a_long_unsigned_range_names_the_first_commits_and_counts_the_rest(
     assert [p.code for p in result.problems] == ["unsigned-commit"] * (MAX_NAMED + 1)
     assert [p.message.split()[1] for p in result.problems[:MAX_NAMED]] == made[:MAX_NAMED]
     assert result.problems[-1].message.startswith("and 5 more commit(s)")
+
+
+def test_a_root_with_no_trusted_upstream_anchors_at_the_first_one(
+    team: Team, keys: dict[str, Key]
+) -> None:
+    bob = signed(team.bob, keys["alice"].public)
+    status = root_document(bob.settings, bob.state_dir)["admission"]
+    assert status["since"] is None and "next cycle" in status["message"]
+    assert bob.sync().status == "current"
+    status = root_document(bob.settings, bob.state_dir)["admission"]
+    assert status["anchor"] == git(team.upstream, "rev-parse", "main")
+    assert status["signers"] == [parse_signer(keys["alice"].public).fingerprint]
