@@ -220,3 +220,41 @@ def test_signature_variants_ssh_keygen_would_not_write_are_refused(
     raw = resign(scene, **change)
     assert verify(raw, [scene.alice.public]).code == "bad-signature"
     assert signer_fingerprint(raw) is None
+
+
+_HEADER_TEXT = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=30
+)
+_B64 = st.text(
+    st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="),
+    min_size=1,
+    max_size=70,
+)
+
+
+@given(
+    headers=st.lists(
+        st.tuples(st.sampled_from(["tree", "parent", "author", "committer", "x-y"]), _HEADER_TEXT),
+        min_size=1,
+        max_size=6,
+    ),
+    position=st.integers(0, 6),
+    body=st.lists(_B64, min_size=1, max_size=5),
+    message=st.binary(max_size=60),
+)
+def test_split_takes_out_exactly_the_signature_header(
+    headers: list[tuple[str, str]], position: int, body: list[str], message: bytes
+) -> None:
+    """Wherever the header stands among the others, the payload is the object without it
+    (what git verifies) and the signature is its text without continuation spaces."""
+    lines = [f"{name} {value}".encode() for name, value in headers]
+    signature = [b"-----BEGIN SSH SIGNATURE-----", *(b.encode() for b in body)]
+    signature.append(b"-----END SSH SIGNATURE-----")
+    header = b"gpgsig " + b"\n ".join(signature)
+    at = min(position, len(lines))
+    payload = b"\n".join(lines) + b"\n\n" + message
+    raw = b"\n".join([*lines[:at], header, *lines[at:]]) + b"\n\n" + message
+    split = commitsig.split_commit(raw)
+    assert split.payload == payload
+    assert split.signature == b"\n".join(signature) + b"\n"
+    assert commitsig.split_commit(payload) == commitsig.SignedCommit(payload, None)
