@@ -7,7 +7,9 @@ signatures), made here in process so that 10k of them take seconds, not 10k ssh-
 runs. A fresh copy of the same root then syncs them, once with admission off and once
 with `signed`, interleaved, in the same run.
 
-S1/S2: the signed sync against the same sync with admission off, at 1k and 10k commits.
+S1/S2: the signed sync against the same sync with admission off, at 1k and 10k commits
+(the target is the time added per commit: one Ed25519 verification, about 0.05 ms on an
+idle core and several times that on a loaded one, is most of it).
 S3: the gate's own per-commit cost (`SignedAdmission.judge` over the range: rev-list,
 batched cat-file, verification) at 10k against 1k commits: O(range) means about 1.
 
@@ -138,6 +140,7 @@ def scenario(base: Path, count: int) -> dict[str, Any]:
     signer = Signer()
     first, tip = signed_history(upstream, signer, count)
     signed = AdmissionSettings("signed", (signer.public,))
+    SignedAdmission.of("bench", signed)  # the import of cryptography: once, as in the daemon
     off, on = [], []
     for i in range(RUNS):
         order = [(off, AdmissionSettings()), (on, signed)]
@@ -168,14 +171,17 @@ def run() -> list[dict[str, Any]]:
     rows = []
     for label, got in zip(("S1", "S2"), found, strict=True):
         on, off = statistics.median(got["on"]), statistics.median(got["off"])
+        added = (on - off) / got["count"]
         rows.append(
             {
-                "name": f"{label} sync of {got['count']} signed commits, signed (vs admission off)",
+                "name": f"{label} sync of {got['count']} signed commits, signed (vs off): "
+                f"+{added:.2f} ms/commit",
                 "memsync_ms": on,
                 "raw_ms": off,
                 "ratio": on / off,
-                "target": "<= 2x (ed25519 verification is the floor)",
+                "target": "added <= 0.5 ms/commit (ed25519 verification is the floor)",
                 "runs": RUNS,
+                "added_ms_per_commit": added,
                 "judge_ms": statistics.median(got["judge"]),
             }
         )
