@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,12 +111,29 @@ def _signer_lines(root: str, signers: Sequence[str | SecretRef]) -> Iterator[tup
             continue
         try:
             text = resolve(signer)
+            if signer.kind == "file":
+                _not_writable_by_others(Path(signer.ref))
         except SecretError as exc:
             raise SecretError(f"roots.{root}.admission.signers: {exc.message}") from None
         for number, line in enumerate(text.splitlines(), 1):
             stripped = line.strip()
             if stripped and not stripped.startswith("#"):
                 yield f"{signer.describe()} line {number}", stripped
+
+
+def _not_writable_by_others(path: Path) -> None:
+    """Whoever can write a signers file can add a signer: it must be ours (or root's) and
+    writable by no one else (`memsync doctor` says the same, with the chmod to run)."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise SecretError(f"cannot stat {path}: {exc.strerror}") from None
+    if info.st_uid not in (os.geteuid(), 0) or stat.S_IMODE(info.st_mode) & 0o022:
+        raise SecretError(
+            f"{path} can be changed by another user (owner uid {info.st_uid}, mode "
+            f"{stat.S_IMODE(info.st_mode):04o}): whoever can write it can add a signer",
+            hint=f"chmod go-w {path}",
+        )
 
 
 def _commits(git: Git, oids: Sequence[str]) -> Iterator[tuple[str, bytes | None]]:

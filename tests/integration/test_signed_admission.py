@@ -178,6 +178,11 @@ def test_an_unusable_signers_file_admits_nothing(
     assert result.status == "error", result.message
     assert f"{listed} line 2" in result.message
     assert snapshot(bob.path) == before
+    listed.write_text(f"{keys['alice'].public}\n")
+    listed.chmod(0o666)  # another user could add a signer
+    result = bob.sync()
+    assert result.status == "error" and "can be changed by another user" in result.message
+    assert snapshot(bob.path) == before
     listed.unlink()
     result = bob.sync()
     assert result.status == "error" and "does not exist" in result.message
