@@ -84,6 +84,8 @@ def print_status(report: Mapping[str, Any]) -> None:
         )
         if r["message"]:
             click.echo(f"{'':<16} {r['message']}")
+        if (r.get("admission") or {}).get("message"):
+            click.echo(f"{'':<16} {r['admission']['message']}")
         cycles = _cycles(r)
         if cycles:
             click.echo(f"{'':<16} {cycles}")

@@ -355,6 +355,9 @@ def check_secrets(config: Config) -> list[Check]:
         if where.startswith("roots.") and where.endswith(".signing.key"):
             checks.append(check_commit_key(where, ref))
             continue
+        if where.startswith("roots.") and ".admission.signers[" in where:
+            checks.append(check_signers(where, ref))
+            continue
         try:
             if where.endswith(HEADER_SECRETS):  # sent in an HTTP header: one line of ASCII
                 resolve_header(ref)
@@ -407,6 +410,44 @@ def check_secret_file(where: str, ref: SecretRef, *, uid: int | None = None) -> 
             f"chmod 600 {quoted}",
         )
     return Check(where, OK, f"{ref.describe()} is readable, ours and private (mode {mode:04o})")
+
+
+def check_signers(where: str, ref: SecretRef, *, uid: int | None = None) -> Check:
+    """A file of pinned commit signers (`admission.signers`): every line a public key or
+    a comment, owned by us and writable by no one else (whoever can write it can add a
+    signer; reading it is harmless: public keys)."""
+    from memsync.validators.commitsig import parse_signer  # noqa: PLC0415 - cryptography
+
+    try:
+        text = resolve(ref)
+    except ConfigError as exc:
+        return Check(where, FAIL, exc.message, exc.hint)
+    count = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip() and not line.strip().startswith("#"):
+            try:
+                parse_signer(line)
+            except ValueError as exc:
+                hint = "list OpenSSH public keys (a .pub file's line), one a line"
+                return Check(where, FAIL, f"{ref.describe()} line {number}: {exc}", hint)
+            count += 1
+    if ref.kind == "file":
+        path = Path(ref.ref)
+        try:
+            info = path.stat()
+        except OSError as exc:
+            return Check(where, FAIL, f"{ref.describe()}: cannot stat {path}: {exc.strerror}")
+        ours = os.geteuid() if uid is None else uid
+        quoted = shlex.quote(str(path))
+        if info.st_uid not in (ours, 0) or stat.S_IMODE(info.st_mode) & 0o022:
+            return Check(
+                where,
+                FAIL,
+                f"{ref.describe()} can be changed by another user (owner uid {info.st_uid}, "
+                f"mode {stat.S_IMODE(info.st_mode):04o}): whoever can write it can add a signer",
+                f"chown {ours} {quoted} && chmod go-w {quoted}",
+            )
+    return Check(where, OK, f"{ref.describe()} holds {count} signer key(s)")
 
 
 def check_signing_key(where: str, ref: SecretRef) -> Check:

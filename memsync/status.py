@@ -14,7 +14,7 @@ from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
 from memsync.cycles.pressure import Pressure, PruneState
 from memsync.errors import GitError
-from memsync.roots import pause
+from memsync.roots import admission, pause
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.publish import blocking_changes
@@ -94,6 +94,7 @@ def root_document(settings: RootSettings, state_dir: Path) -> dict[str, Any]:
         },
         "paused": held is not None,
         "paused_until": held.until if held else None,
+        "admission": admission.describe(layout.base, settings.admission),
     }
 
 

@@ -33,6 +33,15 @@ class PublishSettings:
 
 
 @dataclass(frozen=True)
+class AdmissionSettings:
+    """`roots.*.admission`: `signed` admits only commits signed by one of `signers`
+    (OpenSSH public key lines, or references to files of them, read at each sync)."""
+
+    require: Literal["off", "signed"] = "off"
+    signers: tuple[str | SecretRef, ...] = ()
+
+
+@dataclass(frozen=True)
 class RootSettings:
     """One configured memory root and how it syncs."""
 
@@ -69,6 +78,7 @@ class RootSettings:
     repair_attempts: int = 3  # failed repairs of one conflict before the model is not asked again
     repair_backoff: timedelta = timedelta(minutes=5)  # after the first failure; doubles each time
     signing: CommitKey | None = None  # signs every commit memsync makes (roots.*.signing.key)
+    admission: AdmissionSettings = AdmissionSettings()  # roots.*.admission
 
 
 @dataclass(frozen=True)
@@ -233,6 +243,7 @@ def root_settings(
         repair_role=repair_role,
         repair=(roles or {}).get(repair_role) if repair_role else None,
         signing=CommitKey(f"roots.{name}.signing.key", root.signing.key) if root.signing else None,
+        admission=AdmissionSettings(root.admission.require, root.admission.signers),
     )
 
 

@@ -79,6 +79,15 @@ roots:
     # `conflict` until a person merges).
     repair:
       role: reconciler            # a name under `roles`
+    # Optional: who may write this root's history. `signed` admits only commits (incoming
+    # and outgoing, each one, merges too) SSH-signed (git's gpg.format=ssh) by a key listed
+    # here; others are `rejected`. Commits trusted when it is turned on stay trusted.
+    admission:
+      require: "off"              # off or signed; default off
+      # OpenSSH public keys (a .pub file's line), or files of them (one a line, # comments)
+      signers:
+        - "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBw1fVZ+RXJhrH+dg+3RYHQVY4TDMB7Z5T3SRvLIf2/p a@b"
+        - {file: ~/.config/memsync/team-signers.pub}
     publish:                      # views of this root to publish to a hub; default none
       - view: auth                # the VIEW_ID under shared_views/ in this root
         hub: https://hub.example  # the hub's base URL

@@ -25,6 +25,7 @@ from pydantic import (
     Discriminator,
     Field,
     PlainSerializer,
+    PlainValidator,
     StrictBool,
     StrictInt,
     Tag,
@@ -238,6 +239,44 @@ class Signing(_Model):
     key: SecretRef
 
 
+def _require(value: object) -> object:
+    # YAML 1.1 reads a bare `off` as false; it means the word here (`on` has no meaning).
+    return "off" if value is False else value
+
+
+def _signer(value: object, info: ValidationInfo) -> str | SecretRef:
+    """An OpenSSH public key line (checked now), or a reference to a file of them (read
+    at each sync, like every secret: a changed file is picked up on the next one)."""
+    if not isinstance(value, str):
+        return SecretRef.parse(value, _base_dir(info))
+    from memsync.validators.commitsig import parse_signer  # noqa: PLC0415 - cryptography
+
+    return parse_signer(value).line
+
+
+def _dump_signer(value: str | SecretRef) -> object:
+    if isinstance(value, str):
+        return value
+    return {value.kind: "********" if value.kind == "value" else value.ref}
+
+
+Signer = Annotated[str | SecretRef, PlainValidator(_signer), PlainSerializer(_dump_signer)]
+
+
+class Admission(_Model):
+    """Who may write the root's history: `signed` admits only commits SSH-signed by a key
+    in `signers` (memsync's config, never the root's), incoming and outgoing."""
+
+    require: Annotated[Literal["off", "signed"], BeforeValidator(_require)] = "off"
+    signers: tuple[Signer, ...] = ()
+
+    @model_validator(mode="after")
+    def _someone(self) -> Admission:
+        if self.require == "signed" and not self.signers:
+            raise ValueError("require: signed needs at least one key in signers")
+        return self
+
+
 class Root(_Model):
     path: ConfigPath
     branch: Branch | None = None  # None: the checked-out branch
@@ -249,6 +288,7 @@ class Root(_Model):
     repair: Repair | None = None
     publish: tuple[Publish, ...] = ()
     signing: Signing | None = None
+    admission: Admission = Admission()
 
 
 class HttpSource(_Model):

@@ -26,6 +26,7 @@ from typing import Any
 from memsync.config import paths
 from memsync.config.files import read_regular
 from memsync.config.model import (
+    AdmissionSettings,
     CommandRoleSettings,
     GitSourceSettings,
     HookSettings,
@@ -53,6 +54,7 @@ CLASSES: dict[str, type] = {
         Settings,
         RootSettings,
         PublishSettings,
+        AdmissionSettings,
         ViewSettings,
         HttpSourceSettings,
         GitSourceSettings,

@@ -8,6 +8,7 @@ a daemon cycle on a watched, quiet root reuses its last status (`statusmemo`): t
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Hashable
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.config.model import RootSettings
-from memsync.errors import GitError, GitTimeout, LockBusy, UnsafeRepoConfig, require
+from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
+from memsync.roots import admission, indexstat, journal, packs, pause, recovery, statusmemo
+from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
@@ -150,6 +152,7 @@ class _Cycle:
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
+        admission.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -187,6 +190,8 @@ class _Cycle:
             problems = tuple(Problem(UNSAFE, where, None, text) for where, text in exc.findings)
             return self.result(SyncStatus.ERROR, exc.message, problems=problems)
         except GitError as exc:
+            return self.result(SyncStatus.ERROR, exc.message)
+        except SecretError as exc:  # admission.signers unreadable: nothing is admitted
             return self.result(SyncStatus.ERROR, exc.message)
 
     def _preflight(self) -> SyncResult | None:
@@ -542,7 +547,13 @@ class _Cycle:
             self._repairer if self.settings.repair_role is not None else None,
             self.options.progress,
             signing=self.settings.signing,
+            admission=self.signed,
         )
+
+    @functools.cached_property
+    def signed(self) -> SignedAdmission | None:
+        """`admission.require: signed`: the pinned signers, read once per cycle."""
+        return SignedAdmission.of(self.settings.name, self.settings.admission)
 
     @property
     def outgoing(self) -> Outgoing:
@@ -554,6 +565,7 @@ class _Cycle:
             self.settings.remote,
             self.branch,
             self.upstream_branch,
+            self.signed,
         )
 
     def _push(self, head: str, upstream: str | None) -> SyncResult | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
+from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import (
     Admission,
     Admitter,
@@ -63,6 +64,7 @@ class Incoming:
     repair: Callable[[], Repairer] | None = None
     progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
     signing: CommitKey | None = None  # roots.*.signing.key: signs the merges made here
+    admission: SignedAdmission | None = None  # roots.*.admission: signed (every commit)
 
     def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
@@ -73,10 +75,11 @@ class Incoming:
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
         report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
         self.progress.show(checking, len(changes), len(changes), unit="changes", detail=commits)
-        if not report.ok:
-            return self._refuse(
-                report.problems, upstream, local, f"{count} incoming commit(s) break the path rules"
-            )
+        unsigned = self.admission.judge(git, upstream, local) if self.admission else ()
+        if not report.ok or unsigned:
+            why = "break the path rules" if not report.ok else "lack a pinned signer's signature"
+            problems = (*report.problems, *unsigned)
+            return self._refuse(problems, upstream, local, f"{count} incoming commit(s) {why}")
         kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
 
         def keep_previous_head() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memsync.roots import journal
+from memsync.roots.admission import SignedAdmission
 from memsync.roots.faults import fault
 from memsync.roots.reach import unreachable
 from memsync.roots.result import SyncStatus
@@ -47,6 +48,7 @@ class Outgoing:
     remote: str
     branch: str  # the local branch (journal records)
     upstream_branch: str
+    admission: SignedAdmission | None = None  # roots.*.admission: signed (every commit)
 
     def push(self, head: str, upstream: str | None, *, dry_run: bool) -> Pushed:
         """Validate `upstream..head`, then push `head` to the upstream branch, never forced."""
@@ -61,14 +63,16 @@ class Outgoing:
                 self.graph,
                 content_paths=git.changed_paths(upstream or EMPTY_TREE, head),
             )
-        if not report.ok:
-            codes = ", ".join(sorted(report.codes()))
+        unsigned = self.admission.judge(git, head, upstream) if self.admission else ()
+        if not report.ok or unsigned:
+            problems = (*report.problems, *unsigned)
+            codes = ", ".join(sorted({p.code for p in problems}))
             return Pushed(
                 "refused",
                 f"refused to push: {count} local commit(s) break the memory rules ({codes}); "
                 "nothing was pushed",
                 tuple(sorted({p.path for p in report.problems if p.path})),
-                report.problems,
+                problems,
             )
         if dry_run:
             return Pushed(

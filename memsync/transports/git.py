@@ -387,3 +387,25 @@ class Git(TreeReads):
         reads the index: when someone else holds it, git writes nothing and this answers
         at once (False when there was something to store; the lock is left alone)."""
         return self.run("update-index", "-q", "--refresh", check=False).returncode == 0
+
+    def commit_objects(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """Raw commit objects by id (`cat-file commit` bytes; what is missing or not a
+        commit is left out), for checking their signatures in process."""
+        raw = self.run(
+            "cat-file",
+            "--batch=%(objectname) %(objecttype) %(objectsize)",
+            input=b"".join(oid.encode("ascii") + b"\n" for oid in oids),
+        ).stdout
+        found: dict[str, bytes] = {}
+        pos = 0
+        while pos < len(raw):
+            eol = raw.index(b"\n", pos)
+            header = raw[pos:eol].split()
+            pos = eol + 1
+            if len(header) != 3:  # "<oid> missing"
+                continue
+            size = int(header[2])
+            if header[1] == b"commit":
+                found[header[0].decode("ascii")] = raw[pos : pos + size]
+            pos += size + 1
+        return found

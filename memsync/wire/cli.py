@@ -137,6 +137,17 @@ class InsightStatus(_Wire):
     last_run_at: str | None = None
 
 
+class AdmissionStatus(_Wire):
+    """`roots.*.admission` as it holds now: the pinned keys and the trust anchor."""
+
+    require: str = "off"  # off | signed
+    signers: list[str] = []  # inline keys' fingerprints (SHA256:...)
+    signer_files: list[str] = []  # files of keys, read at each cycle
+    anchor: str | None = None  # the trusted upstream when `signed` was turned on
+    since: str | None = None
+    message: str | None = None
+
+
 class RootStatus(_Wire):
     root: str
     path: str
@@ -155,6 +166,7 @@ class RootStatus(_Wire):
     insight: InsightStatus
     paused: bool = False  # `memsync pause` holds it (then `status` is "paused")
     paused_until: str | None = None  # None while paused: until `memsync resume`
+    admission: AdmissionStatus = AdmissionStatus()
 
 
 class ViewStatus(_Wire):

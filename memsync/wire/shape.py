@@ -68,6 +68,14 @@ _ROOT: Shape = {
     },
     "paused": "bool",
     "paused_until": "str?",
+    "admission": {
+        "require": "str",
+        "signers": ["str"],
+        "signer_files": ["str"],
+        "anchor": "str?",
+        "since": "str?",
+        "message": "str?",
+    },
 }
 _VIEW: Shape = {
     "view": "str",

@@ -295,7 +295,8 @@ def shape_of(model: type[BaseModel]) -> Shape:
         if optional:
             annotation = args[0]
         if getattr(annotation, "__origin__", None) is list:
-            out[field] = [shape_of(annotation.__args__[0])]
+            item = annotation.__args__[0]
+            out[field] = [names[item] if item in names else shape_of(item)]
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             out[field] = shape_of(annotation)
         else:
