@@ -1,0 +1,446 @@
+"""Provenance: where an item of a root came from, and which items one signer introduced.
+
+    item at HEAD (graph) -> blame its line: the commit that last changed it -> walk back
+    while the item stood in a parent (same file first, else any memory file holding its
+    id: a move) -> the commit whose parents lacked it introduced it
+
+Each step is one `git blame` of one line (the history of that file) and a scan of the few
+files in the parent that hold the id, so the cost is the item's own history, never the
+root's. A commit is described from its object (author, committer, subject), its signature
+(the verified signer's key fingerprint, `SHA256:…`, or "unsigned") and memsync's journal
+and run log: the admission record of the operation that made it (its `Memsync-Operation:`
+trailer, or the candidate an autocommit or merge published) or admitted it (the sync whose
+range held it). The journal keeps its last `journal.KEEP_SETTLED` records; older admissions
+are not known and say so by their absence.
+
+`signed_items` answers the question a team asks when a key leaks: every live item whose
+introducing commit that key signed (optionally since a date). Candidates come from the
+commits that key signed (ids their changed memory files gained), and each is confirmed by
+the walk above, so an item another key introduced and the leaked key only edited is not
+listed. `revert_items` removes them (with their subtrees and every edge naming them)
+through the graph editor and the admission transaction, in one commit; nothing is removed
+otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from memsync.roots import journal
+from memsync.roots.layout import RootLayout
+from memsync.transports import githistory
+from memsync.transports.git import Git
+from memsync.transports.githistory import CommitFacts
+from memsync.validators.assembly import build_graph
+from memsync.validators.document import Heading, Node, decode, scan
+from memsync.validators.graphmodel import Item, MemoryGraph
+
+UNSIGNED = "unsigned"
+TRAILER = "Memsync-Operation"
+MEMORY_SPECS = (":(glob)MEMORY*.md", ":(glob)PURSUIT*.md")
+MAX_STEPS = 10_000  # blame steps for one item (each one is a commit that changed its line)
+RUNLOG_NAMES = ("cycles.log", "cycles.log.1")
+RUNLOG_MAX = 4 << 20  # bytes read from one run log (its writer rotates at 1 MiB)
+KINDS = frozenset({"sync", "autocommit", "prune", "insight", "repair", "revert"})
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """memsync's record of the operation that made or admitted a commit."""
+
+    operation_id: str
+    kind: str  # sync | autocommit | prune | insight | repair | revert
+    relation: str  # "made" (memsync wrote the commit) | "admitted" (a sync let it in)
+    phase: str | None  # the journal record's phase, None when the record was trimmed
+    role: str | None = None  # cycles: the role and its executor, from the run log
+    executor: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    commit: str
+    author_name: str
+    author_email: str
+    authored_at: int
+    committed_at: int
+    subject: str
+    signer: str  # "SHA256:…" or "unsigned"
+    admission: Admission | None
+
+
+@dataclass(frozen=True)
+class ItemProvenance:
+    item: str
+    kind: str  # heading | node
+    anchor: str | None
+    file: str
+    line: int
+    head: str
+    last_changed: CommitRecord
+    introduced: CommitRecord
+
+
+class UnknownItem(LookupError):
+    """The id names no item of the root's graph at HEAD."""
+
+
+@dataclass(frozen=True)
+class Located:
+    rev: str
+    path: str
+    line: int
+
+
+# -- signatures -------------------------------------------------------------------------------
+
+
+def _load_signer() -> Callable[[bytes], str | None] | None:
+    """commitsig's `signer_fingerprint` (the verified signer of a raw commit object), when
+    that module is present; provenance calls it only through `signer_of`."""
+    try:
+        module = importlib.import_module("memsync.validators.commitsig")
+    except ImportError:
+        return None
+    found = getattr(module, "signer_fingerprint", None)
+    return cast("Callable[[bytes], str | None]", found) if callable(found) else None
+
+
+_SIGNER = _load_signer()
+
+
+def signer_of(raw_commit: bytes) -> str:
+    """The verified signer's key fingerprint (`SHA256:…`), else "unsigned"."""
+    if _SIGNER is None:
+        return UNSIGNED
+    return _SIGNER(raw_commit) or UNSIGNED
+
+
+# -- memsync's own records --------------------------------------------------------------------
+
+
+class Records:
+    """The journal's settled records and the cycles' run log of one root, read once."""
+
+    def __init__(self, layout: RootLayout) -> None:
+        self.layout = layout
+        self._journal: list[journal.Operation] | None = None
+        self._runs: dict[str, tuple[str | None, str | None]] | None = None
+
+    def operations(self) -> list[journal.Operation]:
+        if self._journal is None:
+            found: list[journal.Operation] = []
+            directory = self.layout.journal_dir
+            try:
+                paths = sorted(directory.glob("*.json"))[-journal.KEEP_SETTLED * 2 :]
+            except OSError:
+                paths = []
+            store = journal.Journal(directory)
+            for path in paths:
+                op = store.load(path.stem)
+                if op is not None:
+                    found.append(op)
+            found.sort(key=lambda op: (op.created_at, op.id))
+            self._journal = found
+        return self._journal
+
+    def run(self, operation_id: str) -> tuple[str | None, str | None]:
+        """(role, executor) of the last run-log line for this operation."""
+        if self._runs is None:
+            runs: dict[str, tuple[str | None, str | None]] = {}
+            for name in reversed(RUNLOG_NAMES):  # the older generation first
+                for line in _bounded_lines(self.layout.base / name):
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(entry, dict) and isinstance(entry.get("operation_id"), str):
+                        role, executor = entry.get("role"), entry.get("executor")
+                        runs[entry["operation_id"]] = (
+                            role if isinstance(role, str) else None,
+                            executor if isinstance(executor, str) else None,
+                        )
+            self._runs = runs
+        return self._runs.get(operation_id, (None, None))
+
+
+def _bounded_lines(path: Path) -> list[str]:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(RUNLOG_MAX)
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def _kind_of(operation_id: str) -> str | None:
+    """The kind inside an operation id (`<stamp>-<kind>-<hex>`)."""
+    parts = operation_id.split("-")
+    if len(parts) >= 3 and parts[1] in KINDS:
+        return parts[1]
+    return None
+
+
+class AdmissionFinder:
+    """Which memsync operation made or admitted a commit."""
+
+    def __init__(self, git: Git, records: Records) -> None:
+        self.git = git
+        self.records = records
+        self._ancestor: dict[tuple[str, str], bool] = {}
+
+    def find(self, facts: CommitFacts) -> Admission | None:
+        ops = self.records.operations()
+        by_id = {op.id: op for op in ops}
+        trailer = facts.trailer(TRAILER)
+        if trailer is not None:
+            op = by_id.get(trailer)
+            kind = op.kind if op is not None else _kind_of(trailer)
+            if kind is not None:
+                return self._admission(trailer, kind, "made", op)
+        for op in ops:  # a published candidate: an autocommit, a merge, a fast-forward
+            if op.candidate == facts.commit and op.phase == journal.COMMITTED:
+                relation = "admitted" if op.candidate == op.upstream else "made"
+                return self._admission(op.id, op.kind, relation, op)
+        return self._admitted_by_sync(facts.commit, ops)
+
+    def _admitted_by_sync(self, commit: str, ops: Sequence[journal.Operation]) -> Admission | None:
+        """The first committed sync whose candidate holds `commit` and whose start did not.
+        Published candidates follow one another on the branch, so "holds" is monotone in
+        time and found by bisection (each answer checked: a rewound branch finds none)."""
+        syncs = [
+            op
+            for op in ops
+            if op.kind == "sync" and op.phase == journal.COMMITTED and op.candidate is not None
+        ]
+        low, high = 0, len(syncs)
+        while low < high:
+            middle = (low + high) // 2
+            if self._is_ancestor(commit, cast("str", syncs[middle].candidate)):
+                high = middle
+            else:
+                low = middle + 1
+        if low == len(syncs):
+            return None
+        op = syncs[low]
+        if not self._is_ancestor(commit, cast("str", op.candidate)) or self._is_ancestor(
+            commit, op.start
+        ):
+            return None
+        return self._admission(op.id, op.kind, "admitted", op)
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        key = (ancestor, descendant)
+        if key not in self._ancestor:
+            result = self.git.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
+            self._ancestor[key] = result.returncode == 0
+        return self._ancestor[key]
+
+    def _admission(
+        self, operation_id: str, kind: str, relation: str, op: journal.Operation | None
+    ) -> Admission:
+        role = executor = None
+        if kind in ("prune", "insight", "repair"):
+            role, executor = self.records.run(operation_id)
+        phase = op.phase if op is not None else None
+        return Admission(operation_id, kind, relation, phase, role, executor)
+
+
+# -- commits ----------------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """Commit objects of one root, read through the git box and kept for one command."""
+
+    git: Git
+    admissions: AdmissionFinder
+    raw: dict[str, bytes] = field(default_factory=dict)
+    _records: dict[str, CommitRecord] = field(default_factory=dict)
+
+    def load(self, commits: Iterable[str]) -> None:
+        missing = [c for c in commits if c not in self.raw]
+        if missing:
+            self.raw.update(githistory.raw_commits(self.git, missing))
+
+    def facts(self, commit: str) -> CommitFacts:
+        self.load([commit])
+        return githistory.parse_commit(commit, self.raw.get(commit, b""))
+
+    def signer(self, commit: str) -> str:
+        self.load([commit])
+        return signer_of(self.raw.get(commit, b""))
+
+    def record(self, commit: str) -> CommitRecord:
+        if commit not in self._records:
+            facts = self.facts(commit)
+            author, committer = facts.author, facts.committer
+            self._records[commit] = CommitRecord(
+                commit=commit,
+                author_name=author.name if author else "",
+                author_email=author.email if author else "",
+                authored_at=author.time if author else 0,
+                committed_at=committer.time if committer else 0,
+                subject=facts.subject,
+                signer=self.signer(commit),
+                admission=self.admissions.find(facts),
+            )
+        return self._records[commit]
+
+
+# -- items ------------------------------------------------------------------------------------
+
+
+def item_lines(text: str, path: str) -> dict[str, int]:
+    """id -> line of every addressable heading and node of one document."""
+    doc = scan(text, path, pursuit=path.startswith("PURSUIT"))
+    found: dict[str, int] = {}
+    for block in doc.blocks:
+        if isinstance(block, Heading | Node) and block.item_id is not None:
+            found.setdefault(block.item_id, block.line)
+    return found
+
+
+def _line_in(git: Git, rev: str, path: str, item_id: str) -> int | None:
+    data = githistory.file_at(git, rev, path)
+    text = None if data is None else decode(data)
+    return None if text is None else item_lines(text, path).get(item_id)
+
+
+def find_item(git: Git, rev: str, item_id: str, near: str | None = None) -> Located | None:
+    """Where `item_id` stands at `rev`: in `near` when it is there, else in the first
+    memory file (by path) that holds it; None when no memory file does."""
+    if near is not None:
+        line = _line_in(git, rev, near, item_id)
+        if line is not None:
+            return Located(rev, near, line)
+    for path in sorted(githistory.files_holding(git, rev, item_id, MEMORY_SPECS)):
+        if path == near:
+            continue
+        line = _line_in(git, rev, path, item_id)
+        if line is not None:
+            return Located(rev, path, line)
+    return None
+
+
+def trace(git: Git, history: History, at: Located, item_id: str) -> tuple[str, str]:
+    """(last changed, introduced): the commit that last changed the item's line at `at`,
+    and the one after whose parents the item stood nowhere (moves followed)."""
+    last: str | None = None
+    here = at
+    for _ in range(MAX_STEPS):
+        blamed = githistory.blame_line(git, here.rev, here.path, here.line)
+        if blamed is None:
+            break
+        last = last or blamed.commit
+        before = None
+        for parent in history.facts(blamed.commit).parents:
+            before = find_item(git, parent, item_id, near=blamed.path)
+            if before is not None:
+                break
+        if before is None:
+            return last, blamed.commit
+        here = before
+    if last is None:
+        raise UnknownItem(f"no history for line {at.line} of {at.path}")
+    return last, last
+
+
+def head_graph(git: Git, head: str) -> MemoryGraph:
+    """The root's graph at `head` (the items that are live)."""
+    graph, _problems = build_graph(git.tree_view(head))
+    return graph
+
+
+def describe(git: Git, history: History, head: str, item: Item) -> ItemProvenance:
+    last, first = trace(git, history, Located(head, item.file, item.line), item.id)
+    return _provenance(history, head, item, last, first)
+
+
+def _provenance(history: History, head: str, item: Item, last: str, first: str) -> ItemProvenance:
+    return ItemProvenance(
+        item=item.id,
+        kind=item.kind,
+        anchor=item.anchor,
+        file=item.file,
+        line=item.line,
+        head=head,
+        last_changed=history.record(last),
+        introduced=history.record(first),
+    )
+
+
+def item_provenance(git: Git, layout: RootLayout, head: str, item_id: str) -> ItemProvenance:
+    graph = head_graph(git, head)
+    item = graph.items.get(item_id)
+    if item is None:
+        raise UnknownItem(f"no item `{item_id}` in the root at {head[:12]}")
+    history = History(git, AdmissionFinder(git, Records(layout)))
+    return describe(git, history, head, item)
+
+
+# -- one signer's items -----------------------------------------------------------------------
+
+
+def _ids_in(git: Git, rev: str | None, path: str) -> set[str]:
+    if rev is None:
+        return set()
+    data = githistory.file_at(git, rev, path)
+    text = None if data is None else decode(data)
+    return set() if text is None else set(item_lines(text, path))
+
+
+def _is_memory_file(path: str) -> bool:
+    return "/" not in path and path.endswith(".md") and path.startswith(("MEMORY", "PURSUIT"))
+
+
+def gained_ids(git: Git, facts: CommitFacts) -> set[str]:
+    """Ids a commit's changed memory files hold that the same files in its first parent
+    did not (a superset of what it introduced: a move also counts here)."""
+    parent = facts.parents[0] if facts.parents else None
+    diff = git.diff_records(parent or EMPTY_TREE, facts.commit)
+    gained: set[str] = set()
+    for record in diff:
+        if record.is_tree or not _is_memory_file(record.path):
+            continue
+        gained |= _ids_in(git, facts.commit, record.path) - _ids_in(git, parent, record.path)
+    return gained
+
+
+@dataclass(frozen=True)
+class SignerItems:
+    head: str
+    signer: str
+    commits: tuple[str, ...]  # the commits (touching memory files) that key signed
+    items: tuple[ItemProvenance, ...]
+
+
+def signed_items(
+    git: Git, layout: RootLayout, head: str, signer: str, since: str | None = None
+) -> SignerItems:
+    """Every live item whose introducing commit `signer` signed (and, with `since`, was
+    committed since then)."""
+    history = History(git, AdmissionFinder(git, Records(layout)))
+    in_range = githistory.commits_touching(git, head, MEMORY_SPECS, since)
+    history.load(in_range)
+    theirs = [c for c in in_range if history.signer(c) == signer]
+    allowed = set(in_range)
+    candidates: set[str] = set()
+    for commit in theirs:
+        candidates |= gained_ids(git, history.facts(commit))
+    graph = head_graph(git, head)
+    found: list[ItemProvenance] = []
+    for item_id in sorted(candidates):
+        item = graph.items.get(item_id)
+        if item is None:
+            continue
+        last, first = trace(git, history, Located(head, item.file, item.line), item_id)
+        if first in allowed and history.signer(first) == signer:
+            found.append(_provenance(history, head, item, last, first))
+    found.sort(key=lambda p: (p.file, p.line))
+    return SignerItems(head, signer, tuple(theirs), tuple(found))
