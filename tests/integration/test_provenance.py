@@ -3,15 +3,17 @@ memsync's admission record, from real repositories with real commits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memsync.roots.layout import RootLayout
 from memsync.roots.provenance import UNSIGNED, UnknownItem, item_provenance
+from memsync.roots.revocation import revert_items
 from memsync.transports.git import Git
 from tests.conftest import Member, Team
-from tests.helpers import commit, git, push, write
+from tests.helpers import commit, git, push, snapshot, write
 
 BASE = (
     "# User Context {#user}\n\nFacts.\n\n"
@@ -96,3 +98,71 @@ def test_unknown_item_is_an_error(team: Team) -> None:
     commit(team.alice.path, {"MEMORY.md": BASE})
     with pytest.raises(UnknownItem):
         _provenance(team.alice, "nope")
+
+
+def test_an_autocommit_shows_memsync_made_it(team: Team) -> None:
+    alice = team.alice
+    alice.settings = replace(alice.settings, autocommit=True)
+    write(alice.path, {"MEMORY.md": BASE})
+    result = alice.sync()
+    assert result.status in ("pushed", "synced"), result.message
+    found = _provenance(alice, "tabs")
+    admission = found.introduced.admission
+    assert admission is not None
+    assert (admission.kind, admission.relation, admission.phase) == (
+        "autocommit",
+        "made",
+        "committed",
+    )
+
+
+EDGED = (
+    "# User Context {#user}\n\nFacts.\n\n"
+    "- `tabs` prefers tabs → [dep:user]\n\n"
+    "# Tools {#tools} → [rel:tabs]\n\n- `shell` uses bash → [dep:tabs, rel:user]\n"
+)
+
+
+def test_revert_removes_the_items_and_their_edges_through_the_gate(team: Team) -> None:
+    alice = team.alice
+    commit(alice.path, {"MEMORY.md": EDGED})
+    head = git(alice.path, "rev-parse", "HEAD")
+    done = revert_items(alice.settings, alice.state_dir, head, ["tabs"], "remove tabs")
+    assert done.status == "landed", done.message
+    assert done.removed == ("tabs",)
+    assert git(alice.path, "rev-parse", "HEAD") == done.commit
+    assert git(alice.path, "status", "--porcelain") == ""
+    text = (alice.path / "MEMORY.md").read_text()
+    assert "`tabs`" not in text
+    assert "# Tools {#tools} → []\n" in text  # its edge to tabs went, the heading stayed
+    assert "- `shell` uses bash → [rel:user]" in text
+    # the commit says what it removed and which operation made it
+    body = git(alice.path, "log", "-1", "--format=%B")
+    assert body.startswith("revert: remove tabs") and "- `tabs`" in body
+    shell = _provenance(alice, "shell")
+    admission = shell.last_changed.admission
+    assert admission is not None
+    assert (admission.kind, admission.relation) == ("revert", "made")
+    assert admission.operation_id == done.operation_id
+    assert shell.introduced.admission is None  # a person's commit, made outside memsync
+
+
+def test_revert_is_refused_by_the_gate_and_leaves_the_root_as_it_was(team: Team) -> None:
+    alice = team.alice
+    # committed past memsync: a dangling edge the gate refuses in any tree it admits
+    commit(alice.path, {"MEMORY.md": EDGED + "- `odd` points nowhere → [dep:missing]\n"})
+    before = snapshot(alice.path)
+    done = revert_items(alice.settings, alice.state_dir, before.head, ["tabs"], "remove tabs")
+    assert done.status == "refused", done.message
+    assert "dangling-edge" in {p.code for p in done.problems}
+    assert snapshot(alice.path) == before
+
+
+def test_revert_from_a_head_that_moved_lands_nothing(team: Team) -> None:
+    alice = team.alice
+    listed = commit(alice.path, {"MEMORY.md": EDGED})
+    commit(alice.path, {"MEMORY.md": EDGED + "- `more` another → [dep:user]\n"})
+    before = snapshot(alice.path)
+    done = revert_items(alice.settings, alice.state_dir, listed, ["tabs"], "remove tabs")
+    assert done.status == "failed" and "moved" in done.message
+    assert snapshot(alice.path) == before
