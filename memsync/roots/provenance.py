@@ -24,9 +24,8 @@ otherwise.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -37,6 +36,7 @@ from memsync.transports import githistory
 from memsync.transports.git import Git
 from memsync.transports.githistory import CommitFacts
 from memsync.validators.assembly import build_graph
+from memsync.validators.commitsig import signer_fingerprint
 from memsync.validators.document import Heading, Node, decode, scan
 from memsync.validators.graphmodel import Item, MemoryGraph
 
@@ -100,25 +100,11 @@ class Located:
 # -- signatures -------------------------------------------------------------------------------
 
 
-def _load_signer() -> Callable[[bytes], str | None] | None:
-    """commitsig's `signer_fingerprint` (the verified signer of a raw commit object), when
-    that module is present; provenance calls it only through `signer_of`."""
-    try:
-        module = importlib.import_module("memsync.validators.commitsig")
-    except ImportError:
-        return None
-    found = getattr(module, "signer_fingerprint", None)
-    return cast("Callable[[bytes], str | None]", found) if callable(found) else None
-
-
-_SIGNER = _load_signer()
-
-
 def signer_of(raw_commit: bytes) -> str:
-    """The verified signer's key fingerprint (`SHA256:…`), else "unsigned"."""
-    if _SIGNER is None:
-        return UNSIGNED
-    return _SIGNER(raw_commit) or UNSIGNED
+    """The signer's key fingerprint (`SHA256:…`) when the signature verifies against the key
+    it embeds (commitsig), else "unsigned". Whether that key is trusted is the reader's call:
+    provenance names keys, admission pins them."""
+    return signer_fingerprint(raw_commit) or UNSIGNED
 
 
 # -- memsync's own records --------------------------------------------------------------------
