@@ -47,6 +47,7 @@ MAX_STEPS = 10_000  # blame steps for one item (each one is a commit that change
 RUNLOG_NAMES = ("cycles.log", "cycles.log.1")
 RUNLOG_MAX = 4 << 20  # bytes read from one run log (its writer rotates at 1 MiB)
 KINDS = frozenset({"sync", "autocommit", "prune", "insight", "repair", "revert"})
+CHUNK = 1000  # commit objects read by one `cat-file --batch`
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -258,6 +259,15 @@ class History:
         self.load([commit])
         return githistory.parse_commit(commit, self.raw.get(commit, b""))
 
+    def signed_by(self, commits: Sequence[str], signer: str) -> list[str]:
+        """The commits `signer` signed, read CHUNK at a time (memory bounded by a chunk)."""
+        found: list[str] = []
+        for start in range(0, len(commits), CHUNK):
+            part = commits[start : start + CHUNK]
+            raw = githistory.raw_commits(self.git, part)
+            found += [c for c in part if signer_of(raw.get(c, b"")) == signer]
+        return found
+
     def signer(self, commit: str) -> str:
         self.load([commit])
         return signer_of(self.raw.get(commit, b""))
@@ -413,8 +423,7 @@ def signed_items(
     committed since then)."""
     history = History(git, AdmissionFinder(git, Records(layout)))
     in_range = githistory.commits_touching(git, head, MEMORY_SPECS, since)
-    history.load(in_range)
-    theirs = [c for c in in_range if history.signer(c) == signer]
+    theirs = history.signed_by(in_range, signer)
     allowed = set(in_range)
     candidates: set[str] = set()
     for commit in theirs:

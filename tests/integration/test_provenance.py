@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.errors import UnsafeRepoConfig
 from memsync.roots.layout import RootLayout
 from memsync.roots.provenance import UNSIGNED, UnknownItem, item_provenance
 from memsync.roots.revocation import revert_items
@@ -166,3 +167,19 @@ def test_revert_from_a_head_that_moved_lands_nothing(team: Team) -> None:
     done = revert_items(alice.settings, alice.state_dir, listed, ["tabs"], "remove tabs")
     assert done.status == "failed" and "moved" in done.message
     assert snapshot(alice.path) == before
+
+
+def test_a_roots_config_cannot_hide_who_changed_a_line(team: Team) -> None:
+    """`blame.ignoreRevsFile` in the root's config does not move the blame to an older
+    commit (the box refuses such a config today; provenance also switches it off)."""
+    alice = team.alice.path
+    commit_as(alice, "alice", {"MEMORY.md": BASE})
+    edited = commit_as(alice, "mallory", {"MEMORY.md": BASE.replace("tabs →", "tabs, always →")})
+    (alice / ".git" / "skip-revs").write_text(f"{edited}\n")
+    git(alice, "config", "blame.ignoreRevsFile", ".git/skip-revs")
+    try:
+        found = _provenance(team.alice, "tabs")
+    except UnsafeRepoConfig:
+        return  # the git box's guard refuses such a root outright: no answer, no lie
+    assert found.last_changed.commit == edited
+    assert found.last_changed.author_name == "Mallory"
