@@ -125,3 +125,26 @@ def test_revert_removes_that_keys_items_and_their_edges_and_nothing_else(
     assert SignerReport.model_validate_json(again.stdout).items == []
     gone = memsync("--config", str(config), "provenance", "alice", "evil", "--json")
     assert gone.returncode == 2 and '"unknown-item"' in gone.stdout
+
+
+def test_a_key_that_only_moved_an_item_did_not_introduce_it(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leaked key moves Bob's item into a detail file it creates (and edits it on the
+    way): the file gained the id in that key's commit, but the item came from Bob's."""
+    keys = tmp_path / "keys"
+    alice, bob = make_key(keys, "alice"), make_key(keys, "bob")
+    root = team.alice.path
+    signed_commit(root, {"MEMORY.md": memory(SHELL)}, bob, "bob: shell")
+    detail = "- `shell` uses bash, moved → [dep:tools]\n"
+    signed_commit(
+        root,
+        {
+            "MEMORY.md": memory("## Shell notes {F#shellnotes}"),
+            "MEMORY_shellnotes.md": detail,
+        },
+        alice,
+        "alice: move shell",
+    )
+    assert _signed(team.alice, fingerprint(alice)) == ["shellnotes"]
+    assert _signed(team.alice, fingerprint(bob)) == ["user", "tools", "shell"]
