@@ -4,10 +4,15 @@ memsync's admission record, from real repositories with real commits."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from memsync.config.model import CommandRoleSettings
+from memsync.cycles.roles import CommandRole
+from memsync.cycles.runlog import RunLog
+from memsync.cycles.turn import CycleSettings, run_cycle
 from memsync.errors import UnsafeRepoConfig
 from memsync.roots.layout import RootLayout
 from memsync.roots.provenance import UNSIGNED, UnknownItem, item_provenance
@@ -183,3 +188,43 @@ def test_a_roots_config_cannot_hide_who_changed_a_line(team: Team) -> None:
         return  # the git box's guard refuses such a root outright: no answer, no lie
     assert found.last_changed.commit == edited
     assert found.last_changed.author_name == "Mallory"
+
+
+PRUNED = (
+    "# User Context\n\n# Auth {#auth}\n\n"
+    "- `login` short tokens → []\n"
+    "- `refresh` rotating tokens → [dep:login]\n"
+)
+
+
+def test_a_line_a_prune_changed_names_the_turn_its_role_and_executor(
+    team: Team, tmp_path: Path
+) -> None:
+    bob = team.bob
+    commit(bob.path, {"MEMORY.md": PRUNED})
+    script = tmp_path / "pruner.sh"
+    without = "# User Context\n\n# Auth {#auth}\n\n- `refresh` rotating tokens → []\n"
+    script.write_text(
+        "#!/bin/sh\nset -eu\ncat > /dev/null\n"
+        f"printf '%s' '{without}' > MEMORY.md\ngit add MEMORY.md\n"
+        "git -c user.name=pruner -c user.email=pruner@localhost commit -qm 'prune: login'\n"
+    )
+    script.chmod(0o755)
+    role = CommandRole(
+        CommandRoleSettings("pruner", (str(script),), timedelta(seconds=30)),
+        runlog=RunLog.for_root(bob.state_dir, bob.name, "prune"),
+    )
+    prune = CycleSettings("prune", True, threshold=1)
+    result = run_cycle(bob.settings, prune, role, bob.state_dir, force=True)
+    assert result.status == "landed", result.message
+    found = _provenance(bob, "refresh")
+    assert found.last_changed.commit == result.commit
+    admission = found.last_changed.admission
+    assert admission is not None
+    assert (admission.kind, admission.relation, admission.operation_id) == (
+        "prune",
+        "made",
+        result.operation_id,
+    )
+    assert (admission.role, admission.executor) == ("pruner", "command")
+    assert found.introduced.admission is None
