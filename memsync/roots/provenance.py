@@ -324,27 +324,51 @@ def find_item(git: Git, rev: str, item_id: str, near: str | None = None) -> Loca
     return None
 
 
+def id_pattern(item_id: str) -> str:
+    """How an item's id stands in a document (extended regex): a node's `` `id` `` or a
+    heading's `{KIND id}`; an edge naming it (`dep:id`) does not match."""
+    escaped = item_id.replace(".", "[.]")
+    return f"(`{escaped}`|[{{](MF|MQ|F|M|S)?#{escaped}[}}])"
+
+
 def trace(git: Git, history: History, at: Located, item_id: str) -> tuple[str, str]:
-    """(last changed, introduced): the commit that last changed the item's line at `at`,
-    and the one after whose parents the item stood nowhere (moves followed)."""
-    last: str | None = None
+    """(last changed, introduced): the commit that last changed the item's line at `at`
+    (one blame), and the newest commit that holds the item while none of its parents does
+    (among the commits that changed how often its id appears: adds, removals, moves)."""
+    blamed = githistory.blame_line(git, at.rev, at.path, at.line)
+    if blamed is None:
+        raise UnknownItem(f"no history for line {at.line} of {at.path}")
+    last = blamed.commit
+    for commit in githistory.count_changes(git, at.rev, id_pattern(item_id), MEMORY_SPECS):
+        if find_item(git, commit, item_id, near=at.path) is None:
+            continue  # it went here (and came back later)
+        parents = history.facts(commit).parents
+        if all(find_item(git, p, item_id, near=at.path) is None for p in parents):
+            return last, commit
+    return last, _walk_back(git, history, at, item_id)
+
+
+def _walk_back(git: Git, history: History, at: Located, item_id: str) -> str:
+    """The introducing commit by blame steps (each a change of the item's line), for what
+    the id search cannot see (an item that first stood in a merge's own changes)."""
     here = at
+    found = None
     for _ in range(MAX_STEPS):
         blamed = githistory.blame_line(git, here.rev, here.path, here.line)
         if blamed is None:
             break
-        last = last or blamed.commit
+        found = blamed.commit
         before = None
         for parent in history.facts(blamed.commit).parents:
             before = find_item(git, parent, item_id, near=blamed.path)
             if before is not None:
                 break
         if before is None:
-            return last, blamed.commit
+            return blamed.commit
         here = before
-    if last is None:
+    if found is None:
         raise UnknownItem(f"no history for line {at.line} of {at.path}")
-    return last, last
+    return found
 
 
 def head_graph(git: Git, head: str) -> MemoryGraph:

@@ -191,3 +191,21 @@ def commits_touching(
     (`rev-list`, merges included; `since` limits by committer date as git reads it)."""
     args = ["rev-list", *([f"--since={since}"] if since else []), rev, "--", *pathspecs]
     return git.run(*args).stdout.decode("ascii").split()
+
+
+def count_changes(git: GitCore, rev: str, pattern: str, pathspecs: Sequence[str]) -> list[str]:
+    """Commits reachable from `rev` whose diff changes how often `pattern` (an extended
+    regular expression) occurs in a file of `pathspecs`, newest first: where a text was
+    added, removed or moved (`log -S --pickaxe-regex`, merges not diffed)."""
+    result = git.run(
+        "log",
+        "--no-show-signature",
+        "--no-mailmap",
+        "--format=%H",
+        "--pickaxe-regex",
+        f"-S{pattern}",
+        rev,
+        "--",
+        *pathspecs,
+    )
+    return result.stdout.decode("ascii").split()
