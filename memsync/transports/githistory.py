@@ -10,6 +10,7 @@ Authors come from the commit objects themselves (never a `.mailmap` a commit cou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,11 @@ from memsync.transports.gitcore import GitCore
 
 # A root's config may name an ignore-revs file or a mailmap; provenance obeys neither.
 _BLAME_CONFIG = (("blame.ignoreRevsFile", ""), ("blame.markIgnoredLines", "false"))
-MAX_COMMIT_BYTES = 1 << 20  # a commit object larger than this is read as far as that
+MAX_COMMIT_BYTES = 1 << 20
+EARLIEST, LATEST = -62135596800, 253402300799  # 0001-01-01 .. 9999-12-31T23:59:59 UTC
+_OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
+_NUMBER = re.compile(rb"[0-9]{1,12}")
+_SECONDS = re.compile(r"-?[0-9]{1,18}")  # a commit object larger than this is read as far as that
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ def parse_blame_porcelain(raw: bytes, path: str) -> BlameLine | None:
     if not lines or not lines[0]:
         return None
     head = lines[0].split()
-    if len(head) < 3 or len(head[0]) not in (40, 64) or not head[1].isdigit():
+    if len(head) < 3 or not _OID.fullmatch(head[0]) or not _NUMBER.fullmatch(head[1]):
         return None
     commit = head[0].decode("ascii")
     original = path
@@ -140,7 +145,8 @@ def parse_person(value: bytes) -> Person | None:
     if not lt or not gt:
         return None
     parts = when.split()
-    seconds = int(parts[0]) if parts and parts[0].lstrip("-").isdigit() else 0
+    seconds = int(parts[0]) if parts and _SECONDS.fullmatch(parts[0]) else 0
+    seconds = max(EARLIEST, min(LATEST, seconds))  # what a date can print as
     offset = parts[1] if len(parts) > 1 else "+0000"
     return Person(name.strip(), email.strip(), seconds, offset)
 
