@@ -1,25 +1,24 @@
 """Provenance: where an item of a root came from, and which items one signer introduced.
 
-    item at HEAD (graph) -> blame its line: the commit that last changed it -> walk back
-    while the item stood in a parent (same file first, else any memory file holding its
-    id: a move) -> the commit whose parents lacked it introduced it
+    item at HEAD (graph) -> blame its line: the commit that last changed it -> the commits
+    that changed how often its id appears (`log -S`): the newest that holds the item while
+    none of its parents does introduced it (a move holds it in a parent: not an intro)
 
-Each step is one `git blame` of one line (the history of that file) and a scan of the few
-files in the parent that hold the id, so the cost is the item's own history, never the
-root's. A commit is described from its object (author, committer, subject), its signature
-(the verified signer's key fingerprint, `SHA256:…`, or "unsigned") and memsync's journal
-and run log: the admission record of the operation that made it (its `Memsync-Operation:`
-trailer, or the candidate an autocommit or merge published) or admitted it (the sync whose
-range held it). The journal keeps its last `journal.KEEP_SETTLED` records; older admissions
-are not known and say so by their absence.
+Both are one git call over the history of the memory files (plus a scan of the few files
+that hold the id in each commit checked), never a walk of the root's contents. A commit
+is described from its object (author, committer, subject), its signature (the verified
+signer's key fingerprint, `SHA256:…`, or "unsigned") and memsync's journal and run log:
+the record of the operation whose published candidate is that commit (memsync made it;
+a fast-forward sync admitted it) or the sync whose range held it. Only this machine's
+journal counts (a `Memsync-Operation:` trailer is text anyone can copy); it keeps its
+last `journal.KEEP_SETTLED` records, so older admissions are not known and say so by
+their absence.
 
 `signed_items` answers the question a team asks when a key leaks: every live item whose
 introducing commit that key signed (optionally since a date). Candidates come from the
 commits that key signed (ids their changed memory files gained), and each is confirmed by
-the walk above, so an item another key introduced and the leaked key only edited is not
-listed. `revert_items` removes them (with their subtrees and every edge naming them)
-through the graph editor and the admission transaction, in one commit; nothing is removed
-otherwise.
+the trace above, so an item another key introduced and the leaked key only edited or
+moved is not listed. `revocation.revert_items` removes them.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ class Admission:
     operation_id: str
     kind: str  # sync | autocommit | prune | insight | repair | revert
     relation: str  # "made" (memsync wrote the commit) | "admitted" (a sync let it in)
-    phase: str | None  # the journal record's phase, None when the record was trimmed
+    phase: str  # the journal record's phase (committed)
     role: str | None = None  # cycles: the role and its executor, from the run log
     executor: str | None = None
 
@@ -165,14 +164,6 @@ def _bounded_lines(path: Path) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
-def _kind_of(operation_id: str) -> str | None:
-    """The kind inside an operation id (`<stamp>-<kind>-<hex>`)."""
-    parts = operation_id.split("-")
-    if len(parts) >= 3 and parts[1] in KINDS:
-        return parts[1]
-    return None
-
-
 class AdmissionFinder:
     """Which memsync operation made or admitted a commit."""
 
@@ -182,15 +173,12 @@ class AdmissionFinder:
         self._ancestor: dict[tuple[str, str], bool] = {}
 
     def find(self, facts: CommitFacts) -> Admission | None:
+        """Only this machine's journal counts: a record whose published candidate is this
+        very commit (memsync made it; a fast-forward sync admitted it), else the sync whose
+        range held it. A `Memsync-Operation:` trailer is text anyone can write (operation
+        ids travel in pushed messages), so it is never taken as proof on its own."""
         ops = self.records.operations()
-        by_id = {op.id: op for op in ops}
-        trailer = facts.trailer(TRAILER)
-        if trailer is not None:
-            op = by_id.get(trailer)
-            kind = op.kind if op is not None else _kind_of(trailer)
-            if kind is not None:
-                return self._admission(trailer, kind, "made", op)
-        for op in ops:  # a published candidate: an autocommit, a merge, a fast-forward
+        for op in ops:
             if op.candidate == facts.commit and op.phase == journal.COMMITTED:
                 relation = "admitted" if op.candidate == op.upstream else "made"
                 return self._admission(op.id, op.kind, relation, op)
@@ -229,13 +217,12 @@ class AdmissionFinder:
         return self._ancestor[key]
 
     def _admission(
-        self, operation_id: str, kind: str, relation: str, op: journal.Operation | None
+        self, operation_id: str, kind: str, relation: str, op: journal.Operation
     ) -> Admission:
         role = executor = None
         if kind in ("prune", "insight", "repair"):
             role, executor = self.records.run(operation_id)
-        phase = op.phase if op is not None else None
-        return Admission(operation_id, kind, relation, phase, role, executor)
+        return Admission(operation_id, kind, relation, op.phase, role, executor)
 
 
 # -- commits ----------------------------------------------------------------------------------

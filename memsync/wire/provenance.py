@@ -30,7 +30,7 @@ class AdmissionModel(_Wire):
     operation_id: str
     kind: OperationKind
     relation: Literal["made", "admitted"]
-    phase: str | None  # the journal record's phase; None when the record was trimmed
+    phase: str  # the journal record's phase
     role: str | None  # cycles: the role and its executor (from the run log)
     executor: str | None
 

@@ -151,6 +151,14 @@ def test_revert_removes_the_items_and_their_edges_through_the_gate(team: Team) -
     assert (admission.kind, admission.relation) == ("revert", "made")
     assert admission.operation_id == done.operation_id
     assert shell.introduced.admission is None  # a person's commit, made outside memsync
+    # a person's commit that copies the operation's trailer is not memsync's
+    forged = commit(
+        alice.path,
+        {"MEMORY.md": text + "- `later` more → []\n"},
+        f"revert: not really\n\nMemsync-Operation: {done.operation_id}\n",
+    )
+    later = _provenance(alice, "later")
+    assert later.introduced.commit == forged and later.introduced.admission is None
 
 
 def test_revert_is_refused_by_the_gate_and_leaves_the_root_as_it_was(team: Team) -> None:
