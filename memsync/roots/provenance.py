@@ -24,6 +24,7 @@ moved is not listed. `revocation.revert_items` removes them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -311,22 +312,72 @@ def find_item(git: Git, rev: str, item_id: str, near: str | None = None) -> Loca
     return None
 
 
-def id_pattern(item_id: str) -> str:
-    """How an item's id stands in a document (extended regex): a node's `` `id` `` or a
-    heading's `{KIND id}`; an edge naming it (`dep:id`) does not match."""
-    escaped = item_id.replace(".", "[.]")
-    return f"(`{escaped}`|[{{](MF|MQ|F|M|S)?#{escaped}[}}])"
+# A line that defines an item, with its diff sign: a node bullet or an anchored heading.
+_DEFINES = re.compile(
+    r"[+-](?:[ \t]*-[ \t]+`([A-Za-z0-9_.-]+)`(?=[ \t]|$)"
+    r"|#+[ \t].*?\{(?:MF|MQ|F|M|S)?#([A-Za-z0-9_.-]+)\})"
+)
+IDS_PER_SEARCH = 200  # ids in one `log -G` pattern
 
 
-def trace(git: Git, history: History, at: Located, item_id: str) -> tuple[str, str]:
+def defined_id(line: str) -> str | None:
+    """The id a changed diff line (`+…`/`-…`) defines, if it is a node or heading line."""
+    found = _DEFINES.match(line)
+    return None if found is None else found.group(1) or found.group(2)
+
+
+def id_pattern(ids: Sequence[str]) -> str:
+    """An extended regex for git's `-G` matching a line that names any of `ids` as a node
+    (`` `id` ``) or a heading anchor (`#id}`); edges (`dep:id`) do not match."""
+    alternation = "|".join(i.replace(".", "[.]") for i in ids)
+    return f"(`({alternation})`|#({alternation})[}}])"
+
+
+def introductions(git: Git, rev: str, ids: Sequence[str]) -> dict[str, list[str]]:
+    """For each id, newest first, the commits that changed how many lines define it in
+    some memory file (added it, removed it, or moved it between files): where it can
+    have been introduced. One `git log -G` per IDS_PER_SEARCH ids."""
+    found: dict[str, list[str]] = {}
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), IDS_PER_SEARCH):
+        part = wanted[start : start + IDS_PER_SEARCH]
+        chosen = set(part)
+        net: dict[tuple[str, str, str], int] = {}
+        order: dict[str, int] = {}
+        for commit, path, line in githistory.id_events(git, rev, id_pattern(part), MEMORY_SPECS):
+            item_id = defined_id(line)
+            if item_id is None or item_id not in chosen:
+                continue
+            order.setdefault(commit, len(order))
+            key = (item_id, commit, path)
+            net[key] = net.get(key, 0) + (1 if line.startswith("+") else -1)
+        for (item_id, commit, _path), count in net.items():
+            if count and commit not in found.setdefault(item_id, []):
+                found[item_id].append(commit)
+        for commits in found.values():
+            commits.sort(key=lambda c: order.get(c, len(order)))
+    return found
+
+
+def trace(
+    git: Git,
+    history: History,
+    at: Located,
+    item_id: str,
+    candidates: Sequence[str] | None = None,
+    last: str | None = None,
+) -> tuple[str, str]:
     """(last changed, introduced): the commit that last changed the item's line at `at`
-    (one blame), and the newest commit that holds the item while none of its parents does
-    (among the commits that changed how often its id appears: adds, removals, moves)."""
-    blamed = githistory.blame_line(git, at.rev, at.path, at.line)
-    if blamed is None:
-        raise UnknownItem(f"no history for line {at.line} of {at.path}")
-    last = blamed.commit
-    for commit in githistory.count_changes(git, at.rev, id_pattern(item_id), MEMORY_SPECS):
+    (`last`, else one blame), and the newest commit that holds the item while none of its
+    parents does, among `candidates` (default: `introductions` of its id)."""
+    if last is None:
+        blamed = githistory.blame_line(git, at.rev, at.path, at.line)
+        if blamed is None:
+            raise UnknownItem(f"no history for line {at.line} of {at.path}")
+        last = blamed.commit
+    if candidates is None:
+        candidates = introductions(git, at.rev, [item_id]).get(item_id, [])
+    for commit in candidates:
         if find_item(git, commit, item_id, near=at.path) is None:
             continue  # it went here (and came back later)
         parents = history.facts(commit).parents
@@ -394,28 +445,35 @@ def item_provenance(git: Git, layout: RootLayout, head: str, item_id: str) -> It
 # -- one signer's items -----------------------------------------------------------------------
 
 
-def _ids_in(git: Git, rev: str | None, path: str) -> set[str]:
-    if rev is None:
-        return set()
-    data = githistory.file_at(git, rev, path)
-    text = None if data is None else decode(data)
-    return set() if text is None else set(item_lines(text, path))
-
-
 def _is_memory_file(path: str) -> bool:
     return "/" not in path and path.endswith(".md") and path.startswith(("MEMORY", "PURSUIT"))
 
 
-def gained_ids(git: Git, facts: CommitFacts) -> set[str]:
-    """Ids a commit's changed memory files hold that the same files in its first parent
-    did not (a superset of what it introduced: a move also counts here)."""
-    parent = facts.parents[0] if facts.parents else None
-    diff = git.diff_records(parent or EMPTY_TREE, facts.commit)
+def gained_ids(git: Git, history: History, commits: Sequence[str]) -> set[str]:
+    """Ids the commits' changed memory files hold that the same files in each one's first
+    parent did not (a superset of what they introduced: a move also counts here). Two git
+    calls for all of them: the changed paths, then every file's bytes on both sides."""
+    history.load(commits)
+    changed = githistory.changed_files(git, commits, MEMORY_SPECS)
+    pairs: list[tuple[str, str | None, str]] = []
+    for commit in commits:
+        parents = history.facts(commit).parents
+        parent = parents[0] if parents else None
+        pairs += [(commit, parent, p) for p in changed.get(commit, ()) if _is_memory_file(p)]
+    names = [f"{c}:{p}" for c, _, p in pairs] + [f"{q}:{p}" for _, q, p in pairs if q]
+    blobs: dict[str, bytes | None] = {}
+    for start in range(0, len(names), CHUNK):
+        blobs.update(githistory.read_named(git, names[start : start + CHUNK]))
+
+    def ids(name: str | None, path: str) -> set[str]:
+        data = blobs.get(name) if name else None
+        text = None if data is None else decode(data)
+        return set() if text is None else set(item_lines(text, path))
+
     gained: set[str] = set()
-    for record in diff:
-        if record.is_tree or not _is_memory_file(record.path):
-            continue
-        gained |= _ids_in(git, facts.commit, record.path) - _ids_in(git, parent, record.path)
+    for commit, parent, path in pairs:
+        before = ids(f"{parent}:{path}" if parent else None, path)
+        gained |= ids(f"{commit}:{path}", path) - before
     return gained
 
 
@@ -436,16 +494,24 @@ def signed_items(
     in_range = githistory.commits_touching(git, head, MEMORY_SPECS, since)
     theirs = history.signed_by(in_range, signer)
     allowed = set(in_range)
-    candidates: set[str] = set()
-    for commit in theirs:
-        candidates |= gained_ids(git, history.facts(commit))
+    candidates = gained_ids(git, history, theirs)
     graph = head_graph(git, head)
+    live = sorted(i for i in candidates if i in graph.items)
+    events = introductions(git, head, live)
+    lines: dict[str, list[int]] = {}
+    for item_id in live:
+        lines.setdefault(graph.items[item_id].file, []).append(graph.items[item_id].line)
+    blamed = {
+        (path, n): b.commit
+        for path, numbers in lines.items()
+        for n, b in githistory.blame_lines(git, head, path, numbers).items()
+    }
     found: list[ItemProvenance] = []
-    for item_id in sorted(candidates):
-        item = graph.items.get(item_id)
-        if item is None:
-            continue
-        last, first = trace(git, history, Located(head, item.file, item.line), item_id)
+    for item_id in live:
+        item = graph.items[item_id]
+        at = Located(head, item.file, item.line)
+        known = blamed.get((item.file, item.line))
+        last, first = trace(git, history, at, item_id, events.get(item_id, []), known)
         if first in allowed and history.signer(first) == signer:
             found.append(_provenance(history, head, item, last, first))
     found.sort(key=lambda p: (p.file, p.line))

@@ -68,15 +68,20 @@ class CommitFacts:
         return found
 
 
-def blame_line(git: GitCore, rev: str, path: str, line: int) -> BlameLine | None:
-    """`git blame --porcelain -M -C -L line,line rev -- path`; None if the line is not there."""
+def blame_lines(git: GitCore, rev: str, path: str, lines: Sequence[int]) -> dict[int, BlameLine]:
+    """For each line of `path` at `rev` asked (one `git blame --porcelain -M -C` with an
+    `-L n,n` per line), the commit that last changed it; lines that are not there are
+    left out (the whole answer is empty when git refuses)."""
+    wanted = sorted(set(lines))
+    if not wanted:
+        return {}
+    ranges = [arg for n in wanted for arg in ("-L", f"{n},{n}")]
     result = git.run(
         "blame",
         "--porcelain",
         "-M",
         "-C",
-        "-L",
-        f"{line},{line}",
+        *ranges,
         rev,
         "--",
         path,
@@ -84,26 +89,40 @@ def blame_line(git: GitCore, rev: str, path: str, line: int) -> BlameLine | None
         check=False,
     )
     if result.returncode != 0:
-        return None
+        return {}
     return parse_blame_porcelain(result.stdout, path)
 
 
-def parse_blame_porcelain(raw: bytes, path: str) -> BlameLine | None:
-    """The first entry of `blame --porcelain` output: commit, original path and line."""
-    lines = raw.split(b"\n")
-    if not lines or not lines[0]:
-        return None
-    head = lines[0].split()
-    if len(head) < 3 or not _OID.fullmatch(head[0]) or not _NUMBER.fullmatch(head[1]):
-        return None
-    commit = head[0].decode("ascii")
-    original = path
-    for entry in lines[1:]:
+def blame_line(git: GitCore, rev: str, path: str, line: int) -> BlameLine | None:
+    """`blame_lines` for one line."""
+    return blame_lines(git, rev, path, [line]).get(line)
+
+
+def parse_blame_porcelain(raw: bytes, path: str) -> dict[int, BlameLine]:
+    """`blame --porcelain` output: final line number -> (commit, original path and line).
+    A group's first line names its file (`filename`); the lines after it share it."""
+    found: dict[int, BlameLine] = {}
+    pending: tuple[str, int, int] | None = None
+    group_file = path
+    for entry in raw.split(b"\n"):
         if entry.startswith(b"\t"):
-            break
-        if entry.startswith(b"filename "):
-            original = entry[len(b"filename ") :].decode("utf-8", "surrogateescape")
-    return BlameLine(commit, original, int(head[1]))
+            if pending is not None:
+                commit, original, final = pending
+                found[final] = BlameLine(commit, group_file, original)
+            pending = None
+            continue
+        head = entry.split(b" ")
+        if (
+            len(head) in (3, 4)
+            and _OID.fullmatch(head[0])
+            and all(_NUMBER.fullmatch(h) for h in head[1:])
+        ):
+            if len(head) == 4:  # a new group: its `filename` line follows
+                group_file = path
+            pending = (head[0].decode("ascii"), int(head[1]), int(head[2]))
+        elif entry.startswith(b"filename ") and pending is not None:
+            group_file = entry[len(b"filename ") :].decode("utf-8", "surrogateescape")
+    return found
 
 
 def raw_commits(git: GitCore, commits: Sequence[str]) -> dict[str, bytes]:
@@ -199,19 +218,115 @@ def commits_touching(
     return git.run(*args).stdout.decode("ascii").split()
 
 
-def count_changes(git: GitCore, rev: str, pattern: str, pathspecs: Sequence[str]) -> list[str]:
-    """Commits reachable from `rev` whose diff changes how often `pattern` (an extended
-    regular expression) occurs in a file of `pathspecs`, newest first: where a text was
-    added, removed or moved (`log -S --pickaxe-regex`, merges not diffed)."""
-    result = git.run(
+def changed_files(
+    git: GitCore, commits: Sequence[str], pathspecs: Sequence[str]
+) -> dict[str, list[str]]:
+    """Paths within `pathspecs` each commit changed against its first parent (or, for a
+    root commit, added): one `diff-tree --stdin` for all of them (merges: none listed)."""
+    if not commits:
+        return {}
+    raw = git.run(
+        "diff-tree",
+        "--stdin",
+        "-r",
+        "--root",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        "--",
+        *pathspecs,
+        input=b"".join(c.encode("ascii") + b"\n" for c in commits),
+    ).stdout
+    return parse_changed_files(raw, set(commits))
+
+
+def parse_changed_files(raw: bytes, commits: set[str]) -> dict[str, list[str]]:
+    """`diff-tree --stdin -z --name-only`: each commit's id, then its paths (NUL-ended)."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for token in raw.split(b"\0"):
+        if not token:
+            continue
+        text = gitparse.decode_path(token).strip("\n")
+        if text in commits and _OID.fullmatch(token.strip()):
+            current = found.setdefault(text, [])
+        elif current is not None:
+            current.append(text)
+    return found
+
+
+def read_named(git: GitCore, names: Sequence[str]) -> dict[str, bytes | None]:
+    """Objects named `rev:path` (or any name git reads), in one `cat-file --batch`: the
+    bytes of each, None for a name that names nothing."""
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    raw = git.run("cat-file", "--batch", input=b"".join(n.encode() + b"\n" for n in wanted))
+    return dict(zip(wanted, parse_batch_in_order(raw.stdout, len(wanted)), strict=False))
+
+
+def parse_batch_in_order(raw: bytes, count: int) -> list[bytes | None]:
+    """`cat-file --batch` answers in the order asked: the object's bytes, or None for a
+    `missing` (or ambiguous) name."""
+    answers: list[bytes | None] = []
+    pos = 0
+    while pos < len(raw) and len(answers) < count:
+        eol = raw.find(b"\n", pos)
+        if eol < 0:
+            break
+        header = raw[pos:eol].split()
+        pos = eol + 1
+        if len(header) == 3 and _NUMBER.fullmatch(header[2]):
+            size = int(header[2])
+            answers.append(raw[pos : pos + size])
+            pos += size + 1
+        else:
+            answers.append(None)
+    return answers
+
+
+def id_events(
+    git: GitCore, rev: str, pattern: str, pathspecs: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    """Every changed line matching `pattern` (an extended regex, `log -G`) in the memory
+    files' history from `rev`, newest commit first, as (commit, path, "+line" or "-line").
+    One `git log -p -U0`; merges are not diffed."""
+    raw = git.run(
         "log",
         "--no-show-signature",
         "--no-mailmap",
-        "--format=%H",
-        "--pickaxe-regex",
-        f"-S{pattern}",
+        "-p",
+        "-U0",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "--format=%x00%H",
+        f"-G{pattern}",
         rev,
         "--",
         *pathspecs,
-    )
-    return result.stdout.decode("ascii").split()
+    ).stdout
+    return parse_patch_lines(raw)
+
+
+def parse_patch_lines(raw: bytes) -> list[tuple[str, str, str]]:
+    """The changed lines of `log -p -U0 --format=%x00%H` output (see `id_events`). File
+    headers are read only between `diff --git` and the first `@@`, so a removed line that
+    reads `-- x` is a line, not a header; a deleted file's lines carry its old path."""
+    found: list[tuple[str, str, str]] = []
+    commit = path = ""
+    header = False
+    for line in raw.split(b"\n"):
+        if line.startswith(b"\0"):
+            commit, path, header = line[1:].decode("ascii", "replace").strip(), "", False
+        elif line.startswith(b"diff --git "):
+            path, header = "", True
+        elif header and line.startswith(b"@@"):
+            header = False
+        elif header:
+            if line.startswith((b"--- a/", b"+++ b/")):
+                path = gitparse.decode_path(line[6:])
+        elif line[:1] in (b"+", b"-") and commit and path:
+            found.append((commit, path, line.decode("utf-8", "replace")))
+    return found

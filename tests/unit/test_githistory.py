@@ -35,14 +35,19 @@ def test_a_commit_object_reads_as_git_wrote_it() -> None:
 
 
 def test_blame_porcelain_names_the_original_file_and_line() -> None:
-    raw = f"{SHA} 7 5 1\nauthor X\nfilename MEMORY_old.md\n\t- `x` y\n".encode()
+    other = "b" * 40
+    raw = (
+        f"{SHA} 7 5 2\nauthor X\nfilename MEMORY_old.md\n\t- `x` y\n"
+        f"{SHA} 8 6\n\t- `z` y\n"
+        f"{other} 1 9 1\nfilename MEMORY.md\n\t- `w` y\n"
+    ).encode()
     found = parse_blame_porcelain(raw, "MEMORY.md")
-    assert found is not None and (found.commit, found.path, found.line) == (
-        SHA,
-        "MEMORY_old.md",
-        7,
-    )
-    assert parse_blame_porcelain(b"", "MEMORY.md") is None
+    assert {n: (b.commit, b.path, b.line) for n, b in found.items()} == {
+        5: (SHA, "MEMORY_old.md", 7),
+        6: (SHA, "MEMORY_old.md", 8),
+        9: (other, "MEMORY.md", 1),
+    }
+    assert parse_blame_porcelain(b"", "MEMORY.md") == {}
 
 
 @given(st.binary(max_size=400))
