@@ -75,6 +75,7 @@ class _Commands(LazyGroup):
             "memsync.cli_pause",
             "Let a paused root or view run again (the running daemon syncs it at once).",
         ),
+        "provenance": ("memsync.cli_provenance", "Where an item came from; what one key added."),
         "cycle": (
             "memsync.cli_cycle",
             "Run one prune or insight turn for ROOT now, through the configured role.",
