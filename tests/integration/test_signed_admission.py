@@ -18,7 +18,8 @@ from memsync.config.secrets import SecretRef
 from memsync.roots.admission import MAX_NAMED
 from memsync.roots.layout import RootLayout
 from memsync.status import root_document
-from memsync.validators.commitsig import parse_signer
+from memsync.transports.commitsign import CommitKey
+from memsync.validators.commitsig import parse_signer, signer_fingerprint
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, push, snapshot
 from tests.sigkeys import Key, make_key, raw_commit, sign_flags, signed_commit
@@ -226,3 +227,28 @@ def test_a_root_with_no_trusted_upstream_anchors_at_the_first_one(
     status = root_document(bob.settings, bob.state_dir)["admission"]
     assert status["anchor"] == git(team.upstream, "rev-parse", "main")
     assert status["signers"] == [parse_signer(keys["alice"].public).fingerprint]
+
+
+def test_memsyncs_own_signed_merge_passes_both_ends(team: Team, keys: dict[str, Key]) -> None:
+    """Both halves together: Bob's root requires signatures from Alice and from memsync's own
+    key, and signs what memsync commits with that key. Alice's signed commit and Bob's signed
+    local commit diverge: memsync merges them, signs the merge, and the outgoing check passes
+    it, so the merge reaches the upstream; Alice's root, requiring the same, admits it."""
+    ours = make_key(keys["alice"].private.parent, "memsync-bob")
+    pinned = (keys["alice"].public, ours.public)
+    key_ref = CommitKey("roots.bob.signing.key", SecretRef("file", str(ours.private)))
+    bob = signed(team.bob, *pinned)
+    bob = replace(bob, settings=replace(bob.settings, signing=key_ref))
+    assert bob.sync().ok  # the anchor: the upstream as it is now
+    signed_commit(team.alice.path, {"MEMORY_a.md": "# A\n"}, keys["alice"], "from alice")
+    push(team.alice.path)
+    signed_commit(bob.path, {"MEMORY_b.md": "# B\n"}, keys["alice"], "from bob's desk")
+    result = bob.sync()
+    assert result.status in ("synced", "pushed"), result.message
+    merge = git(bob.path, "rev-parse", "HEAD")
+    assert len(git(bob.path, "rev-list", "--parents", "-n1", merge).split()) == 3
+    assert signer_fingerprint(raw_commit(bob.path, merge)) == parse_signer(ours.public).fingerprint
+    assert git(team.upstream, "rev-parse", "refs/heads/main") == merge
+    alice = signed(team.alice, *pinned)
+    assert alice.sync().status == "synced"
+    assert git(alice.path, "rev-parse", "HEAD") == merge
