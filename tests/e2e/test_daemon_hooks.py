@@ -169,7 +169,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout(
 ) -> None:
     port = free_port()
     pidfile = tmp_path / "hook.pid"
-    hanging = script(tmp_path / "hang.sh", f"echo $$ > {pidfile}\nexec sleep 300\n")
+    hanging = script(tmp_path / "hang.sh", f"echo $$ >> {pidfile}\nexec sleep 300\n")
     config = hooks_config(
         tmp_path, team, port, f"  - on: [synced]\n    command: [{hanging}]\n    timeout: 3s\n"
     )
@@ -177,7 +177,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout(
     wait_for(lambda: cycles(port, "bob", "current") >= 1, 20, "the first cycle")
     push_from_alice(team, "a")
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 20, "the hook")
-    pid = int(pidfile.read_text())
+    pid = int(pidfile.read_text().split()[0])
     second = push_from_alice(team, "b")  # while the hook hangs, syncs go on
     wait_for(lambda: git(team.bob.path, "rev-parse", "HEAD") == second, 15, "the next sync")
     wait_for(lambda: bool(lines(daemon, "was killed")), 20, "the hook's timeout")
@@ -192,3 +192,18 @@ def test_a_hanging_hook_is_killed_at_its_timeout(
         return False
 
     wait_for(gone, 10, "the hook's process to be gone")
+    # The second sync's transition ran the hook again: it too ends at its timeout, not
+    # with the test (nothing this test started may outlive it).
+    started = [int(p) for p in pidfile.read_text().split()]
+    wait_for(lambda: len(lines(daemon, "was killed")) == len(started), 20, "every hook's timeout")
+    for other in started:
+        wait_for(lambda other=other: not alive(other), 10, "each hook's process to be gone")
+
+
+def alive(pid: int) -> bool:
+    """Running: not gone and not a zombie (a killed orphan waits for the test's reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
