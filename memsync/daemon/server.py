@@ -1,0 +1,220 @@
+"""The little HTTP/1.1 server behind the control socket, on asyncio streams alone.
+
+The control socket answers one user's own CLI with small JSON documents: it needs no web
+framework, and an idle daemon should not hold one (issue 18: aiohttp loads only for what
+speaks HTTP over the network, hub events, HTTP views, webhooks and `http.listen`). What
+it speaks: a request line, headers, a body delimited by Content-Length (a chunked body is
+refused), keep-alive as HTTP/1.1 has it, `Expect: 100-continue`, HEAD answered as GET
+without the body. Every part is bounded: the head (`MAX_HEAD` bytes), the body (`max_body`:
+a larger one is handed on as too large, unread, and the connection closes after the
+answer), the wait for a head or a body (`IDLE`), the wait for handlers at shutdown.
+Something that is not HTTP gets a JSON error and the connection closes; the server goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD = 16 * 1024  # request line and headers (a client of ours sends ~100 bytes)
+MAX_HEADERS = 64
+IDLE = 75.0  # seconds to wait for a request's head or body (aiohttp's keep-alive time)
+SHUTDOWN_GRACE = 10.0  # seconds running handlers get to answer when the server stops
+JSON = "application/json; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: `body` is None when it was larger than the server takes (unread)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes | None
+    sock: socket.socket | None
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str = JSON
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def error(status: int, code: str, message: str) -> Response:
+    """The error document every refusal of the control socket is."""
+    text = json.dumps({"error": {"code": code, "message": message}})
+    return Response(status, text.encode())
+
+
+def reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _Head:
+    method: str
+    path: str
+    version: str
+    headers: dict[str, str]
+
+
+def parse_head(raw: bytes) -> _Head:
+    """The request line and headers of `raw` (ending in a blank line); _BadRequest when
+    they are not HTTP/1.x."""
+    try:
+        text = raw.decode("latin-1")
+    except UnicodeDecodeError as exc:  # pragma: no cover - latin-1 decodes every byte
+        raise _BadRequest from exc
+    line, *lines = text[:-4].split("\r\n")
+    parts = line.split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
+        raise _BadRequest
+    method, target, version = parts
+    if not method.isascii() or not method.isalpha() or not method.isupper():
+        raise _BadRequest
+    if not target.startswith("/") or any(c <= " " or c == "\x7f" for c in target):
+        raise _BadRequest
+    if len(lines) > MAX_HEADERS:
+        raise _BadRequest
+    headers: dict[str, str] = {}
+    for header in lines:
+        name, colon, value = header.partition(":")
+        if not colon or not name or name != name.strip() or any(c <= " " for c in name):
+            raise _BadRequest
+        key = name.lower()
+        value = value.strip(" \t")
+        if key in headers:
+            if key in ("content-length", "transfer-encoding", "host"):
+                raise _BadRequest
+            headers[key] = f"{headers[key]}, {value}"
+        else:
+            headers[key] = value
+    return _Head(method, target.split("?", 1)[0], version, headers)
+
+
+def _keep_alive(head: _Head) -> bool:
+    tokens = {t.strip().lower() for t in head.headers.get("connection", "").split(",")}
+    if head.version == "HTTP/1.1":
+        return "close" not in tokens
+    return "keep-alive" in tokens
+
+
+def _encode(response: Response, *, head_only: bool, close: bool) -> bytes:
+    lines = [
+        f"HTTP/1.1 {response.status} {reason(response.status)}",
+        f"Content-Type: {response.content_type}",
+        f"Content-Length: {len(response.body)}",
+        *(f"{name}: {value}" for name, value in response.headers),
+    ]
+    if close:
+        lines.append("Connection: close")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head if head_only else head + response.body
+
+
+class Server:
+    """Serves `handler` on a listening unix socket until `stop`."""
+
+    def __init__(self, handler: Handler, *, max_body: int) -> None:
+        self._handler = handler
+        self._max_body = max_body
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start_unix(self, path: str) -> None:
+        self._server = await asyncio.start_unix_server(self._connection, path, limit=MAX_HEAD)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        running = set(self._connections)
+        if running:
+            _, late = await asyncio.wait(running, timeout=SHUTDOWN_GRACE)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=SHUTDOWN_GRACE)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            while await self._one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass  # the client went away, or said nothing in time
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Serve one request; whether the connection stays open for another."""
+        try:
+            raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial.strip():
+                await self._send(writer, error(400, "http", "Bad Request"), close=True)
+            return False
+        except asyncio.LimitOverrunError:
+            await self._send(writer, error(400, "http", "Bad Request"), close=True)
+            return False
+        try:
+            head = parse_head(raw)
+        except _BadRequest:
+            await self._send(writer, error(400, "http", "Bad Request"), close=True)
+            return False
+        if "transfer-encoding" in head.headers:
+            refusal = error(400, "bad-request", "a request body needs a Content-Length")
+            await self._send(writer, refusal, close=True)
+            return False
+        length_text = head.headers.get("content-length", "0")
+        if not length_text.isdigit() or not length_text.isascii():
+            await self._send(writer, error(400, "http", "Bad Request"), close=True)
+            return False
+        length = int(length_text)
+        keep = _keep_alive(head)
+        body: bytes | None = None
+        if length > self._max_body:
+            keep = False  # the body stays unread: the connection cannot carry another request
+        else:
+            if length and head.headers.get("expect", "").lower() == "100-continue":
+                writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            body = await asyncio.wait_for(reader.readexactly(length), IDLE) if length else b""
+        sock = writer.get_extra_info("socket")
+        request = Request(head.method, head.path, head.headers, body, sock)
+        response = await self._handler(request)
+        await self._send(writer, response, close=not keep, head_only=head.method == "HEAD")
+        return keep
+
+    @staticmethod
+    async def _send(
+        writer: asyncio.StreamWriter, response: Response, *, close: bool, head_only: bool = False
+    ) -> None:
+        writer.write(_encode(response, head_only=head_only, close=close))
+        await writer.drain()
