@@ -2,13 +2,14 @@
 
 The control socket answers one user's own CLI with small JSON documents: it needs no web
 framework, and an idle daemon should not hold one (issue 18: aiohttp loads only for what
-speaks HTTP over the network, hub events, HTTP views, webhooks and `http.listen`). What
-it speaks: a request line, headers, a body delimited by Content-Length (a chunked body is
-refused), keep-alive as HTTP/1.1 has it, `Expect: 100-continue`, HEAD answered as GET
-without the body. Every part is bounded: the head (`MAX_HEAD` bytes), the body (`max_body`:
-a larger one is handed on as too large, unread, and the connection closes after the
-answer), the wait for a head or a body (`IDLE`), the wait for handlers at shutdown.
-Something that is not HTTP gets a JSON error and the connection closes; the server goes on.
+speaks HTTP over the network, hub events, HTTP views, webhooks and `http.listen`).
+
+What it speaks: a request line, headers, a body delimited by Content-Length or chunked,
+keep-alive as HTTP/1.1 has it, `Expect: 100-continue`, HEAD answered as GET without the
+body. Every part is bounded: the head (`MAX_HEAD` bytes), the body (`max_body`: a larger
+one is handed on as too large, unread, and the connection closes after the answer), the
+wait for a head or a body (`IDLE`), the wait for handlers at shutdown. Something that is
+not HTTP gets a JSON error and the connection closes; the server goes on.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ def reason(status: int) -> str:
 
 class _BadRequest(Exception):
     pass
+
+
+class _BadChunk(ConnectionError):
+    """A chunked body that is not one: the connection ends without an answer."""
 
 
 @dataclass(frozen=True)
@@ -164,8 +169,13 @@ class Server:
         try:
             while await self._one(reader, writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
-            pass  # the client went away, or said nothing in time
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            TimeoutError,
+        ):
+            pass  # the client went away, said nothing in time, or sent a broken chunked body
         finally:
             if task is not None:
                 self._connections.discard(task)
@@ -189,12 +199,11 @@ class Server:
         except _BadRequest:
             await self._send(writer, error(400, "http", "Bad Request"), close=True)
             return False
-        if "transfer-encoding" in head.headers:
-            refusal = error(400, "bad-request", "a request body needs a Content-Length")
-            await self._send(writer, refusal, close=True)
-            return False
+        coding = head.headers.get("transfer-encoding")
         length_text = head.headers.get("content-length", "0")
-        if not length_text.isdigit() or not length_text.isascii():
+        if (
+            coding is not None and (coding.lower() != "chunked" or "content-length" in head.headers)
+        ) or (not length_text.isdigit() or not length_text.isascii()):
             await self._send(writer, error(400, "http", "Bad Request"), close=True)
             return False
         length = int(length_text)
@@ -203,14 +212,46 @@ class Server:
         if length > self._max_body:
             keep = False  # the body stays unread: the connection cannot carry another request
         else:
-            if length and head.headers.get("expect", "").lower() == "100-continue":
+            if (length or coding) and head.headers.get("expect", "").lower() == "100-continue":
                 writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            body = await asyncio.wait_for(reader.readexactly(length), IDLE) if length else b""
+            if coding is not None:
+                body = await asyncio.wait_for(self._chunked(reader), IDLE)
+                keep = keep and body is not None
+            elif length:
+                body = await asyncio.wait_for(reader.readexactly(length), IDLE)
+            else:
+                body = b""
         sock = writer.get_extra_info("socket")
         request = Request(head.method, head.path, head.headers, body, sock)
         response = await self._handler(request)
         await self._send(writer, response, close=not keep, head_only=head.method == "HEAD")
         return keep
+
+    async def _chunked(self, reader: asyncio.StreamReader) -> bytes | None:
+        """A chunked body; None when it grows past `max_body` (the rest stays unread).
+        _BadChunk when it is not one."""
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            digits = line[:-2].split(b";", 1)[0].strip()
+            if (
+                not digits
+                or len(digits) > 8
+                or any(c not in b"0123456789abcdefABCDEF" for c in digits)
+            ):
+                raise _BadChunk
+            chunk = int(digits, 16)
+            if chunk == 0:
+                while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, bounded by MAX_HEAD
+                    pass
+                return b"".join(parts)
+            size += chunk
+            if size > self._max_body:
+                return None
+            parts.append(await reader.readexactly(chunk))
+            if await reader.readexactly(2) != b"\r\n":
+                raise _BadChunk
 
     @staticmethod
     async def _send(
