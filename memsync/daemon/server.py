@@ -145,15 +145,20 @@ class Server:
         self._max_body = max_body
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._busy: set[asyncio.Task[None]] = set()  # between a request's head and its answer
 
     async def start_unix(self, path: str) -> None:
         self._server = await asyncio.start_unix_server(self._connection, path, limit=MAX_HEAD)
 
     async def stop(self) -> None:
+        """Stop listening, close idle connections at once, give running handlers
+        `SHUTDOWN_GRACE` seconds to answer, then cancel them."""
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
+        for task in self._connections - self._busy:
+            task.cancel()
         running = set(self._connections)
         if running:
             _, late = await asyncio.wait(running, timeout=SHUTDOWN_GRACE)
@@ -167,7 +172,7 @@ class Server:
         if task is not None:
             self._connections.add(task)
         try:
-            while await self._one(reader, writer):
+            while await self._one(reader, writer, task):
                 pass
         except (
             ConnectionError,
@@ -179,12 +184,20 @@ class Server:
         finally:
             if task is not None:
                 self._connections.discard(task)
+                self._busy.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def _one(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        task: asyncio.Task[None] | None,
+    ) -> bool:
         """Serve one request; whether the connection stays open for another."""
+        if task is not None:
+            self._busy.discard(task)
         try:
             raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE)
         except asyncio.IncompleteReadError as exc:
@@ -194,6 +207,8 @@ class Server:
         except asyncio.LimitOverrunError:
             await self._send(writer, error(400, "http", "Bad Request"), close=True)
             return False
+        if task is not None:
+            self._busy.add(task)
         try:
             head = parse_head(raw)
         except _BadRequest:

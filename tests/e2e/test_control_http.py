@@ -7,9 +7,12 @@ sockets, so what a client sees is what is pinned."""
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import time
 from pathlib import Path
 
+from memsync.daemon.server import SHUTDOWN_GRACE
 from tests.conftest import Team
 from tests.e2e.daemons import launcher, write_config
 
@@ -112,3 +115,14 @@ def test_the_control_socket_speaks_http_as_its_clients_do(team: Team, tmp_path: 
         )
         assert got == 200 and json.loads(body)["daemon"]["running"] is True
         assert daemon.proc.poll() is None
+
+        # A kept-alive connection with no request under way does not hold up a stop.
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as idle:
+            idle.settimeout(30)
+            idle.connect(str(sock))
+            idle.sendall(b"GET /v1/daemon HTTP/1.1\r\nHost: memsync\r\n\r\n")
+            assert idle.recv(65536).startswith(b"HTTP/1.1 200 ")
+            started = time.monotonic()
+            daemon.proc.send_signal(signal.SIGTERM)
+            assert daemon.proc.wait(timeout=30) == 0
+            assert time.monotonic() - started < SHUTDOWN_GRACE
