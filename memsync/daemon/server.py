@@ -7,9 +7,10 @@ speaks HTTP over the network, hub events, HTTP views, webhooks and `http.listen`
 What it speaks: a request line, headers, a body delimited by Content-Length or chunked,
 keep-alive as HTTP/1.1 has it, `Expect: 100-continue`, HEAD answered as GET without the
 body. Every part is bounded: the head (`MAX_HEAD` bytes), the body (`max_body`: a larger
-one is handed on as too large, unread, and the connection closes after the answer), the
-wait for a head or a body (`IDLE`), the wait for handlers at shutdown. Something that is
-not HTTP gets a JSON error and the connection closes; the server goes on.
+one is handed on as too large, read and dropped up to `MAX_DRAIN`, and the connection
+closes after the answer), the wait for a head or a body (`IDLE`), the wait for handlers at
+shutdown. Something that is not HTTP gets a JSON error and the connection closes; the
+server goes on.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 16 * 1024  # request line and headers (a client of ours sends ~100 bytes)
 MAX_HEADERS = 64
 IDLE = 75.0  # seconds to wait for a request's head or body (aiohttp's keep-alive time)
+MAX_DRAIN = 1024 * 1024  # a body over the cap up to this size is read and dropped
 SHUTDOWN_GRACE = 10.0  # seconds running handlers get to answer when the server stops
 JSON = "application/json; charset=utf-8"
 
@@ -81,6 +83,11 @@ class _Head:
     path: str
     version: str
     headers: dict[str, str]
+
+
+async def _discard(reader: asyncio.StreamReader, length: int) -> None:
+    while length > 0:
+        length -= len(await reader.readexactly(min(length, 64 * 1024)))
 
 
 def parse_head(raw: bytes) -> _Head:
@@ -225,7 +232,9 @@ class Server:
         keep = _keep_alive(head)
         body: bytes | None = None
         if length > self._max_body:
-            keep = False  # the body stays unread: the connection cannot carry another request
+            keep = False  # answered 413, and the connection carries no other request
+            if length <= MAX_DRAIN:  # read it all, so that a client that sends before it
+                await asyncio.wait_for(_discard(reader, length), IDLE)  # reads gets the answer
         else:
             if (length or coding) and head.headers.get("expect", "").lower() == "100-continue":
                 writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")

@@ -74,7 +74,7 @@ def test_the_control_socket_speaks_http_as_its_clients_do(team: Team, tmp_path: 
             (f"GET /v1/sync HTTP/1.1\r\n{close}\r\n", 405, "http", "Method Not Allowed"),
             (f"POST /v1/status HTTP/1.1\r\n{close}\r\n", 405, "http", "Method Not Allowed"),
             (
-                f"POST /v1/sync HTTP/1.1\r\n{close}Content-Length: 70000\r\n\r\n",
+                f"POST /v1/sync HTTP/1.1\r\n{close}Content-Length: 70000\r\n\r\n{'[' * 70000}",
                 413,
                 "http",
                 "Request Entity Too Large",
