@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.config import settingsmemo
 from memsync.config.paths import MAX_CONFIG_BYTES, read_config
 from memsync.errors import ConfigError, Located
+from memsync.transports.process import run_process
 
 if TYPE_CHECKING:
     from memsync.clikit import App
@@ -55,17 +56,20 @@ def check_in_child(path: Path, raw: bytes) -> ConfigError | None:
     """Validate `raw` (the bytes of `path`) in a child, which memoizes the settings: the
     `ConfigError` the schema raised, or None (then `App.settings` recalls or loads)."""
     try:
-        done = subprocess.run(
+        done = run_process(
             [sys.executable, "-m", "memsync.daemon.configcheck", str(path)],
+            # The daemon's own directory and environment: the load must see what the
+            # daemon's would (a relative --config, `~`, $XDG_*: the memo's key holds them).
+            cwd=Path.cwd(),
+            env=os.environ,
+            seconds=CHILD_TIMEOUT,
             input=raw,
-            capture_output=True,
-            timeout=CHILD_TIMEOUT,
-            check=False,
+            keep=MAX_ANSWER,
         )
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         log.debug("configuration check in a child failed (%s); loading here", exc)
         return None
-    if done.returncode != REFUSED or len(done.stdout) > MAX_ANSWER:
+    if done.expired or done.returncode != REFUSED or (done.stdout_total or 0) > MAX_ANSWER:
         return None
     try:
         return _error(json.loads(done.stdout))
