@@ -32,6 +32,8 @@ IDLE = 75.0  # seconds to wait for a request's head or body (aiohttp's keep-aliv
 MAX_DRAIN = 1024 * 1024  # a body over the cap up to this size is read and dropped
 SHUTDOWN_GRACE = 10.0  # seconds running handlers get to answer when the server stops
 JSON = "application/json; charset=utf-8"
+# A header's name: RFC 9110's token characters.
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,12 @@ def parse_head(raw: bytes) -> _Head:
     headers: dict[str, str] = {}
     for header in lines:
         name, colon, value = header.partition(":")
-        if not colon or not name or name != name.strip() or any(c <= " " for c in name):
+        if not colon or not name or not set(name) <= _TOKEN:
             raise _BadRequest
         key = name.lower()
         value = value.strip(" \t")
+        if any(c != "\t" and (c < " " or c == "\x7f") for c in value):
+            raise _BadRequest  # a control character (a lone CR, a NUL) is no header's
         if key in headers:
             if key in ("content-length", "transfer-encoding", "host"):
                 raise _BadRequest
