@@ -56,7 +56,7 @@ from memsync.daemon.workers import (
     ViewWorker,
     resolve_token,
 )
-from memsync.errors import ConfigError, MemsyncError, UsageError
+from memsync.errors import ConfigError, MemsyncError, UsageError, format_problem
 from memsync.roots import recovery
 from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
@@ -564,8 +564,6 @@ class Daemon:
 def _refused(exc: MemsyncError) -> None:
     """A refused reload: what was wrong, then every problem on its own line (a journal line
     is one record), each with its file, line and location."""
-    from memsync.config.load import format_problem  # noqa: PLC0415 - a refusal only
-
     problems = exc.problems if isinstance(exc, ConfigError) else ()
     source = exc.source if isinstance(exc, ConfigError) else None
     said = [format_problem(p, source) for p in problems]

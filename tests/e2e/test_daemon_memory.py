@@ -110,7 +110,7 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
         rss = rss_mb(daemon.proc.pid)
         modules = module_list(daemon.proc.pid, dump)
         # What a person does to an idle daemon leaves it at rest: `sync-now` and `status`
-        # through it, a reload of an edited config (validated again, in a child).
+        # through it, a reload of an edited config and a refused one (in a child).
         cache = {"XDG_CACHE_HOME": env["XDG_CACHE_HOME"]}
         done = memsync("--config", str(config), "sync-now", "--json", env=cache)
         assert done.returncode == 0 and '"status":"current"' in done.stdout, done
@@ -118,6 +118,10 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
         config.write_text(config.read_text().replace("interval: 60s", "interval: 90s"))
         os.kill(daemon.proc.pid, signal.SIGHUP)
         wait_for(lambda: "configuration reloaded" in daemon.log.read_text(), 30, "the reload")
+        good = config.read_text()
+        config.write_text(good + "bogus: 1\n")  # refused, with its problem on its own line
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_for(lambda: ": bogus: " in daemon.log.read_text(), 30, "the refused reload")
         used = module_list(daemon.proc.pid, dump)
         assert daemon.proc.poll() is None  # still running: the signal only asked for the list
 
