@@ -22,10 +22,11 @@ def run(app: App) -> int:
     the running one kept).
     """
     from memsync.daemon.app import run_daemon  # noqa: PLC0415 - the daemon stack loads here only
+    from memsync.daemon.configcheck import daemon_settings  # noqa: PLC0415
 
-    settings = app.settings()
+    settings = daemon_settings(app)  # the schema in a child: no pydantic held at rest
     use_format(app.log_format or settings.log_format, daemon=True)
     if not app.debug:
         logging.getLogger("memsync").setLevel(logging.INFO)
     sys.stdout.flush()
-    return run_daemon(settings, app.settings)
+    return run_daemon(settings, lambda: daemon_settings(app))

@@ -26,6 +26,15 @@ class Located:
     line: int | None = None
 
 
+def format_problem(problem: Located, source: str | None = None) -> str:
+    """`config.yaml:12: roots.personal.sync.interval: invalid duration '60x' (...)`."""
+    where = "".join(
+        f"{part}:" for part in (source, problem.line) if part is not None and part != ""
+    )
+    what = f"{problem.location}: {problem.message}" if problem.location else problem.message
+    return f"{where} {what}" if where else what
+
+
 class MemsyncError(Exception):
     """Root of every error memsync raises on purpose."""
 

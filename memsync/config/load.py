@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails
 
 from memsync.config.paths import MAX_CONFIG_BYTES, find_config_path, read_config
 from memsync.config.schema import TAGS, Config, Loc, reference_problems
-from memsync.errors import ConfigError, Located
+from memsync.errors import ConfigError, Located, format_problem
 
 MAX_DEPTH = 32  # the schema nests 6 levels; PyYAML's composer recurses once per level
 _CORE_TAGS = frozenset(
@@ -84,15 +84,6 @@ def load_config_text(text: str, base_dir: Path, source_name: str = "<config>") -
     if problems or config is None:
         raise _error(sorted(set(problems), key=_order), source_name)
     return config
-
-
-def format_problem(problem: Located, source: str | None = None) -> str:
-    """`config.yaml:12: roots.personal.sync.interval: invalid duration '60x' (...)`."""
-    where = "".join(
-        f"{part}:" for part in (source, problem.line) if part is not None and part != ""
-    )
-    what = f"{problem.location}: {problem.message}" if problem.location else problem.message
-    return f"{where} {what}" if where else what
 
 
 def _order(problem: Located) -> tuple[int, str, str]:

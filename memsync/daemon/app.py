@@ -29,32 +29,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from pydantic import BaseModel
 
 from memsync import __version__, timefmt
-from memsync.config.load import format_problem
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.daemon import transitions
-from memsync.daemon.control import (
-    ControlSocket,
-    CycleRequest,
-    PullRequest,
-    SyncRequest,
-    claim,
-)
+from memsync.daemon.control import Answer, ControlSocket, claim
 from memsync.daemon.hooks import Hooks
 from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
+from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
@@ -65,24 +57,25 @@ from memsync.daemon.workers import (
     ViewWorker,
     resolve_token,
 )
-from memsync.errors import ConfigError, MemsyncError, UsageError
+from memsync.errors import ConfigError, MemsyncError, UsageError, format_problem
 from memsync.roots import recovery
 from memsync.roots.cycle import SyncOptions
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.result import HELD, SyncResult
-from memsync.status import config_name, status_report
+from memsync.status import config_name, status_document
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
-from memsync.wire import SyncReport, SyncResultModel
-from memsync.wire.cli import DaemonStatus, ScheduleEntry, ViewsPullReport
-from memsync.wire.pause import PauseRequest, ResumeRequest
+from memsync.wire import documents
 
-if TYPE_CHECKING:  # the event stream and view pulls load when configured (issue 18)
+if TYPE_CHECKING:  # the event stream, view pulls, aiohttp, pydantic: when used (issue 18)
+    from aiohttp import web
+
     from memsync.daemon.events import Event
     from memsync.views.pull import ViewResult
+    from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
 
@@ -327,6 +320,8 @@ class Daemon:
     async def _start_health(self) -> web.AppRunner | None:
         if not self.settings.http_listen:
             return None
+        from aiohttp import web  # noqa: PLC0415 - only a daemon with `http.listen` serves HTTP
+
         host, _, port = self.settings.http_listen.rpartition(":")
         runner = web.AppRunner(health_app(self.metrics, self.readiness), access_log=None)
         await runner.setup()
@@ -404,7 +399,7 @@ class Daemon:
         self.metrics.observe_sync(result)
         if result.dry_run:  # a plan, not a state the root is in
             return
-        document = SyncResultModel.of(result).model_dump(mode="json")
+        document = documents.sync_result_document(result)
         self._changed(
             self.transitions.observe("root", result.root, result.status, result.message, document)
         )
@@ -453,27 +448,31 @@ class Daemon:
         stale = await asyncio.to_thread(_past_max_stale, views, self.settings.state_dir)
         return reasons + [f"view {name}: past max_stale ({age})" for name, age in stale]
 
-    async def status(self) -> BaseModel:
-        report = await asyncio.to_thread(status_report, self.settings)
-        return report.model_copy(update={"daemon": self._daemon_block()})
+    async def status(self) -> Answer:
+        document = await asyncio.to_thread(status_document, self.settings)
+        document["daemon"] = self._daemon_block()
+        return documents.status_report(document)
 
-    async def daemon(self) -> BaseModel:
+    async def daemon(self) -> Answer:
         """`GET /v1/daemon`: the daemon block alone (no file read, no git)."""
-        return self._daemon_block()
+        return documents.daemon_status(self._daemon_block())
 
-    def _daemon_block(self) -> DaemonStatus:
-        return DaemonStatus(
-            running=True,
-            pid=os.getpid(),
-            version=__version__,
-            started_at=timefmt.rfc3339(timefmt.from_timestamp(self.started)),
-            uptime_seconds=int(time.time() - self.started),
-            schedule=self._schedule(),
-            config=config_name(self.settings.config_path),
-        )
+    def _daemon_block(self) -> dict[str, Any]:
+        """The `DaemonStatus` model's document, keys in its order."""
+        return {
+            "running": True,
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": timefmt.rfc3339(timefmt.from_timestamp(self.started)),
+            "uptime_seconds": int(time.time() - self.started),
+            "schedule": self._schedule(),
+            "config": config_name(self.settings.config_path),
+            "other_config": None,
+        }
 
-    def _schedule(self) -> list[ScheduleEntry]:
-        entries: list[ScheduleEntry] = []
+    def _schedule(self) -> list[dict[str, Any]]:
+        """The `ScheduleEntry` models' documents."""
+        entries: list[dict[str, Any]] = []
         loop_now = asyncio.get_running_loop().time()
         wall_now = time.time()
         jobs = {job.id: job for job in self._scheduler.get_jobs()} if self._scheduler else {}
@@ -485,25 +484,25 @@ class Daemon:
             job = jobs.get(f"{'sync' if kind == 'root' else 'view'}:{name}")
             backoff = trigger.backoff
             entries.append(
-                ScheduleEntry(
-                    kind=kind,
-                    name=name,
-                    next_run_at=timefmt.rfc3339(job.next_run_time)
+                {
+                    "kind": kind,
+                    "name": name,
+                    "next_run_at": timefmt.rfc3339(job.next_run_time)
                     if job and job.next_run_time
                     else None,
-                    running=trigger.running is not None,
-                    failures=backoff.failures,
-                    backoff_until=timefmt.rfc3339(
+                    "running": trigger.running is not None,
+                    "failures": backoff.failures,
+                    "backoff_until": timefmt.rfc3339(
                         timefmt.from_timestamp(wall_now + backoff.wait(loop_now))
                     )
                     if backoff.wait(loop_now) > 0
                     else None,
-                    held=trigger.held(),
-                )
+                    "held": trigger.held(),
+                }
             )
         return entries
 
-    async def sync(self, request: SyncRequest) -> BaseModel:
+    async def sync(self, request: SyncRequest) -> Answer:
         names = request.roots or list(self.roots)
         unknown = [n for n in names if n not in self.roots]
         if unknown:
@@ -519,16 +518,16 @@ class Daemon:
             asyncio.shield(self.roots[n].trigger.request(options, explicit=True)) for n in names
         ]
         results = await asyncio.gather(*futures)
-        return SyncReport(results=[SyncResultModel.of(r) for r in results])
+        return documents.sync_report(results)
 
-    async def cycle(self, kind: str, request: CycleRequest) -> BaseModel:
+    async def cycle(self, kind: str, request: CycleRequest) -> Answer:
         worker = self.roots.get(request.root)
         if worker is None or kind not in worker.cycles:
             raise UsageError(f"unknown root {request.root!r} or cycle {kind!r}")
         result = await asyncio.shield(worker.cycles[kind].request(request.force, explicit=True))
         return result.model()
 
-    async def pull(self, request: PullRequest) -> BaseModel:
+    async def pull(self, request: PullRequest) -> Answer:
         names = request.views or list(self.views)
         unknown = [n for n in names if n not in self.views]
         if unknown:
@@ -538,12 +537,16 @@ class Daemon:
             for n in names
         ]
         results = await asyncio.gather(*futures)
+        if not results:  # no view configured: the empty report, without the models
+            return documents.Answer.of({"results": []})
+        from memsync.wire.cli import ViewsPullReport  # noqa: PLC0415 - views only
+
         return ViewsPullReport(results=[r.model() for r in results])
 
-    async def pause(self, request: PauseRequest) -> BaseModel:
+    async def pause(self, request: PauseRequest) -> Answer:
         return await self.pauses.pause(request)
 
-    async def resume(self, request: ResumeRequest) -> BaseModel:
+    async def resume(self, request: ResumeRequest) -> Answer:
         return await self.pauses.resume(request)
 
     def _wake(self, kind: str, name: str) -> None:

@@ -15,6 +15,10 @@ proven to be a stale socket of this user's (a socket, ours, and connecting is re
 any other kind of file, a socket of another user, or one whose state cannot be told stops
 the start-up with a configuration error, and the file is left as it was. Each request's
 peer is checked (SO_PEERCRED): only this user and root get an answer.
+
+Served by `daemon.server` (asyncio alone, no web framework at rest); request bodies are
+read by `daemon.requests` and answers are JSON documents (`wire.documents`), so an idle
+daemon holds neither aiohttp nor pydantic (issue 18).
 """
 
 from __future__ import annotations
@@ -30,58 +34,50 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
-
-from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memsync.config.files import kind_of
 from memsync.daemon.client import SAFE_SOCKET_HINT
 from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
+from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest, read
+from memsync.daemon.server import Request, Response, Server, error
 from memsync.errors import ConfigError, UsageError
-from memsync.wire.pause import PauseRequest, ResumeRequest
+
+if TYPE_CHECKING:  # pydantic loads when a pause or resume is asked for (issue 18)
+    from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger(__name__)
 
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["CycleRequest", "PullRequest", "SyncRequest"]
+
+MAX_BODY = 64 * 1024
+CYCLES = "/v1/cycles/"
+T = TypeVar("T")
 
 
-class SyncRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    roots: list[str] = []
-    accept_rewrite: bool = False
-    dry_run: bool = False
-    no_push: bool = False
+class Answer(Protocol):
+    """What the controller answers with: a wire model, or `wire.documents.Answer`."""
 
-
-class PullRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    views: list[str] = []
-
-
-class CycleRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    root: str
-    force: bool = False
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
 class Controller(Protocol):
-    """What the control socket asks of the daemon (answers are JSON-ready models)."""
+    """What the control socket asks of the daemon (answers are JSON-ready)."""
 
-    async def status(self) -> BaseModel: ...
+    async def status(self) -> Answer: ...
 
-    async def daemon(self) -> BaseModel: ...
+    async def daemon(self) -> Answer: ...
 
-    async def sync(self, request: SyncRequest) -> BaseModel: ...
+    async def sync(self, request: SyncRequest) -> Answer: ...
 
-    async def pull(self, request: PullRequest) -> BaseModel: ...
+    async def pull(self, request: PullRequest) -> Answer: ...
 
-    async def cycle(self, kind: str, request: CycleRequest) -> BaseModel: ...
+    async def cycle(self, kind: str, request: CycleRequest) -> Answer: ...
 
-    async def pause(self, request: PauseRequest) -> BaseModel: ...
+    async def pause(self, request: PauseRequest) -> Answer: ...
 
-    async def resume(self, request: ResumeRequest) -> BaseModel: ...
+    async def resume(self, request: ResumeRequest) -> Answer: ...
 
 
 class SocketInUse(UsageError):
@@ -94,52 +90,78 @@ class SocketPlaceError(ConfigError):
 
 REFUSAL_LOG_EVERY = 60.0  # seconds between two log lines about refused peers
 
-
-def _error(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+Route = Callable[[Request], Awaitable[Response]]
 
 
-def control_app(controller: Controller) -> web.Application:
-    async def status(request: web.Request) -> web.Response:
+def control_handler(controller: Controller) -> Route:
+    """Every request: the peer checked, then routed (404, 405 as a JSON error), a body
+    larger than `MAX_BODY` refused (413), a handler's failure logged and answered 500."""
+
+    async def status(request: Request) -> Response:
         return _json(await controller.status())
 
-    async def daemon(request: web.Request) -> web.Response:
+    async def daemon(request: Request) -> Response:
         return _json(await controller.daemon())
 
-    sync = _posted(SyncRequest, controller.sync)
-    pull = _posted(PullRequest, controller.pull)
-    pause = _posted(PauseRequest, controller.pause)
-    resume = _posted(ResumeRequest, controller.resume)
+    def cycles(kind: str) -> Route:
+        return _posted(lambda data: read(CycleRequest, data), lambda r: controller.cycle(kind, r))
 
-    async def cycles(request: web.Request) -> web.Response:
-        kind = request.match_info["cycle"]
-        if kind not in ("prune", "insight"):
-            return _error(404, "not-found", f"no cycle {kind!r}: prune or insight")
-        return await _posted(CycleRequest, lambda body: controller.cycle(kind, body))(request)
+    gets: dict[str, Route] = {"/v1/status": status, "/v1/daemon": daemon}
+    posts: dict[str, Route] = {
+        "/v1/sync": _posted(lambda data: read(SyncRequest, data), controller.sync),
+        "/v1/views/pull": _posted(lambda data: read(PullRequest, data), controller.pull),
+        "/v1/pause": _posted(_pause_request, controller.pause),
+        "/v1/resume": _posted(_resume_request, controller.resume),
+    }
+    refused = _peers()
 
-    app = web.Application(client_max_size=64 * 1024, middlewares=[_peers(), _errors])
-    app.router.add_get("/v1/status", status)
-    app.router.add_get("/v1/daemon", daemon)
-    app.router.add_post("/v1/sync", sync)
-    app.router.add_post("/v1/views/pull", pull)
-    app.router.add_post("/v1/cycles/{cycle}", cycles)
-    app.router.add_post("/v1/pause", pause)
-    app.router.add_post("/v1/resume", resume)
-    return app
+    async def handle(request: Request) -> Response:
+        refusal = refused(request)
+        if refusal is not None:
+            return refusal
+        path = request.path
+        route: Route
+        kind = path.removeprefix(CYCLES)
+        if path.startswith(CYCLES) and kind and "/" not in kind:
+            if request.method != "POST":
+                return _not_allowed("POST")
+            if kind not in ("prune", "insight"):
+                return error(404, "not-found", f"no cycle {kind!r}: prune or insight")
+            route = cycles(kind)
+        elif path in gets:
+            if request.method not in ("GET", "HEAD"):
+                return _not_allowed("GET,HEAD")
+            route = gets[path]
+        elif path in posts:
+            if request.method != "POST":
+                return _not_allowed("POST")
+            route = posts[path]
+        else:
+            return error(404, "http", "Not Found")
+        if request.method == "POST" and request.body is None:
+            return error(413, "http", "Request Entity Too Large")
+        try:
+            return await route(request)
+        except Exception:
+            log.exception("control request %s %s failed", request.method, path)
+            return error(500, "internal", "the daemon failed to answer; see its log")
+
+    return handle
 
 
-def _peers() -> Callable[..., Awaitable[web.StreamResponse]]:
+def _not_allowed(allow: str) -> Response:
+    refusal = error(405, "http", "Method Not Allowed")
+    return Response(refusal.status, refusal.body, headers=(("Allow", allow),))
+
+
+def _peers() -> Callable[[Request], Response | None]:
     """Refuse every request whose peer is neither this user nor root (logged at most once a
     minute: a refused peer could otherwise fill the journal)."""
     own = os.geteuid()
     logged = [-REFUSAL_LOG_EVERY]
 
-    @web.middleware
-    async def check(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        transport = request.transport
-        sock = transport.get_extra_info("socket") if transport is not None else None
+    def check(request: Request) -> Response | None:
+        sock = request.sock
         try:
             refusal = (
                 peer_refusal(peer_uid(sock), own, serving=True)
@@ -149,59 +171,50 @@ def _peers() -> Callable[..., Awaitable[web.StreamResponse]]:
         except OSError as exc:
             refusal = f"its peer cannot be identified ({exc.strerror})"
         if refusal is None:
-            return await handler(request)
+            return None
         now = time.monotonic()
         if now - logged[0] >= REFUSAL_LOG_EVERY:
             logged[0] = now
             log.warning("control socket: refused a request: %s", refusal)
-        return _error(403, "forbidden", f"this daemon answers only its own user: {refusal}")
+        return error(403, "forbidden", f"this daemon answers only its own user: {refusal}")
 
     return check
 
 
-@web.middleware
-async def _errors(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        return _error(exc.status, "http", exc.reason)
-    except Exception:
-        log.exception("control request %s %s failed", request.method, request.path)
-        return _error(500, "internal", "the daemon failed to answer; see its log")
+def _json(answer: Answer) -> Response:
+    return Response(200, answer.model_dump_json().encode())
 
 
-def _json(model: BaseModel) -> web.Response:
-    return web.Response(text=model.model_dump_json(), content_type="application/json")
-
-
-def _posted(
-    model: type[M], call: Callable[[M], Awaitable[BaseModel]]
-) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """A POST handler: the body read as `model`, `call` answered as JSON; a request the
+def _posted(parse: Callable[[Any], T], call: Callable[[T], Awaitable[Answer]]) -> Route:
+    """A POST handler: the body read by `parse`, `call` answered as JSON; a request the
     controller refuses is a 400 with its words."""
 
-    async def handle(request: web.Request) -> web.Response:
-        body = await _body(request, model)
-        if isinstance(body, web.Response):
-            return body
+    async def handle(request: Request) -> Response:
+        raw = request.body or b""
+        try:
+            data: Any = json.loads(raw) if raw.strip() else {}
+            body = parse(data)
+        except ValueError as exc:  # not JSON, or requests.BadRequest
+            first = str(exc).splitlines()[0][:200]
+            return error(400, "bad-request", f"not a valid request: {first}")
         try:
             return _json(await call(body))
         except UsageError as exc:
-            return _error(400, "usage", exc.message)
+            return error(400, "usage", exc.message)
 
     return handle
 
 
-async def _body(request: web.Request, model: type[M]) -> M | web.Response:
-    raw = await request.read()
-    try:
-        data: Any = json.loads(raw) if raw.strip() else {}
-        return model.model_validate(data)
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()[0][:200]
-        return _error(400, "bad-request", f"not a valid request: {first}")
+def _pause_request(data: Any) -> PauseRequest:
+    from memsync.wire.pause import PauseRequest  # noqa: PLC0415 - pydantic, when asked
+
+    return PauseRequest.model_validate(data)
+
+
+def _resume_request(data: Any) -> ResumeRequest:
+    from memsync.wire.pause import ResumeRequest  # noqa: PLC0415 - pydantic, when asked
+
+    return ResumeRequest.model_validate(data)
 
 
 def claim(path: Path) -> Path:
@@ -277,30 +290,28 @@ def _connect(path: Path) -> int | None:
 
 @dataclass
 class ControlSocket:
-    """The control socket's site on the daemon's runner."""
+    """The control socket's server."""
 
     path: Path
-    runner: web.AppRunner
+    server: Server
     identity: tuple[int, int] | None  # (st_dev, st_ino) of the socket bound
 
     @classmethod
     async def start(cls, path: Path, controller: Controller) -> ControlSocket:
         real = claim(path)
-        runner = web.AppRunner(control_app(controller), access_log=None, handle_signals=False)
-        await runner.setup()
+        server = Server(control_handler(controller), max_body=MAX_BODY)
         # Bind with a umask that leaves the socket 0600 from its first instant.
         old = os.umask(0o177)
         try:
-            await web.UnixSite(runner, str(real)).start()
+            await server.start_unix(str(real))
         except OSError as exc:  # a path too long for AF_UNIX, a race for the name
-            await runner.cleanup()
             raise listen_error("control.socket", str(path), exc) from exc
         finally:
             os.umask(old)
-        return cls(real, runner, _identity(real))
+        return cls(real, server, _identity(real))
 
     async def stop(self) -> None:
-        await self.runner.cleanup()
+        await self.server.stop()
         # Only the socket this daemon bound: whatever replaced it is someone else's.
         if self.identity is not None and _identity(self.path) == self.identity:
             with contextlib.suppress(FileNotFoundError):

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
@@ -31,7 +30,9 @@ from memsync.errors import MemsyncError
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aiohttp loads with `http.listen` only (issue 18)
+    from aiohttp import web
+
     from memsync.views.pull import ViewResult
 
 # Every status word a root or a view can be in (CONTRACT §2 and §8); a word not listed
@@ -167,6 +168,7 @@ def git_version() -> str:
 
 def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) -> web.Application:
     """`/metrics`, `/healthz`, `/readyz`; `readiness()` lists what keeps the daemon unready."""
+    from aiohttp import web  # noqa: PLC0415 - only a daemon with `http.listen` serves it
 
     async def metrics_page(request: web.Request) -> web.Response:
         body = metrics.exposition()

@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -22,7 +23,9 @@ from memsync import timefmt
 from memsync.errors import UsageError
 from memsync.roots import pause
 from memsync.roots.pause import Kind, Pause
-from memsync.wire.pause import PauseReport, PauseRequest, ResumeRequest
+
+if TYPE_CHECKING:  # pydantic loads when a pause is asked for, not at rest (issue 18)
+    from memsync.wire.pause import PauseReport, PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
 
@@ -55,6 +58,8 @@ def resolve(roots: Iterable[str], views: Iterable[str], name: str, kind: Kind | 
 
 
 def report(kind: Kind, name: str, held: Pause | None, *, resumed: bool = False) -> PauseReport:
+    from memsync.wire.pause import PauseReport  # noqa: PLC0415 - pydantic, when asked
+
     if held is not None:
         return PauseReport(
             kind=kind, name=name, paused=True, until=held.until, message=held.describe()

@@ -2,7 +2,8 @@
 
 Producers and consumers import the same models from here: the CLI's `--json` output
 (`wire.cli`), view manifests (`wire.manifest`) and the hub API (`wire.hub`). The names
-below load on first use, so that `wire.shape` (standard library only) is cheap to import.
+below load on first use, so that `wire.shape` and `wire.documents` (standard library only:
+the daemon's answers, equal to these models' documents) are cheap to import.
 """
 
 from __future__ import annotations

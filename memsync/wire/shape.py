@@ -90,6 +90,22 @@ _VIEW: Shape = {
     "paused_until": "str?",
 }
 STATUS_REPORT: Shape = {"daemon": _DAEMON, "roots": [_ROOT], "views": [_VIEW]}
+DAEMON_STATUS: Shape = _DAEMON
+_PROBLEM: Shape = {"code": "str", "path": "str?", "line": "int?", "message": "str"}
+SYNC_RESULT: Shape = {
+    "root": "str",
+    "status": "str",
+    "message": "str",
+    "head": "str?",
+    "upstream": "str?",
+    "files": ["str"],
+    "problems": [_PROBLEM],
+    "rescue_ref": "str?",
+    "operation_id": "str?",
+    "duration_ms": "int",
+    "dry_run": "bool",
+}
+SYNC_REPORT: Shape = {"results": [SYNC_RESULT]}
 
 
 class _Misfit(Exception):

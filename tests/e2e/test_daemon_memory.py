@@ -16,6 +16,7 @@ from pathlib import Path
 from memsync.daemon.client import call
 from tests.conftest import Team
 from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_cli import memsync
 from tests.helpers import wait_for
 
 # Not imported by an idle daemon whose config names no view, cycle, hook or hub. Each entry
@@ -39,11 +40,25 @@ NOT_AT_REST = (
     "memsync.daemon.events",
     "memsync.transports.http",
     "rich",
+    # The HTTP server and client load only for what needs them (hub events, HTTP views,
+    # webhooks, `http.listen`): the control socket is served with asyncio alone.
+    "aiohttp",
+    "multidict",
+    "yarl",
+    # No pydantic at rest: the configuration is validated in a short child process (or
+    # recalled from the settings memo), and the control socket's documents are plain JSON.
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "memsync.config.schema",
+    "memsync.config.load",
+    "memsync.wire.cli",
+    "memsync.wire.pause",
 )
-# Measured 59-63 MB with one small root after its first cycle (70-73 MB when the above
-# loaded at start-up). The module list above is the exact guard; this bound only catches a
-# large regression, with room for another machine's libraries and allocator.
-RSS_BOUND_MB = 85
+# Measured 39-40 MB with one small root after its first cycle (62 MB with aiohttp and
+# pydantic loaded, 70-73 MB with the view stack too). The module list above is the exact
+# guard; the bound is issue 18's target.
+RSS_BOUND_MB = 50
 
 SITE = """
 import os, signal, sys
@@ -65,13 +80,25 @@ def rss_mb(pid: int) -> float:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
+def module_list(pid: int, dump: Path) -> list[str]:
+    """The daemon's `sys.modules`, as its `sitecustomize` writes it on SIGUSR1."""
+    dump.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    wait_for(dump.exists, 10, "the daemon's module list")
+    return dump.read_text().split("\n")
+
+
 def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE)
     dump = tmp_path / "modules.txt"
     paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {"PYTHONPATH": os.pathsep.join(paths), "MEMSYNC_TEST_MODULES": str(dump)}
+    env = {
+        "PYTHONPATH": os.pathsep.join(paths),
+        "MEMSYNC_TEST_MODULES": str(dump),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),  # no settings memo: the schema runs
+    }
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)
@@ -81,13 +108,26 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
             "the daemon's first cycle",
         )
         rss = rss_mb(daemon.proc.pid)
-        os.kill(daemon.proc.pid, signal.SIGUSR1)
-        wait_for(dump.exists, 10, "the daemon's module list")
-        modules = dump.read_text().split("\n")
+        modules = module_list(daemon.proc.pid, dump)
+        # What a person does to an idle daemon leaves it at rest: `sync-now` and `status`
+        # through it, a reload of an edited config and a refused one (in a child).
+        cache = {"XDG_CACHE_HOME": env["XDG_CACHE_HOME"]}
+        done = memsync("--config", str(config), "sync-now", "--json", env=cache)
+        assert done.returncode == 0 and '"status":"current"' in done.stdout, done
+        assert memsync("--config", str(config), "status", env=cache).returncode == 0
+        config.write_text(config.read_text().replace("interval: 60s", "interval: 90s"))
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in daemon.log.read_text(), 30, "the reload")
+        good = config.read_text()
+        config.write_text(good + "bogus: 1\n")  # refused, with its problem on its own line
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_for(lambda: ": bogus: " in daemon.log.read_text(), 30, "the refused reload")
+        used = module_list(daemon.proc.pid, dump)
         assert daemon.proc.poll() is None  # still running: the signal only asked for the list
 
     # The list is the daemon's own: what it runs at rest is there.
-    assert {"memsync.daemon.app", "memsync.roots.cycle", "aiohttp.web"} <= set(modules)
-    loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_AT_REST)]
-    assert loaded == []
+    assert {"memsync.daemon.app", "memsync.daemon.control", "memsync.roots.cycle"} <= set(modules)
+    for listed in (modules, used):
+        loaded = [m for m in listed if any(m == n or m.startswith(n + ".") for n in NOT_AT_REST)]
+        assert loaded == []
     assert rss <= RSS_BOUND_MB, f"idle daemon RSS {rss:.1f} MB > {RSS_BOUND_MB} MB"

@@ -1,0 +1,131 @@
+"""The daemon's configuration, validated in a short child process (issue 18).
+
+The schema (pydantic, ~10 MB resident once loaded) decides what a configuration file
+loads into; a daemon runs for months and would hold it all that time. So when the file's
+current bytes are not in the settings memo (`config.settingsmemo`), the daemon hands them
+to `python -m memsync.daemon.configcheck PATH`, which runs the very load every command runs
+and writes the memo; the daemon then recalls them from the memo (`App.settings`), and its
+memory is returned when the child exits.
+
+The memo decides nothing the schema would not (it is written only after a full load, and
+only when reading it back gives equal settings); whenever the child's way does not give
+settings (no cache directory, a secret written inline, which the memo never holds, the
+child failing to start), `App.settings` loads the file in the daemon itself, as before. A
+file the schema refuses gives the daemon the child's `ConfigError` (its message, hint,
+problems and source, the same the daemon would have made; a reload logs them), or, for any
+other error, the daemon's own load makes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsync.config import settingsmemo
+from memsync.config.paths import MAX_CONFIG_BYTES, read_config
+from memsync.errors import ConfigError, Located
+from memsync.transports.process import run_process
+
+if TYPE_CHECKING:
+    from memsync.clikit import App
+    from memsync.config.model import Settings
+
+log = logging.getLogger(__name__)
+
+CHILD_TIMEOUT = 120.0  # seconds: a schema load takes well under one
+MAX_ANSWER = 4 * 1024 * 1024  # the child's error document (its problems, each bounded)
+REFUSED = 2  # the child's exit status when the schema refused the file (JSON on stdout)
+
+
+def daemon_settings(app: App) -> Settings:
+    """`app.settings()`, with the schema run in a child when these bytes have no memo."""
+    path = app.config_file()
+    raw = read_config(path)
+    if settingsmemo.recall(path, raw) is None:
+        refusal = check_in_child(path, raw)
+        if refusal is not None:
+            raise refusal
+    return app.settings()
+
+
+def check_in_child(path: Path, raw: bytes) -> ConfigError | None:
+    """Validate `raw` (the bytes of `path`) in a child, which memoizes the settings: the
+    `ConfigError` the schema raised, or None (then `App.settings` recalls or loads)."""
+    try:
+        done = run_process(
+            [sys.executable, "-m", "memsync.daemon.configcheck", str(path)],
+            # The daemon's own directory and environment: the load must see what the
+            # daemon's would (a relative --config, `~`, $XDG_*: the memo's key holds them).
+            cwd=Path.cwd(),
+            env=os.environ,
+            seconds=CHILD_TIMEOUT,
+            input=raw,
+            keep=MAX_ANSWER,
+        )
+    except OSError as exc:
+        log.debug("configuration check in a child failed (%s); loading here", exc)
+        return None
+    if done.expired or done.returncode != REFUSED or (done.stdout_total or 0) > MAX_ANSWER:
+        return None
+    try:
+        return _error(json.loads(done.stdout))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _error(data: Any) -> ConfigError:
+    problems = [
+        Located(str(p["location"]), str(p["message"]), _line(p["line"])) for p in data["problems"]
+    ]
+    hint, source = data["hint"], data["source"]
+    return ConfigError(
+        str(data["message"]),
+        problems=problems,
+        source=source if isinstance(source, str) else None,
+        hint=hint if isinstance(hint, str) else None,
+    )
+
+
+def _line(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _document(exc: ConfigError) -> dict[str, Any]:
+    return {
+        "message": exc.message,
+        "hint": exc.hint,
+        "source": exc.source,
+        "problems": [
+            {"location": p.location, "message": p.message, "line": p.line} for p in exc.problems
+        ],
+    }
+
+
+def main(argv: list[str]) -> int:
+    """The child: load the bytes on stdin as the file `argv[0]`, memoize the settings.
+
+    Exit 0 when they loaded (the memo written when it can be), REFUSED with the
+    `ConfigError` as JSON when the schema refused them (only that exact class: any other
+    error is the daemon's own load to make), 1 otherwise."""
+    from memsync.config.load import load_config_bytes  # noqa: PLC0415 - pydantic, here only
+    from memsync.config.model import settings_from  # noqa: PLC0415
+
+    path = Path(argv[0])
+    raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+    try:
+        settings = settings_from(load_config_bytes(raw, path), path)
+    except ConfigError as exc:
+        if type(exc) is not ConfigError:
+            return 1
+        sys.stdout.write(json.dumps(_document(exc)))
+        return REFUSED
+    settingsmemo.remember(path, raw, settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
