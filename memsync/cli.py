@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import click
 
-from memsync import __version__, clitext
+from memsync import __version__, clitext, helpmemo
 from memsync.clikit import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -632,8 +632,33 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     if failure is not None and as_json and not emitted():
         click.echo(error_document(failure, code).model_dump_json())
     sys.stdout.flush()
+    if code == EXIT_OK and failure is None and helpmemo.wanted(args):
+        _remember_help(args)
     sys.exit(code)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
+def _remember_help(args: list[str]) -> None:
+    """Render the help click just printed once more, into memory, and keep it for the next
+    process (`helpmemo`): only when that render, too, exits 0 with nothing on stderr."""
+    import io  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+
+    stdout, stderr = sys.stdout, sys.stderr
+    out = io.TextIOWrapper(io.BytesIO(), encoding=stdout.encoding, errors=stdout.errors)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
+    loggers = (logging.getLogger(), logging.getLogger("memsync"))
+    saved = [(lg, lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    try:
+        sys.stdout, sys.stderr = out, err
+        code = cli.main(args=args, prog_name="memsync", standalone_mode=False, obj=App())
+        out.flush()
+        err.flush()
+    except Exception:  # no memo, nothing else: click already answered
+        return
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+        for lg, handlers, level, propagate in saved:
+            lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
+    printed, complained = out.detach(), err.detach()
+    if code in (None, EXIT_OK) and not complained.getvalue():
+        helpmemo.remember(args, printed.getvalue())

@@ -92,7 +92,7 @@ print("PROBE " + repr((code, heavy)), file=sys.stderr)
 
 
 def probe(
-    *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY
+    *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY, cwd: Path | None = None
 ) -> tuple[int, list[str], str, str]:
     """Exit code, heavy modules imported, stdout and the rest of stderr of `memsync ARGS`."""
     done = subprocess.run(
@@ -100,6 +100,7 @@ def probe(
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV, **env},
+        cwd=cwd,
         timeout=60,
         check=False,
     )
