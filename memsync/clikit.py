@@ -193,7 +193,8 @@ class LazyGroup(click.Group):
     """Command groups whose modules load only when used: `sync-now` from a timer should not
     pay for the hub's web server and the view machinery at every start, nor `--help` for
     any of them. `LAZY` names each command's module and its help's first paragraph (what
-    `--help` lists; a test keeps them equal to the commands' own)."""
+    `--help` lists; a test keeps them equal to the commands' own); the command is the
+    module's attribute of that name (`-` read as `_`)."""
 
     LAZY: ClassVar[dict[str, tuple[str, str]]] = {}
     _listing = False
@@ -206,7 +207,7 @@ class LazyGroup(click.Group):
             module_name, summary = self.LAZY[cmd_name]
             if self._listing:
                 return click.Command(cmd_name, help=summary)
-            command = getattr(importlib.import_module(module_name), cmd_name)
+            command = getattr(importlib.import_module(module_name), cmd_name.replace("-", "_"))
             if not isinstance(command, click.Command):
                 raise TypeError(f"{module_name}.{cmd_name} is not a command")
             self.add_command(command)

@@ -230,8 +230,9 @@ def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
 
 def test_lazy_commands_are_listed_with_their_own_help() -> None:
     for name, (module, summary) in _Commands.LAZY.items():
-        command = getattr(importlib.import_module(module), name)
+        command = getattr(importlib.import_module(module), name.replace("-", "_"))
         assert isinstance(command, click.Command)
+        assert command.name == name
         assert command.help is not None
         for limit in (20, 45, 80, 200):
             listed = click.Command(name, help=summary).get_short_help_str(limit)
@@ -447,3 +448,51 @@ def test_the_local_status_document_is_the_models(team: Team, tmp_path: Path) -> 
             assert json.dumps(document) == json.dumps(model)  # keys in the model's order
             assert status_json(settings, other_config=other) == model
         assert status_json(settings)["roots"][0]["status"] == ("paused" if turn else "current")
+
+
+# -- one command, one module ------------------------------------------------------------------
+
+# Runs the console script's entry point, then names the commands the top-level group holds
+# and the command modules that were imported.
+COMMANDS_PROBE = """
+import sys
+from memsync.__main__ import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+cli = sys.modules.get("memsync.cli")
+held = sorted(cli.cli.commands) if cli is not None else []
+modules = sorted(m for m in sys.modules if m.startswith("memsync.cli_"))
+print("PROBE " + repr((code, held, modules)), file=sys.stderr)
+"""
+
+
+def commands_loaded(*args: str, env: dict[str, str]) -> tuple[int, list[str], list[str]]:
+    """Exit code, the commands defined and the command modules imported by `memsync ARGS`."""
+    done = subprocess.run(
+        [sys.executable, "-c", COMMANDS_PROBE, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **env},
+        timeout=120,
+        check=False,
+    )
+    last = done.stderr.rstrip("\n").rpartition("\n")[2]
+    assert last.startswith("PROBE "), done.stderr
+    found: tuple[int, list[str], list[str]] = eval(last.removeprefix("PROBE "))  # noqa: S307
+    return found
+
+
+def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    module = {name: module for name, (module, _) in _Commands.LAZY.items()}
+    for args in (("sync-now",), ("status",), ("status", "--json"), ("sync-now", "--dry-run")):
+        for _ in range(2):  # the full configuration load, then the settings memo
+            code, held, modules = commands_loaded("--config", str(config), *args, env=env)
+            assert code == 0, args
+            assert held == [args[0]], args
+            assert modules == [module[args[0]]], args
+    code, held, modules = commands_loaded("config", "sample", env=env)
+    assert (code, held, modules) == (0, ["config"], ["memsync.cli_config"])
