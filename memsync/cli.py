@@ -6,9 +6,10 @@ All wording a person reads about an error is produced here, by `render_error`. E
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Sequence
-from typing import ClassVar, NoReturn
+from typing import ClassVar, NoReturn, TextIO, cast
 
 import click
 
@@ -167,24 +168,55 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         code = cli.main(args=args, prog_name="memsync", standalone_mode=False, obj=app)
         code = code if isinstance(code, int) else EXIT_OK
-    except (KeyboardInterrupt, click.exceptions.Abort) as exc:
-        click.echo("memsync: interrupted", err=True)
-        code, failure = EXIT_INTERRUPTED, exc
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
-        failure = exc
-    except Exception as exc:
-        failure = app.translate(exc)
-        code = render_error(failure, debug)
-    if failure is not None and as_json and not emitted():
-        click.echo(error_document(failure, code).model_dump_json())
+    except (KeyboardInterrupt, Exception) as exc:
+        code, failure = fail(exc, app, debug=debug, as_json=as_json)
     sys.stdout.flush()
     if code == EXIT_OK and failure is None and helpmemo.wanted(args):
         _remember_help(args)
     sys.exit(code)
+
+
+def fail_unparsed(exc: BaseException, app: App, *, as_json: bool) -> int:
+    """What `main` makes of `exc` raised by a command running outside click (`statuscli`):
+    click's main's own treatment first (an interrupt or end of input is an abort after an
+    empty line; a closed pipe exits 1 quietly), then `fail`."""
+    if isinstance(exc, EOFError | KeyboardInterrupt):
+        click.echo(file=sys.stderr)
+        abort = click.exceptions.Abort()
+        abort.__cause__ = exc
+        return fail(abort, app, debug=False, as_json=as_json)[0]
+    if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+        from click.utils import _PacifyFlushWrapper  # noqa: PLC0415 - click's own
+
+        sys.stdout = cast("TextIO", _PacifyFlushWrapper(sys.stdout))
+        sys.stderr = cast("TextIO", _PacifyFlushWrapper(sys.stderr))
+        return 1
+    if not isinstance(exc, Exception):
+        raise exc
+    return fail(exc, app, debug=False, as_json=as_json)[0]
+
+
+def fail(
+    exc: KeyboardInterrupt | Exception, app: App, *, debug: bool, as_json: bool
+) -> tuple[int, BaseException | None]:
+    """Say what failed (stderr; the JSON error document on stdout for `--json`): the exit
+    code and the failure (None for click's own exit). `statuscli` ends here too."""
+    failure: BaseException | None
+    if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
+        click.echo("memsync: interrupted", err=True)
+        code, failure = EXIT_INTERRUPTED, exc
+    elif isinstance(exc, click.exceptions.Exit):
+        code, failure = exc.exit_code, None
+    elif isinstance(exc, click.ClickException):
+        exc.show()
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        failure = exc
+    else:
+        failure = app.translate(exc)
+        code = render_error(failure, debug)
+    if failure is not None and as_json and not emitted():
+        click.echo(error_document(failure, code).model_dump_json())
+    return code, failure
 
 
 def _remember_help(args: list[str]) -> None:

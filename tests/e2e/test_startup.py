@@ -68,9 +68,12 @@ COLD_SYNC_HEAVY = (
 )
 
 # ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
-# standard library; the models are not.
+# standard library; the models are not; the plain forms of `status` run without click.
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
+    "click",
+    "memsync.cli",
+    "memsync.clikit",
     "memsync.wire.cli",
     "memsync.wire.hub",
     "memsync.wire.manifest",
@@ -155,11 +158,15 @@ def test_status_through_the_daemon_loads_nothing_heavy_and_prints_what_the_model
 ) -> None:
     daemon, env = running
     before = StatusReport.model_validate(call(daemon.socket, "GET", "/v1/status"))
-    code, heavy, out, err = probe("--config", str(daemon.config), "status", "--json", env=env)
+    code, heavy, out, err = probe(
+        "--config", str(daemon.config), "status", "--json", env=env, heavy=(*HEAVY, "click")
+    )
     assert (code, heavy, err) == (0, [], "")
     assert no_uptime(out) == no_uptime(before.model_dump_json() + "\n")
     # The table: the same as the full path prints (no memo in a fresh cache: full load).
-    code, heavy, fast, _ = probe("--config", str(daemon.config), "status", env=env)
+    code, heavy, fast, _ = probe(
+        "--config", str(daemon.config), "status", env=env, heavy=(*HEAVY, "click")
+    )
     assert (code, heavy) == (0, [])
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
     full = memsync("--config", str(daemon.config), "status", env=fresh)
