@@ -2,8 +2,8 @@
 
 `memsync --version` is answered here, before click and the commands load (the systemd timer
 and people's shells start the CLI often), and so is `--help` when click printed that very
-help before under the same conditions (`helpmemo`), and `memsync status` in its plain forms
-(`statuscli`, without click); everything else is `memsync.cli.main`.
+help before under the same conditions (`helpmemo`), and `memsync status` and `sync-now` in their
+plain forms (`plainargs`, without click); everything else is `memsync.cli.main`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ def main() -> NoReturn:
             sys.stdout.buffer.write(out)
             sys.stdout.flush()
             sys.exit(0)
-    if "status" in args:
-        from memsync import statuscli  # noqa: PLC0415 - no click
+    if "status" in args or "sync-now" in args:
+        from memsync import plainargs  # noqa: PLC0415 - no click
 
-        plain = statuscli.plain_args(args)
+        plain = plainargs.parse(args)
         if plain is not None:
-            statuscli.run(*plain)
+            plainargs.run(plain)
     from memsync.cli import main as cli_main  # noqa: PLC0415 - click and the commands
 
     cli_main()

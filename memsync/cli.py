@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def fail_unparsed(exc: BaseException, app: App, *, as_json: bool) -> int:
-    """What `main` makes of `exc` raised by a command running outside click (`statuscli`):
+    """What `main` makes of `exc` raised by a command running outside click (`plainargs`):
     click's main's own treatment first (an interrupt or end of input is an abort after an
     empty line; a closed pipe exits 1 quietly), then `fail`."""
     if isinstance(exc, EOFError | KeyboardInterrupt):
@@ -200,7 +200,7 @@ def fail(
     exc: KeyboardInterrupt | Exception, app: App, *, debug: bool, as_json: bool
 ) -> tuple[int, BaseException | None]:
     """Say what failed (stderr; the JSON error document on stdout for `--json`): the exit
-    code and the failure (None for click's own exit). `statuscli` ends here too."""
+    code and the failure (None for click's own exit). `plainargs` ends here too."""
     failure: BaseException | None
     if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
         click.echo("memsync: interrupted", err=True)

@@ -1,5 +1,5 @@
 """`memsync status`: roots, views, the daemon and pending operations (loaded lazily; the
-plain forms run without click at all: `statuscli`)."""
+plain forms run without click at all: `plainargs`)."""
 
 from __future__ import annotations
 

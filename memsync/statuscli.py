@@ -1,62 +1,15 @@
 """`memsync status` as a command, without click: through the running daemon when it serves
-this configuration, else from local facts; and the argument forms `__main__` runs here
-without loading click at all.
-
-Only the plainest forms are taken (`status`, `--config PATH` or `--config=PATH` before it,
-`--json` after it); anything else (another option, a repeated one, `--`, a value that looks
-like an option) goes to click, which parses it as always. What runs is the same function
-the click command runs (`report`), errors are worded by the same code (`cli.fail_unparsed`,
-which loads click only then), and lines are printed as `click.echo` prints them
-(`cliapp.echo`).
+this configuration, else from local facts. The click command (`cli_status`) and the plain
+forms `__main__` runs without click (`plainargs`) both run `report` here.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memsync import clitext
-from memsync.cliapp import EXIT_OK, App, emit_document, setup_logging
-
-if TYPE_CHECKING:
-    from typing import NoReturn
-
-COMMAND = "status"
-
-
-def plain_args(args: list[str]) -> tuple[str | None, bool] | None:
-    """(the `--config` value or None, whether `--json` was given) when `args` is one of the
-    plain forms of `memsync status`; None for anything else (click decides)."""
-    config: str | None = None
-    rest = args
-    if rest and rest[0].startswith("--config="):
-        config, rest = rest[0].removeprefix("--config="), rest[1:]
-        if not config or config.startswith("-"):
-            return None
-    elif rest and rest[0] == "--config":
-        if len(rest) < 2 or not rest[1] or rest[1].startswith("-"):
-            return None
-        config, rest = rest[1], rest[2:]
-    if rest == [COMMAND]:
-        return config, False
-    if rest == [COMMAND, "--json"]:
-        return config, True
-    return None
-
-
-def run(config: str | None, as_json: bool) -> NoReturn:
-    """What `memsync [--config PATH] status [--json]` does through click, without click."""
-    setup_logging(False, "text")  # the group's callback, as click runs it
-    app = App(config_path=config, command=COMMAND)
-    try:
-        code = report(app, as_json)
-    except (KeyboardInterrupt, Exception) as exc:
-        from memsync.cli import fail_unparsed  # noqa: PLC0415 - click words errors, as always
-
-        code = fail_unparsed(exc, app, as_json=as_json)
-    sys.stdout.flush()
-    sys.exit(code)
+from memsync.cliapp import EXIT_OK, App, emit_document
 
 
 def report(app: App, as_json: bool) -> int:

@@ -55,6 +55,9 @@ HEAVY = (
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
 # models, the daemon's server.
 COLD_SYNC_HEAVY = (
+    "click",
+    "memsync.cli",
+    "memsync.clikit",
     "pydantic",
     "pydantic_core",
     "yaml",
@@ -71,9 +74,6 @@ COLD_SYNC_HEAVY = (
 # standard library; the models are not; the plain forms of `status` run without click.
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
-    "click",
-    "memsync.cli",
-    "memsync.clikit",
     "memsync.wire.cli",
     "memsync.wire.hub",
     "memsync.wire.manifest",
@@ -497,9 +497,15 @@ def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -
     module = {name: module for name, (module, _) in _Commands.LAZY.items()}
     for args in (("sync-now",), ("status",), ("status", "--json"), ("sync-now", "--dry-run")):
         for _ in range(2):  # the full configuration load, then the settings memo
-            code, held, modules = commands_loaded("--config", str(config), *args, env=env)
+            # Through click (`--log-format text` is the default, but not a plain form):
+            code, held, modules = commands_loaded(
+                "--log-format", "text", "--config", str(config), *args, env=env
+            )
             assert code == 0, args
             assert held == [args[0]], args
             assert modules == [module[args[0]]], args
+            # The plain form: no click, no command group, no command module at all.
+            code, held, modules = commands_loaded("--config", str(config), *args, env=env)
+            assert (code, held, modules) == (0, [], []), args
     code, held, modules = commands_loaded("config", "sample", env=env)
     assert (code, held, modules) == (0, ["config"], ["memsync.cli_config"])

@@ -1,10 +1,11 @@
-"""`memsync status` without click (issue 18, item 2): its plain forms print, byte for byte
-and exit code for exit code, what the click command prints, errors included, and load
-neither click nor pydantic."""
+"""`memsync status` and `sync-now` without click (issue 18, items 1 and 2): their plain
+forms print, byte for byte and exit code for exit code, what the click commands print,
+errors included, and load neither click nor pydantic."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
 from tests.e2e.test_startup import STATUS_HEAVY, probe
-from tests.helpers import GIT_ENV
+from tests.helpers import GIT_ENV, commit, git, push
 
 # The click path itself: `cli.main`, which `__main__` skips for the plain forms.
 THROUGH_CLICK = "import sys; from memsync.cli import main; main()"
@@ -101,3 +102,42 @@ def test_the_plain_forms_fail_as_click_fails(tmp_path: Path, as_json: bool) -> N
         assert code == 2, (name, err)
         assert err.startswith("memsync: "), (name, err)
         assert ('"error"' in out) is as_json, (name, out)
+
+
+def timeless(text: str) -> str:
+    """A cycle's duration moves between two runs; nothing else may."""
+    return re.sub(r'"duration_ms":\d+', '"duration_ms":0', re.sub(r"\[\d+ ms\]", "[0 ms]", text))
+
+
+def test_sync_now_plain_forms_do_what_click_does(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn, click in enumerate((False, True, False, True)):  # each admits a commit
+        commit(team.alice.path, {"MEMORY_plain.md": f"# Plain\n\nturn {turn}\n"}, "plain")
+        push(team.alice.path)
+        code, out, err = run(["--config", str(config), "sync-now"], env, click=click)
+        assert (code, err) == (0, ""), err
+        assert out.split()[:2] == ["bob", "synced"], out
+        assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    forms = (
+        ["--config", str(config), "sync-now"],
+        [f"--config={config}", "sync-now", "bob"],
+        ["--config", str(config), "sync-now", "--json"],
+        ["--config", str(config), "sync-now", "--dry-run", "bob", "--no-push"],
+        ["--config", str(config), "sync-now", "--accept-rewrite", "--json"],
+        ["--config", str(config), "sync-now", "nosuch"],
+        ["--config", str(config), "sync-now", "bob", "nosuch", "--json"],
+        ["--config", str(tmp_path / "missing.yaml"), "sync-now", "--json"],
+    )
+    for argv in forms:
+        plain = run(argv, env, click=False)
+        through = run(argv, env, click=True)
+        assert (plain[0], timeless(plain[1]), plain[2]) == (
+            through[0],
+            timeless(through[1]),
+            through[2],
+        ), argv
+        assert plain[0] in (0, 2), plain
+    for argv in forms[:2]:
+        code, heavy, _, err = probe(*argv, env=env, heavy=STATUS_HEAVY)
+        assert (code, heavy, err) == (0, [], ""), argv
