@@ -27,9 +27,7 @@ def main() -> NoReturn:
 
         out = helpmemo.recall(args) if helpmemo.wanted(args) else None
         if out is not None:
-            sys.stdout.buffer.write(out)
-            sys.stdout.flush()
-            sys.exit(0)
+            sys.exit(helpmemo.write(out))
     if "status" in args or "sync-now" in args:
         from memsync import plainargs  # noqa: PLC0415 - no click
 

@@ -92,6 +92,21 @@ def recall(args: list[str]) -> bytes | None:
     return out if len(out) == int(size) else None
 
 
+def write(out: bytes) -> int:
+    """Print `out` on stdout; the exit code click's main gives help (0, or 1 quietly when
+    the reader has gone: a closed pipe)."""
+    try:
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # What click does: nothing more reaches stdout, and no error at exit either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+    return 0
+
+
 def remember(args: list[str], out: bytes) -> None:
     """Keep what click printed for `args` (best effort: a memo that cannot be written only
     costs the next process click's import)."""

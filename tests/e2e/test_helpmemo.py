@@ -159,3 +159,31 @@ def test_the_memo_keeps_the_most_recent_entries(
     kept = [helpmemo.recall(args) is not None for args in asked]
     assert kept == [False] * 3 + [True] * helpmemo.MAX_ENTRIES
     assert (tmp_path / "cache" / "memsync" / helpmemo.DIR_NAME / "mine.txt").exists()
+
+
+def closed_pipe(args: list[str], env: dict[str, str], entry: list[str]) -> tuple[int, str]:
+    """Exit code and stderr of `memsync ARGS` writing into a pipe nobody reads."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, *entry, *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    return done.returncode, done.stderr
+
+
+def test_a_closed_pipe_ends_help_as_click_ends_it(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    help_of("--help", env=env)
+    assert help_of("--help", env=env)[:2] == (0, [])  # the memo answers
+    through_click = ["-c", "import sys; from memsync.cli import main; main()"]
+    assert closed_pipe(["--help"], env, ["-m", "memsync"]) == (1, "")
+    assert closed_pipe(["--help"], env, through_click) == (1, "")

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
+from tests.e2e.test_helpmemo import closed_pipe
 from tests.e2e.test_startup import STATUS_HEAVY, probe
 from tests.helpers import GIT_ENV, commit, git, push
 
@@ -60,6 +61,10 @@ def test_the_plain_forms_print_what_click_prints(team: Team, tmp_path: Path) -> 
         assert (code, heavy, err) == (0, [], ""), argv
     by_env = same_as_click(["status"], {**env, "MEMSYNC_CONFIG": str(config)})
     assert by_env == same_as_click(["--config", str(config), "status"], env)
+    for argv in forms:  # nobody reads: click's main exits 1 quietly, and so do they
+        full = {**env, **GIT_ENV}
+        plain = closed_pipe(argv, full, ["-m", "memsync"])
+        assert plain == closed_pipe(argv, full, ["-c", THROUGH_CLICK]) == (1, "")
 
 
 def test_escape_sequences_are_stripped_as_click_strips_them(tmp_path: Path) -> None:
