@@ -1,21 +1,39 @@
 """The `memsync` console script and `python -m memsync`: the command line.
 
 `memsync --version` is answered here, before click and the commands load (the systemd timer
-and people's shells start the CLI often); everything else is `memsync.cli.main`.
+and people's shells start the CLI often), and so is `--help` when click printed that very
+help before under the same conditions (`helpmemo`), and `memsync status` and `sync-now` in their
+plain forms (`plainargs`, without click); everything else is `memsync.cli.main`.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
 
 from memsync import __version__
 
+TYPE_CHECKING = False  # `typing` costs more to import than the rest of this path
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 
 def main() -> NoReturn:
-    if sys.argv[1:] == ["--version"]:  # what click's version option prints
+    args = sys.argv[1:]
+    if args == ["--version"]:  # what click's version option prints
         sys.stdout.write(f"memsync, version {__version__}\n")
         sys.exit(0)
+    if args and args[-1] in ("--help", "-h"):
+        from memsync import helpmemo  # noqa: PLC0415 - standard library only
+
+        out = helpmemo.recall(args) if helpmemo.wanted(args) else None
+        if out is not None:
+            sys.exit(helpmemo.write(out))
+    if "status" in args or "sync-now" in args:
+        from memsync import plainargs  # noqa: PLC0415 - no click
+
+        plain = plainargs.parse(args)
+        if plain is not None:
+            plainargs.run(plain)
     from memsync.cli import main as cli_main  # noqa: PLC0415 - click and the commands
 
     cli_main()

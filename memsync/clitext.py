@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import click
+from memsync.cliapp import echo
 
 if TYPE_CHECKING:
     from memsync.doctor import Diagnosis
@@ -24,32 +24,32 @@ def print_validation(where: str, report: ValidateReport) -> None:
         f"{_count(report.items, 'item')}"
     )
     if report.valid:
-        click.echo(f"{where}: valid: {checked}")
+        echo(f"{where}: valid: {checked}")
         return
-    click.echo(f"{where}: {len(report.problems)} problem(s) in {checked}")
+    echo(f"{where}: {len(report.problems)} problem(s) in {checked}")
     for p in report.problems:
         loc = f"{p.path}:{p.line}" if p.line else (p.path or "-")
-        click.echo(f"  {p.code:<22} {loc}: {p.message}")
+        echo(f"  {p.code:<22} {loc}: {p.message}")
 
 
 def print_result(r: SyncResult) -> None:
     head = r.head[:12] if r.head else "-"
     dry = " (dry run)" if r.dry_run else ""
-    click.echo(f"{r.root:<16} {r.status:<16} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
+    echo(f"{r.root:<16} {r.status:<16} {head:<12} {r.message}{dry} [{r.duration_ms} ms]")
     for p in r.problems:
-        click.echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
+        echo(f"{'':<16}   {p.code:<20} {p.path or '-'}: {p.message}")
     if r.files and not r.problems and r.status not in ("current",):
         shown = ", ".join(r.files[:8]) + (" …" if len(r.files) > 8 else "")
-        click.echo(f"{'':<16}   files: {shown}")
+        echo(f"{'':<16}   files: {shown}")
     if r.rescue_ref:
-        click.echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
+        echo(f"{'':<16}   refused head kept at {r.rescue_ref}")
 
 
 def print_status(report: Mapping[str, Any]) -> None:
     """The `status --json` document (CONTRACT §2) as a table."""
     daemon = report["daemon"]
     if daemon["running"]:
-        click.echo(
+        echo(
             f"daemon: running, pid {daemon['pid']}, up {_duration(daemon['uptime_seconds'] or 0)}, "
             f"version {daemon['version']}"
         )
@@ -62,43 +62,43 @@ def print_status(report: Mapping[str, Any]) -> None:
                 )
             if entry.get("held"):
                 state += "; held until known_hosts or the configuration changes"
-            click.echo(f"  {entry['kind']} {entry['name']}: {state}")
+            echo(f"  {entry['kind']} {entry['name']}: {state}")
         if daemon.get("config"):
-            click.echo(f"  config: {daemon['config']}")
+            echo(f"  config: {daemon['config']}")
     elif daemon.get("other_config"):
-        click.echo(
+        echo(
             f"daemon: the running daemon serves another configuration ({daemon['other_config']}); "
             f"this one ({daemon.get('config') or '-'}) is read, and sync-now runs, in this process"
         )
     else:
-        click.echo("daemon: not running (sync-now runs cycles in its own process)")
-    click.echo(
+        echo("daemon: not running (sync-now runs cycles in its own process)")
+    echo(
         f"{'ROOT':<16} {'STATUS':<12} {'HEAD':<12} {'AHEAD':>5} {'BEHIND':>6} "
         f"{'DIRTY':<5} {'PENDING':>7}  LAST SUCCESS"
     )
     for r in report["roots"]:
-        click.echo(
+        echo(
             f"{r['root']:<16} {r['status'] or 'never':<12} {(r['head'] or '-')[:12]:<12} "
             f"{_num(r['ahead']):>5} {_num(r['behind']):>6} {_yes(r['dirty']):<5} "
             f"{r['pending_operations']:>7}  {r['last_success_at'] or '-'}"
         )
         if r["message"]:
-            click.echo(f"{'':<16} {r['message']}")
+            echo(f"{'':<16} {r['message']}")
         if (r.get("admission") or {}).get("message"):
-            click.echo(f"{'':<16} {r['admission']['message']}")
+            echo(f"{'':<16} {r['admission']['message']}")
         cycles = _cycles(r)
         if cycles:
-            click.echo(f"{'':<16} {cycles}")
+            echo(f"{'':<16} {cycles}")
     if report["views"]:
-        click.echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
+        echo(f"{'VIEW':<16} {'STATUS':<12} {'REVISION':>8}  {'FETCHED':<20}  EXPIRES")
         for v in report["views"]:
             revision = "-" if v["revision"] is None else str(v["revision"])
-            click.echo(
+            echo(
                 f"{v['view']:<16} {v['status']:<12} {revision:>8}  {v['fetched_at'] or '-':<20}  "
                 f"{v['expires_at'] or '-'}"
             )
             if v["message"] and v["status"] != "current":
-                click.echo(f"{'':<16} {v['message']}")
+                echo(f"{'':<16} {v['message']}")
 
 
 def _cycles(root: Mapping[str, Any]) -> str:
@@ -142,11 +142,11 @@ def _yes(value: bool | None) -> str:
 
 def print_diagnosis(found: Diagnosis) -> None:
     for c in found.checks:
-        click.echo(f"{_MARKS[c.status]} {c.name}: {c.message}")
+        echo(f"{_MARKS[c.status]} {c.name}: {c.message}")
         for line in c.details:
-            click.echo(f"     {line}")
+            echo(f"     {line}")
         if c.hint and c.status != "ok":
-            click.echo(f"     next: {c.hint}")
+            echo(f"     next: {c.hint}")
     failed = sum(c.status == "fail" for c in found.checks)
     warned = sum(c.status == "warn" for c in found.checks)
-    click.echo(f"{failed} failed, {warned} warning(s), {len(found.checks) - failed - warned} ok")
+    echo(f"{failed} failed, {warned} warning(s), {len(found.checks) - failed - warned} ok")

@@ -55,6 +55,9 @@ HEAVY = (
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
 # models, the daemon's server.
 COLD_SYNC_HEAVY = (
+    "click",
+    "memsync.cli",
+    "memsync.clikit",
     "pydantic",
     "pydantic_core",
     "yaml",
@@ -68,7 +71,7 @@ COLD_SYNC_HEAVY = (
 )
 
 # ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
-# standard library; the models are not.
+# standard library; the models are not; the plain forms of `status` run without click.
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
@@ -92,7 +95,7 @@ print("PROBE " + repr((code, heavy)), file=sys.stderr)
 
 
 def probe(
-    *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY
+    *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY, cwd: Path | None = None
 ) -> tuple[int, list[str], str, str]:
     """Exit code, heavy modules imported, stdout and the rest of stderr of `memsync ARGS`."""
     done = subprocess.run(
@@ -100,6 +103,7 @@ def probe(
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV, **env},
+        cwd=cwd,
         timeout=60,
         check=False,
     )
@@ -154,11 +158,15 @@ def test_status_through_the_daemon_loads_nothing_heavy_and_prints_what_the_model
 ) -> None:
     daemon, env = running
     before = StatusReport.model_validate(call(daemon.socket, "GET", "/v1/status"))
-    code, heavy, out, err = probe("--config", str(daemon.config), "status", "--json", env=env)
+    code, heavy, out, err = probe(
+        "--config", str(daemon.config), "status", "--json", env=env, heavy=(*HEAVY, "click")
+    )
     assert (code, heavy, err) == (0, [], "")
     assert no_uptime(out) == no_uptime(before.model_dump_json() + "\n")
     # The table: the same as the full path prints (no memo in a fresh cache: full load).
-    code, heavy, fast, _ = probe("--config", str(daemon.config), "status", env=env)
+    code, heavy, fast, _ = probe(
+        "--config", str(daemon.config), "status", env=env, heavy=(*HEAVY, "click")
+    )
     assert (code, heavy) == (0, [])
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
     full = memsync("--config", str(daemon.config), "status", env=fresh)
@@ -229,8 +237,9 @@ def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
 
 def test_lazy_commands_are_listed_with_their_own_help() -> None:
     for name, (module, summary) in _Commands.LAZY.items():
-        command = getattr(importlib.import_module(module), name)
+        command = getattr(importlib.import_module(module), name.replace("-", "_"))
         assert isinstance(command, click.Command)
+        assert command.name == name
         assert command.help is not None
         for limit in (20, 45, 80, 200):
             listed = click.Command(name, help=summary).get_short_help_str(limit)
@@ -447,3 +456,57 @@ def test_the_local_status_document_is_the_models(team: Team, tmp_path: Path) -> 
             assert json.dumps(document) == json.dumps(model)  # keys in the model's order
             assert status_json(settings, other_config=other) == model
         assert status_json(settings)["roots"][0]["status"] == ("paused" if turn else "current")
+
+
+# -- one command, one module ------------------------------------------------------------------
+
+# Runs the console script's entry point, then names the commands the top-level group holds
+# and the command modules that were imported.
+COMMANDS_PROBE = """
+import sys
+from memsync.__main__ import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+cli = sys.modules.get("memsync.cli")
+held = sorted(cli.cli.commands) if cli is not None else []
+modules = sorted(m for m in sys.modules if m.startswith("memsync.cli_"))
+print("PROBE " + repr((code, held, modules)), file=sys.stderr)
+"""
+
+
+def commands_loaded(*args: str, env: dict[str, str]) -> tuple[int, list[str], list[str]]:
+    """Exit code, the commands defined and the command modules imported by `memsync ARGS`."""
+    done = subprocess.run(
+        [sys.executable, "-c", COMMANDS_PROBE, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **env},
+        timeout=120,
+        check=False,
+    )
+    last = done.stderr.rstrip("\n").rpartition("\n")[2]
+    assert last.startswith("PROBE "), done.stderr
+    found: tuple[int, list[str], list[str]] = eval(last.removeprefix("PROBE "))  # noqa: S307
+    return found
+
+
+def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    module = {name: module for name, (module, _) in _Commands.LAZY.items()}
+    for args in (("sync-now",), ("status",), ("status", "--json"), ("sync-now", "--dry-run")):
+        for _ in range(2):  # the full configuration load, then the settings memo
+            # Through click (`--log-format text` is the default, but not a plain form):
+            code, held, modules = commands_loaded(
+                "--log-format", "text", "--config", str(config), *args, env=env
+            )
+            assert code == 0, args
+            assert held == [args[0]], args
+            assert modules == [module[args[0]]], args
+            # The plain form: no click, no command group, no command module at all.
+            code, held, modules = commands_loaded("--config", str(config), *args, env=env)
+            assert (code, held, modules) == (0, [], []), args
+    code, held, modules = commands_loaded("config", "sample", env=env)
+    assert (code, held, modules) == (0, ["config"], ["memsync.cli_config"])

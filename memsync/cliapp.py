@@ -1,0 +1,201 @@
+"""What the command line's parts share without click: the app context (the configuration,
+the state dir), exit codes, logging, and output (`echo`, the JSON documents).
+
+Click-free, so that `status` and `sync-now` can run without click (`plainargs`); `clikit` adds
+the click parts (the lazy command group, the JSON error document).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memsync.config.paths import StatePaths, find_config_path, read_config, recall, remember
+from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
+from memsync.errors import ConfigError
+from memsync.logsetup import LogFormat, formatter, use_format
+from memsync.redaction import redact_secrets
+
+if TYPE_CHECKING:
+    from memsync.config.model import Settings
+
+EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# Commands that write under the state dir (it is created, 0700, before they run) and those
+# that only read it (it is checked, never created). Either way an unusable state dir is a
+# configuration error before the command starts, not an OSError in the middle of it.
+WRITES_STATE = frozenset(
+    {"sync-now", "views pull", "run", "cycle prune", "cycle insight", "pause", "resume"}
+)
+READS_STATE = frozenset({"status"})
+
+_emitted = False
+
+
+class _Redacting(logging.Filter):
+    """Credentials out of the message and out of any traceback or stack it carries."""
+
+    _format = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_secrets(record.getMessage())
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._format.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_secrets(record.stack_info)
+        return True
+
+
+def setup_logging(debug: bool, log_format: LogFormat = "text") -> None:
+    """memsync's messages, and those of the libraries it runs (aiohttp logs a malformed
+    request's header lines), go to stderr through one redacting handler (`logsetup` says
+    how a record is written)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(log_format, daemon=False))
+    handler.addFilter(_Redacting())
+    ours = logging.getLogger("memsync")
+    ours.handlers[:] = [handler]
+    ours.setLevel(logging.DEBUG if debug else logging.WARNING)
+    ours.propagate = False
+    libraries = logging.getLogger()  # the root logger, where every library's records go
+    libraries.handlers[:] = [handler]
+    libraries.setLevel(logging.WARNING)
+
+
+@dataclass
+class App:
+    config_path: str | None = None
+    debug: bool = False
+    state_dir: Path | None = None  # the loaded config's, once a command loaded it
+    log_format: LogFormat | None = None  # --log-format; None: the config's `log.format`
+    command: str | None = None  # the running command; None: click's context names it
+
+    def settings(self) -> Settings:
+        """The configuration; for the commands above, with the state dir made sure of."""
+        from memsync.config import settingsmemo  # noqa: PLC0415
+
+        path = self._config_file()
+        raw = read_config(path)
+        settings = settingsmemo.recall(path, raw)  # these bytes loaded before: no schema
+        if settings is None:
+            from memsync.config.load import load_config_bytes  # noqa: PLC0415 - pydantic
+            from memsync.config.model import settings_from  # noqa: PLC0415
+
+            settings = settings_from(load_config_bytes(raw, path), path)
+            settingsmemo.remember(path, raw, settings)
+        self.state_dir = settings.state_dir
+        if self.log_format is None and settings.log_format != "text":
+            use_format(settings.log_format)  # the command line's choice wins
+        self._check_state_dir(settings.state_dir)
+        remember(path, raw, StatePaths(settings.state_dir, settings.control_socket))
+        return settings
+
+    def known_paths(self) -> StatePaths | None:
+        """Where the state dir and the control socket are, without loading the schema: when
+        the configuration file's current bytes loaded cleanly before (`config.paths`), with
+        the state dir checked as `settings` would; None when that is not known."""
+        found = recall(self._config_file())
+        if found is not None:
+            self.state_dir = found.state_dir
+            self._check_state_dir(found.state_dir)
+        return found
+
+    def config_file(self) -> Path:
+        """The configuration file this command reads (ConfigError when there is none)."""
+        return self._config_file()
+
+    def _config_file(self) -> Path:
+        path = find_config_path(self.config_path)
+        if path is None:
+            raise ConfigError(
+                "no configuration file found",
+                hint="write one for your memory roots with `memsync config init`, "
+                "or pass --config PATH",
+            )
+        return path
+
+    def _check_state_dir(self, state_dir: Path) -> None:
+        command = self.command if self.command is not None else _command_name()
+        if command in WRITES_STATE:
+            ensure_state_dir(state_dir)
+        elif command in READS_STATE:
+            check_state_dir(state_dir)
+
+    def translate(self, exc: Exception) -> Exception:
+        """An OSError about the state dir, raised while a command ran, as the configuration
+        error it is; any other exception unchanged."""
+        if self.state_dir is None:
+            return exc
+        return as_state_dir_error(exc, self.state_dir) or exc
+
+
+def _command_name() -> str:
+    """`sync-now`, `views pull`: the running command below `memsync`, from click's context
+    (none when click is not loaded)."""
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
+
+
+class JsonModel(Protocol):
+    """What `emit` prints: a wire model (pydantic, but not imported for it)."""
+
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
+
+
+def echo(text: str) -> None:
+    """Print one line on stdout, as `click.echo` prints it. Written directly when that is
+    the same (standard output's own text stream, not ASCII, and no escape character that
+    click would strip when stdout is not a terminal); else by click itself."""
+    out = sys.stdout
+    if out is not None and "\x1b" not in text and _plain(out):
+        out.write(text + "\n")
+        out.flush()
+        return
+    import click  # noqa: PLC0415 - what click decides, click does
+
+    click.echo(text)
+
+
+def _plain(stream: Any) -> bool:
+    """Whether click would write to `stream` as it is (`click._compat.get_text_stdout`)."""
+    encoding, errors = getattr(stream, "encoding", None), getattr(stream, "errors", None)
+    if not isinstance(encoding, str) or not isinstance(errors, str):
+        return False
+    try:
+        return codecs.lookup(encoding).name != "ascii"
+    except LookupError:
+        return False
+
+
+def emit(model: JsonModel) -> None:
+    """Print exactly one JSON document on stdout."""
+    global _emitted  # noqa: PLW0603 - one process runs one command
+    echo(model.model_dump_json(indent=None))
+    _emitted = True
+
+
+def emit_document(document: Mapping[str, Any]) -> None:
+    """Print exactly one JSON document on stdout, written as `emit` writes a wire model
+    holding the same values (compact, UTF-8 unescaped)."""
+    global _emitted  # noqa: PLW0603 - one process runs one command
+    echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+    _emitted = True
+
+
+def emitted() -> bool:
+    """Whether this command already printed its JSON document."""
+    return _emitted

@@ -1,0 +1,91 @@
+"""`memsync sync-now` as a command, without click: one sync cycle per root, through the
+running daemon when it serves this configuration, else in this process. The click command
+(`cli_sync`) and the plain forms `__main__` runs without click (`plainargs`) both run
+`sync_now` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memsync import clitext
+from memsync.cliapp import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from memsync.config.model import RootSettings, Settings
+    from memsync.roots.cycle import SyncOptions
+    from memsync.roots.result import SyncResult
+
+
+def sync_now(
+    app: App,
+    roots: Sequence[str],
+    as_json: bool,
+    accept_rewrite: bool,
+    no_push: bool,
+    dry_run: bool,
+) -> int:
+    """Run one sync cycle for each named root (all configured roots when none is named)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from memsync.progress import for_terminal  # noqa: PLC0415
+    from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
+    from memsync.roots.result import HELD  # noqa: PLC0415
+
+    settings = app.settings()
+    chosen = _choose(settings, roots)
+    options = SyncOptions(
+        accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
+    )
+    results = _sync_through_daemon(settings, roots, options)
+    if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
+        with for_terminal(as_json) as progress:
+            shown = replace(options, progress=progress)
+            results = [sync_root(r, settings.state_dir, shown) for r in chosen]
+    if as_json:
+        from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
+
+        emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
+    else:
+        for r in results:
+            clitext.print_result(r)
+    # A paused root is held because the operator asked for it: not a failure (exit 0).
+    return EXIT_OK if all(r.ok or r.status in HELD for r in results) else EXIT_VERDICT
+
+
+def _sync_through_daemon(
+    settings: Settings, roots: Sequence[str], options: SyncOptions
+) -> list[SyncResult] | None:
+    """The running daemon's verdicts for these roots, or None when no daemon answers."""
+    from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
+
+    body = {
+        "roots": list(roots),
+        "accept_rewrite": options.accept_rewrite,
+        "dry_run": options.dry_run,
+        "no_push": options.no_push,
+    }
+    try:
+        answer = call_serving(
+            settings.control_socket, settings.config_path, "POST", "/v1/sync", body
+        )
+    except DaemonUnavailable:
+        return None
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
+
+    return [model.to_result() for model in SyncReport.model_validate(answer).results]
+
+
+def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
+    known = {r.name: r for r in settings.roots}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown root(s): {', '.join(unknown)}",
+            hint=f"configured roots: {', '.join(known) or 'none'}",
+        )
+    if not known:
+        raise ConfigError("the configuration lists no roots", hint="add one under `roots:`")
+    return [known[n] for n in names] if names else list(known.values())
