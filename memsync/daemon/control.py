@@ -35,11 +35,11 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memsync.config.files import kind_of
 from memsync.daemon.client import SAFE_SOCKET_HINT
 from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.errors import ConfigError, UsageError
+from memsync.regularfile import kind_of
 from memsync.wire.pause import PauseRequest, ResumeRequest
 
 log = logging.getLogger(__name__)

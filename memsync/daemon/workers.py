@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
-from memsync.config.secrets import SecretRef, resolve_header
 from memsync.daemon import hostkeys
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
@@ -28,6 +27,7 @@ from memsync.redaction import redact
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.statusmemo import StatusMemo
+from memsync.secrets import SecretRef, resolve_header
 from memsync.transports.git import Git
 
 # What a daemon needs at rest is imported here; the maintenance cycles (`cycles.*`), view

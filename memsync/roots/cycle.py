@@ -31,7 +31,6 @@ from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
 from memsync.roots.reach import unreachable
-from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
@@ -39,12 +38,13 @@ from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git, GitBlobs
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
+from memsync.transports.repoconfig import CODE as UNSAFE
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
+from memsync.validators.paths import RUNTIME_DIR
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
-from memsync.views.layout import RUNTIME_DIR
 
 if TYPE_CHECKING:
     from memsync.cycles.repair import Repairer
