@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check memsync tests bench
 	$(BIN)/ruff format --check memsync tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

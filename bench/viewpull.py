@@ -29,8 +29,8 @@ from typing import Any
 from bench.views import KEY, Hub
 from memsync import timefmt
 from memsync.config.model import HttpSourceSettings, ViewSettings
-from memsync.config.secrets import SecretRef
 from memsync.roots.create import init_root
+from memsync.secrets import SecretRef
 from memsync.views.archive import write_zip
 from memsync.views.keys import public_key_text
 from memsync.views.manifest import build_signed, sign_manifest

@@ -20,8 +20,8 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     """Check a root's paths, modes, names and memory graph (work tree, or one commit)."""
     from memsync.config.schema import default_state_dir  # noqa: PLC0415
     from memsync.roots.disktree import disk_tree_view  # noqa: PLC0415
-    from memsync.roots.repoconfig import refusing_problems, repo_config_problems  # noqa: PLC0415
     from memsync.transports.git import Git  # noqa: PLC0415
+    from memsync.transports.repoconfig import refusing_problems, repo_config_problems  # noqa: PLC0415
     from memsync.validators.cache import STATE_CACHE_DIR, open_persistent  # noqa: PLC0415
     from memsync.validators.gate import validate_tree  # noqa: PLC0415
     from memsync.validators.policy import SyncPolicy  # noqa: PLC0415

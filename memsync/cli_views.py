@@ -13,10 +13,10 @@ import click
 
 from memsync import timefmt
 from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
-from memsync.config.secrets import resolve_header
 from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
 from memsync.progress import for_terminal
+from memsync.secrets import resolve_header
 from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem

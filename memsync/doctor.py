@@ -30,10 +30,8 @@ from pydantic import BaseModel
 
 from memsync import timefmt
 from memsync.config import find_config_path, format_problem, load_config, settings_from
-from memsync.config.files import kind_of
 from memsync.config.model import RootSettings, Settings
 from memsync.config.schema import Config, signing_problem
-from memsync.config.secrets import SecretRef, resolve, resolve_header
 from memsync.config.statedir import check_state_dir
 from memsync.daemon.client import SAFE_SOCKET_HINT
 from memsync.daemon.peer import (
@@ -43,13 +41,15 @@ from memsync.daemon.peer import (
     socket_directory_refusal,
 )
 from memsync.errors import ConfigError, GitError, MemsyncError
+from memsync.regularfile import kind_of
 from memsync.roots.reach import unreachable
-from memsync.roots.repoconfig import refusing_problems, repo_config_problems
 from memsync.roots.result import SyncStatus
+from memsync.secrets import SecretRef, resolve, resolve_header
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.commitsign import signer as commit_signer
 from memsync.transports.git import Git
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
+from memsync.transports.repoconfig import refusing_problems, repo_config_problems
 from memsync.validators.paths import check_name, check_text, within_cap
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text

@@ -30,6 +30,7 @@ def sync_now(
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     from dataclasses import replace  # noqa: PLC0415
 
+    from memsync.cycles.repairer import make_repairer  # noqa: PLC0415
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
@@ -42,7 +43,7 @@ def sync_now(
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
         with for_terminal(as_json) as progress:
-            shown = replace(options, progress=progress)
+            shown = replace(options, progress=progress, repair=make_repairer)
             results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
         from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from memsync.config.model import RootSettings
+from memsync.cycles.repairer import make_repairer
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
@@ -130,6 +131,7 @@ class Member:
     state_dir: Path
 
     def sync(self, **options: object) -> SyncResult:
+        options.setdefault("repair", make_repairer)  # as every product caller passes it
         return sync_root(self.settings, self.state_dir, SyncOptions(**options))  # type: ignore[arg-type]
 
 

@@ -23,18 +23,18 @@ if TYPE_CHECKING:
     from memsync.config.model import settings_from
     from memsync.config.sample import SAMPLE
     from memsync.config.schema import Config
-    from memsync.config.secrets import SecretRef, resolve
+    from memsync.secrets import SecretRef, resolve
 
 _HOME = {
-    "SAMPLE": "sample",
-    "Config": "schema",
-    "SecretRef": "secrets",
-    "find_config_path": "load",
-    "format_problem": "load",
-    "load_config": "load",
-    "load_config_text": "load",
-    "resolve": "secrets",
-    "settings_from": "model",
+    "SAMPLE": "memsync.config.sample",
+    "Config": "memsync.config.schema",
+    "SecretRef": "memsync.secrets",
+    "find_config_path": "memsync.config.load",
+    "format_problem": "memsync.config.load",
+    "load_config": "memsync.config.load",
+    "load_config_text": "memsync.config.load",
+    "resolve": "memsync.secrets",
+    "settings_from": "memsync.config.model",
 }
 
 __all__ = [
@@ -54,6 +54,6 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"memsync.config.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

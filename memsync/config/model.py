@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from memsync.config.secrets import SecretRef
+from memsync.secrets import SecretRef
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.credentials import GitCredentials
 

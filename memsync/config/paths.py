@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsync import __version__
-from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import ConfigError
+from memsync.regularfile import NotRegularFile, read_regular
 
 CONFIG_ENV = "MEMSYNC_CONFIG"
 MAX_CONFIG_BYTES = 1024 * 1024  # a real config is a few KiB; parsing 1 MiB takes seconds

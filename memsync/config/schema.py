@@ -33,7 +33,6 @@ from pydantic import (
     model_validator,
 )
 
-from memsync.config.secrets import SecretRef
 from memsync.config.units import (
     check_branch,
     check_http_url,
@@ -47,6 +46,7 @@ from memsync.config.units import (
     parse_duration,
     parse_size,
 )
+from memsync.secrets import SecretRef
 from memsync.transports.credentials import DEFAULT_USERNAME, check_ssh_path
 from memsync.transports.hubrule import url_problem
 

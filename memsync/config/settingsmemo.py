@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config import paths
-from memsync.config.files import read_regular
 from memsync.config.model import (
     AdmissionSettings,
     CommandRoleSettings,
@@ -39,7 +38,8 @@ from memsync.config.model import (
     ViewSettings,
     WebhookSettings,
 )
-from memsync.config.secrets import SecretRef
+from memsync.regularfile import read_regular
+from memsync.secrets import SecretRef
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.credentials import GitCredentials
 

@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING
 import yaml
 
 from memsync.atomicfile import DIR_MODE, FILE_MODE, fsync_dir
-from memsync.config.files import kind_of
 from memsync.config.load import load_config_text
 from memsync.errors import ConfigError, RootError, UsageError
 from memsync.names import NAME_MAX, is_name
+from memsync.regularfile import kind_of
 
 if TYPE_CHECKING:
     from memsync.transports.git import Git
@@ -93,8 +93,8 @@ def found_roots(home: Path) -> list[tuple[str, Path]]:
 
 def describe_root(name: str, path: Path) -> StarterRoot:
     """The root at `path` as the starter writes it; RootError when it is not a memory root."""
-    from memsync.roots.repoconfig import refusing_problems  # noqa: PLC0415 - git loads here
     from memsync.transports.git import Git  # noqa: PLC0415
+    from memsync.transports.repoconfig import refusing_problems  # noqa: PLC0415 - git loads here
 
     fix = f"create one with `memsync init {path}`, or pass the path of an existing root"
     if not path.is_dir():

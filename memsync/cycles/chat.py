@@ -20,13 +20,13 @@ from aiohttp import hdrs
 from yarl import URL
 
 from memsync.config.model import OpenAIRoleSettings
-from memsync.config.secrets import resolve_header
 from memsync.cycles import jsontext
 from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correction, parse_answer
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
 from memsync.redaction import redact
 from memsync.roots.faults import fault
+from memsync.secrets import resolve_header
 from memsync.transports.hubrule import is_loopback
 from memsync.transports.process import Deadline
 

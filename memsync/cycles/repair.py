@@ -31,7 +31,7 @@ from memsync.atomicfile import read_json, write_json
 from memsync.config.model import CommandRoleSettings, RootSettings
 from memsync.cycles import sandbox
 from memsync.cycles.command import run_command
-from memsync.cycles.repairprompt import KIND, Conflict, RepairInputs, repair_key, repair_prompt
+from memsync.cycles.repairprompt import KIND, RepairInputs, repair_key, repair_prompt
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.sandbox import RoleEscaped, RootGuard, escaped_problems
@@ -40,6 +40,7 @@ from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published, Unstaged
 from memsync.roots.candidate import MergeFailed, merge_candidate
 from memsync.roots.layout import RootLayout, candidate_ref
+from memsync.roots.repairing import Conflict, NotRepaired, Repaired
 from memsync.roots.result import SyncStatus
 from memsync.transports.commitsign import sign_commit, signer
 from memsync.transports.git import Git, GitBlobs
@@ -53,28 +54,6 @@ from memsync.validators.problems import Problem, Report
 log = logging.getLogger(__name__)
 
 KEEP_ATTEMPTS = 100  # conflicts remembered in repair.json at most (oldest dropped)
-
-
-@dataclass(frozen=True)
-class Repaired:
-    """The role's merge was validated and published."""
-
-    operation_id: str
-    candidate: str
-    files: tuple[str, ...]
-    role: str
-    again: bool = False  # an earlier repair of this same conflict, published once more
-
-
-@dataclass(frozen=True)
-class NotRepaired:
-    """The root stays as it was; `message` says why and what to do."""
-
-    status: SyncStatus
-    message: str
-    operation_id: str | None = None
-    files: tuple[str, ...] = ()
-    problems: tuple[Problem, ...] = ()
 
 
 class RepairFailed(ProblemError):

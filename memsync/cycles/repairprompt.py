@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from memsync.config.model import CommandRoleSettings
 from memsync.roots import journal
+from memsync.roots.repairing import Conflict
 from memsync.validators.paths import printable
 from memsync.validators.policy import ALLOWED_GLOBS, ALLOWED_REGEXES
 from memsync.validators.problems import Problem
@@ -26,29 +27,6 @@ KIND = "repair"
 PROMPT_VERSION = "memsync-sync-repair-v1"
 MAX_LISTED = 200  # paths or problems named in the prompt at most
 MAX_MESSAGE = 400  # characters of one problem message
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """What the sync found: the merge of `upstream` into `start` conflicted, or is invalid."""
-
-    start: str
-    upstream: str
-    conflicted: bool  # True: unmerged paths; False: a clean merge whose result is invalid
-    message: str
-    files: tuple[str, ...]
-    problems: tuple[Problem, ...] = ()
-
-    def diagnostic(self) -> str:
-        """The canonical JSON of what the role is asked to settle (part of the key)."""
-        problems = [[p.code, p.path, p.line, p.message] for p in self.problems]
-        data = {
-            "conflicted": self.conflicted,
-            "files": sorted(self.files),
-            "message": self.message,
-            "problems": problems,
-        }
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def sha256(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from memsync.config.model import CommandRoleSettings, RootSettings, Settings
+from memsync.cycles.repairer import make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.runlog import RunLog
@@ -88,7 +89,7 @@ def cycle_now(
     RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
     result = run_cycle(root, cycle, role, settings.state_dir, force=force)
     if push and result.status == LANDED and root.push and root.sync_enabled:
-        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0))
+        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=make_repairer))
         note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"
         result = CycleResult(**{**result.__dict__, "message": f"{result.message}; {note}"})
     return result

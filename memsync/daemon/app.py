@@ -38,6 +38,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
+from memsync.cycles.repairer import make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.daemon import transitions
 from memsync.daemon.control import Answer, ControlSocket, claim
@@ -512,6 +513,7 @@ class Daemon:
             no_push=request.no_push,
             dry_run=request.dry_run,
             wait=AUTOMATIC.wait,
+            repair=make_repairer,
         )
         # shield: a client that disconnects does not cancel a cycle others may share.
         futures = [

@@ -31,7 +31,7 @@ from memsync.errors import ConfigError, Located
 from memsync.transports.process import run_process
 
 if TYPE_CHECKING:
-    from memsync.clikit import App
+    from memsync.cliapp import App
     from memsync.config.model import Settings
 
 log = logging.getLogger(__name__)

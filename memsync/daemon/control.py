@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from memsync.config.files import kind_of
 from memsync.daemon.client import SAFE_SOCKET_HINT
 from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest, read
 from memsync.daemon.server import Request, Response, Server, error
 from memsync.errors import ConfigError, UsageError
+from memsync.regularfile import kind_of
 
 if TYPE_CHECKING:  # pydantic loads when a pause or resume is asked for (issue 18)
     from memsync.wire.pause import PauseRequest, ResumeRequest

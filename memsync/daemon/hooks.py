@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config.model import HookSettings, WebhookSettings
-from memsync.config.secrets import resolve_header
 from memsync.daemon.transitions import Transition
 from memsync.errors import ConfigError
 from memsync.redaction import redact_secrets
+from memsync.secrets import resolve_header
 from memsync.transports.process import run_process
 
 log = logging.getLogger("memsync.daemon.hooks")

@@ -59,7 +59,7 @@ from watchdog.observers.inotify_move_event_grouper import (
     PathedInotifyEvent,
 )
 
-from memsync.views.layout import RUNTIME_DIR
+from memsync.validators.paths import RUNTIME_DIR
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
-from memsync.config.secrets import SecretRef, resolve_header
+from memsync.cycles.repairer import make_repairer
 from memsync.daemon import hostkeys
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
@@ -28,6 +28,7 @@ from memsync.redaction import redact
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.statusmemo import StatusMemo
+from memsync.secrets import SecretRef, resolve_header
 from memsync.transports.git import Git
 
 # What a daemon needs at rest is imported here; the maintenance cycles (`cycles.*`), view
@@ -42,7 +43,7 @@ log = logging.getLogger("memsync.daemon")
 
 # What timers, watches and events ask for: these may reuse a quiet root's last status
 # (`roots.statusmemo`); a person's `sync-now` asks for other options, so always a full one.
-AUTOMATIC = SyncOptions(wait=60.0, reuse_status=True)
+AUTOMATIC = SyncOptions(wait=60.0, reuse_status=True, repair=make_repairer)
 # Back off after these; the others wait for a person.
 FAILING = frozenset(
     {SyncStatus.OFFLINE, SyncStatus.ERROR, SyncStatus.AUTH_FAILED, SyncStatus.HOST_KEY_CHANGED}

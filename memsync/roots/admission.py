@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.config.model import AdmissionSettings
-from memsync.config.secrets import SecretRef, resolve
 from memsync.errors import SecretError
+from memsync.secrets import SecretRef, resolve
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures

@@ -31,7 +31,6 @@ from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
 from memsync.roots.push import Outgoing
 from memsync.roots.reach import unreachable
-from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
@@ -39,15 +38,16 @@ from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git, GitBlobs
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
+from memsync.transports.repoconfig import CODE as UNSAFE
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
+from memsync.validators.paths import RUNTIME_DIR
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
-from memsync.views.layout import RUNTIME_DIR
 
 if TYPE_CHECKING:
-    from memsync.cycles.repair import Repairer
+    from memsync.roots.repairing import RepairMaker, Settler
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,9 @@ class SyncOptions:
     reuse_status: bool = False
     # Where a cycle run from a terminal shows its fetch and validation (`sync-now`).
     progress: Progress = NO_PROGRESS
+    # Makes the root's repair role when a merge conflicts (`cycles.repairer.make_repairer`);
+    # every caller that syncs a root with `repair.role` passes it.
+    repair: RepairMaker | None = None
 
 
 def sync_root(
@@ -128,7 +131,7 @@ class _Cycle:
         self.tracking = ""
         self.start = ""
         self.autocommitted: tuple[str, ...] = ()
-        self.repairer: Repairer | None = None  # made when a repair role is configured
+        self.repairer: Settler | None = None  # made when a repair role is configured
         self.prefetch: Prefetch | None = None  # the first fetch, beside the preflight status
         # Without a trusted upstream: remote-tracking heads as they were before this cycle
         # fetched (the planner's `seen`); read only when there is no trusted upstream.
@@ -521,15 +524,12 @@ class _Cycle:
 
     # -- incoming ----------------------------------------------------------------------------
 
-    def _repairer(self) -> Repairer:
-        """The repair role's runner, made (and its module imported) when a merge conflicts:
-        a cycle that admits cleanly never loads it."""
+    def _repairer(self) -> Settler:
+        """The repair role's runner, made (by the caller's `SyncOptions.repair`, which
+        imports the role) when a merge conflicts: a cycle that admits cleanly never loads it."""
         if self.repairer is None:
-            from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
-
-            self.repairer = Repairer(
-                self.settings, self.layout, self.policy, self.graph, self.branch
-            )
+            make = require(self.options.repair, "SyncOptions.repair for a root with a repair role")
+            self.repairer = make(self.settings, self.layout, self.policy, self.graph, self.branch)
         return self.repairer
 
     @property

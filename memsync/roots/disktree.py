@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from memsync.transports.git import Git
+from memsync.validators.paths import RUNTIME_DIR
 from memsync.validators.tree import (
     MODE_EXECUTABLE,
     MODE_FILE,
@@ -23,7 +24,6 @@ from memsync.validators.tree import (
     Entry,
     TreeView,
 )
-from memsync.views.layout import RUNTIME_DIR
 
 _SKIP_DIRS = {".git", RUNTIME_DIR}
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

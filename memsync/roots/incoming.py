@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
@@ -32,6 +31,7 @@ from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candida
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
+from memsync.roots.repairing import Conflict, Repaired, Settler
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git, GitBlobs
@@ -41,8 +41,6 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 # Conflicts in the update coordination state are never handed to a model (reference §2.4).
-if TYPE_CHECKING:
-    from memsync.cycles.repair import Repairer
 
 UNREPAIRABLE = ("update_queue/", "update_records/")
 
@@ -61,7 +59,7 @@ class Incoming:
     dry_run: bool
     result: Callable[..., SyncResult]
     # roots.*.repair.role: makes the runner that settles a conflicting merge, when one does
-    repair: Callable[[], Repairer] | None = None
+    repair: Callable[[], Settler] | None = None
     progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
     signing: CommitKey | None = None  # roots.*.signing.key: signs the merges made here
     admission: SignedAdmission | None = None  # roots.*.admission: signed (every commit)
@@ -115,9 +113,6 @@ class Incoming:
     def _repaired(self, verdict: SyncResult, conflicted: bool) -> SyncResult:
         """The repair role's answer to a conflict verdict (the root stays as it is unless
         the role's merge was validated and published)."""
-        from memsync.cycles.repair import Repaired  # noqa: PLC0415 - on a conflict only
-        from memsync.cycles.repairprompt import Conflict  # noqa: PLC0415
-
         make = require(self.repair, "the repair role")
         if self.dry_run:
             note = "dry run: the repair role is not run"

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from memsync import timefmt
 from memsync.atomicfile import write_bytes
-from memsync.config.files import read_regular
 from memsync.names import is_name
+from memsync.regularfile import read_regular
 
 Kind = Literal["root", "view"]
 KINDS: tuple[Kind, ...] = ("root", "view")

@@ -24,8 +24,8 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memsync.config.secrets import SecretRef, resolve
 from memsync.errors import GitError, SecretError, require
+from memsync.secrets import SecretRef, resolve
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from memsync.config.secrets import SecretRef
+    from memsync.secrets import SecretRef
 
 HELPER_SCRIPT = Path(__file__).resolve()
 DEFAULT_USERNAME = "x-access-token"  # GitHub's word for "the token says who"; others accept any

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from memsync.config.secrets import resolve
 from memsync.errors import GitError, SecretError
+from memsync.secrets import resolve
 from memsync.transports import gitparse
 from memsync.transports.credentials import GitCredentials, key_path, ssh_command
 from memsync.transports.gitconfig import split_key

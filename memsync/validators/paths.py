@@ -48,6 +48,9 @@ _PLAIN_RISK = re.compile(
     r"\./|\.$|(?:^|/)(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:[./]|$)", re.IGNORECASE
 )
 
+# A root's `.runtime/` (imported views, live state): never synchronized, validated or watched.
+RUNTIME_DIR = ".runtime"
+
 
 def printable(path: str) -> str:
     """`path` with backslashes, control, format and surrogate characters escaped like ascii().

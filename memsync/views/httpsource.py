@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memsync.config.secrets import SecretRef, resolve_header
 from memsync.progress import NO_PROGRESS, ByteCounter, Progress
+from memsync.secrets import SecretRef, resolve_header
 from memsync.transports.http import HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.archive import ArchiveLimits

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-RUNTIME_DIR = ".runtime"  # never synchronized, never validated, never watched
+from memsync.validators.paths import RUNTIME_DIR
 
 
 def runtime_dir(root_path: Path) -> Path:

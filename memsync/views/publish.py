@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import ValidationError
 
 from memsync import timefmt
-from memsync.config.secrets import SecretRef
 from memsync.errors import ProblemError, UsageError
+from memsync.secrets import SecretRef
 from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.validators.problems import Problem
 from memsync.views.build import (

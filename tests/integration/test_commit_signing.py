@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.config.secrets import SecretRef
 from memsync.cycles.turn import run_cycle
 from memsync.roots.create import init_root
+from memsync.secrets import SecretRef
 from memsync.transports.commitsign import (
     CommitKey,
     SigningKeyError,

@@ -16,7 +16,6 @@ from types import MappingProxyType
 import pytest
 
 from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
-from memsync.config.secrets import SecretRef
 from memsync.cycles.executors import (
     BASE_ENV,
     OUTPUT_CAP,
@@ -41,6 +40,7 @@ from memsync.cycles.prompts import (
 )
 from memsync.errors import InternalError
 from memsync.roots.create import init_root
+from memsync.secrets import SecretRef
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
 from memsync.validators.grants import check_grants

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.secrets import SecretRef
 from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
+from memsync.secrets import SecretRef
 from memsync.transports.credentials import GitCredentials
 from memsync.wire.cli import DoctorReport
 from tests.e2e.daemons import launcher, write_config

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from memsync.config.model import RootSettings
-from memsync.config.secrets import SecretRef
 from memsync.daemon.events import MAX_EVENT, Event, follow
 from memsync.daemon.triggers import Backoff
 from memsync.daemon.workers import notify_hub
+from memsync.secrets import SecretRef
 from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.httpsource import HttpSource

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 import pytest
 
 from memsync.config.model import OpenAIRoleSettings
-from memsync.config.secrets import SecretRef
 from memsync.cycles.roles import OpenAIRole
 from memsync.cycles.turn import CycleSettings, run_cycle
+from memsync.secrets import SecretRef
 from tests.conftest import Team
 from tests.helpers import commit, git, snapshot
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.secrets import SecretRef
 from memsync.roots.layout import RootLayout
 from memsync.roots.provenance import item_provenance, signed_items
 from memsync.roots.revocation import revert_items
+from memsync.secrets import SecretRef
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git
 from memsync.validators.commitsig import signer_fingerprint

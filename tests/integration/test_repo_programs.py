@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memsync.errors import UnsafeRepoConfig
-from memsync.roots.repoconfig import repo_config_problems
 from memsync.transports.git import Git
+from memsync.transports.repoconfig import repo_config_problems
 from tests.conftest import Team
 from tests.helpers import commit, git
 

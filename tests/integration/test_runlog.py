@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings, Settings
-from memsync.config.secrets import SecretRef
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.runrecord import RunRecord
+from memsync.secrets import SecretRef
 from tests.conftest import Team
 from tests.fakes.chat_server import (
     USAGE,

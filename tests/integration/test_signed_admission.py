@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memsync.config.model import AdmissionSettings
-from memsync.config.secrets import SecretRef
 from memsync.roots.admission import MAX_NAMED
 from memsync.roots.layout import RootLayout
+from memsync.secrets import SecretRef
 from memsync.status import root_document
 from memsync.transports.commitsign import CommitKey
 from memsync.validators.commitsig import parse_signer, signer_fingerprint

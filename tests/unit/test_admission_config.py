@@ -9,8 +9,8 @@ import pytest
 
 from memsync.config.load import load_config_text
 from memsync.config.model import AdmissionSettings, settings_from
-from memsync.config.secrets import SecretRef
 from memsync.errors import ConfigError, Located
+from memsync.secrets import SecretRef
 
 # An ed25519 public key line (32 arbitrary bytes: no one holds its private half).
 ALICE = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ7h8xTigm2v/w5U+5CnLNnLi5f9v3tn9o8mV1E2t4cJ alice@x"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.config.secrets import SecretRef, resolve_header
 from memsync.errors import SecretError
+from memsync.secrets import SecretRef, resolve_header
 from memsync.transports.hubrule import is_loopback, url_problem
 
 LOOPBACK = ["127.0.0.1", "127.8.9.10", "[::1]", "localhost", "LOCALHOST"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from memsync.config.files import NotRegularFile, read_regular
 from memsync.errors import SecretError
+from memsync.regularfile import NotRegularFile, read_regular
 
 if TYPE_CHECKING:  # pydantic is imported by the schema, not by a reader of these references
     from pydantic import GetCoreSchemaHandler, ValidationInfo
