@@ -86,7 +86,10 @@ def sync_root(
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
         with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):
-            cycle = _Cycle(settings, layout, options, graph or default_graph_validator())
+            # Only the daemon hands its memo: a process that lives on, where GitPython's
+            # handle and in-process object reads pay for themselves (`GitCore.resident`).
+            resident = memo is not None
+            cycle = _Cycle(settings, layout, options, graph or default_graph_validator(), resident)
             cycle.memo, cycle.watch = memo, watch
             result = cycle.run()
             if not options.dry_run:
@@ -103,6 +106,7 @@ class _Cycle:
         layout: RootLayout,
         options: SyncOptions,
         graph: GraphValidator,
+        resident: bool = True,
     ) -> None:
         self.settings = settings
         self.layout = layout
@@ -116,6 +120,7 @@ class _Cycle:
             timeout=self.timeout,
             deadline=Deadline.after(self.timeout),
             credentials=settings.git_credentials,  # read at each fetch and push
+            resident=resident,
         )
         self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
@@ -161,7 +166,7 @@ class _Cycle:
         if not self.options.dry_run and self.start:  # the root was a repository with a head
             # Still under the root lock, outside the cycle's deadline: fold the packs that
             # fetches left once there are many (two directory listings otherwise).
-            after = Git(self.settings.path, timeout=self.timeout)
+            after = Git(self.settings.path, timeout=self.timeout, resident=self.git.resident)
             packs.keep_small(after, self.timeout)
             if result.status in OK:  # a refused or dirty root keeps every byte, index too
                 indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status

@@ -202,7 +202,7 @@ class TreeReads(GitCore):
         commits = len({commit for commit, _parents in gitparse.log_headers(raw)})
         sizes = self.blob_sizes(
             [r.oid for r in records if r.oid is not None],
-            tree_of=include if OID.fullmatch(include) else None,
+            trees_of=[rev for rev in (include, exclude) if rev and OID.fullmatch(rev)],
         )
         return commits, gitparse.changes_from(records, sizes)
 
@@ -214,12 +214,14 @@ class TreeReads(GitCore):
         """(status letter, path) for every path that differs: A added, D deleted, M, T."""
         return [(r.status, r.path) for r in self.diff_records(old, new) if not r.is_tree]
 
-    def blob_sizes(self, oids: Sequence[str], *, tree_of: str | None = None) -> dict[str, int]:
-        """Blob sizes (kept); with `tree_of` (a commit id), its tree id is learnt too."""
+    def blob_sizes(self, oids: Sequence[str], *, trees_of: Sequence[str] = ()) -> dict[str, int]:
+        """Blob sizes (kept); the tree ids of the commits `trees_of` names are learnt too
+        (the commits a listing is asked of next: no `rev-parse` for their trees)."""
         wanted = sorted(set(oids))
         sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in sizes]
-        objects = self._object_files(len(missing) + (tree_of is not None))
+        commits = [rev for rev in dict.fromkeys(trees_of) if gitmemo.TREES.get(rev) is None]
+        objects = self._object_files(len(missing) + len(commits))
         if objects is not None:  # a few objects: read in-process
             with objects:
                 for oid in missing:
@@ -227,12 +229,13 @@ class TreeReads(GitCore):
                     if found is not None and found[0] == "blob":
                         sizes[oid] = found[1]
                         gitmemo.SIZES.put(oid, found[1])
-                tree = None if tree_of is None else objects.commit_tree(tree_of)
+                for commit in commits:
+                    tree = objects.commit_tree(commit)
+                    if tree is not None:
+                        gitmemo.TREES.put(commit, tree)
             missing = [oid for oid in missing if oid not in sizes]
-            if tree is not None and tree_of is not None:
-                gitmemo.TREES.put(tree_of, tree)
-                tree_of = None
-        asked = missing + ([f"{tree_of}^{{tree}}"] if tree_of is not None else [])
+            commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
+        asked = missing + [f"{rev}^{{tree}}" for rev in commits]
         if not asked:
             return sizes
         answers = gitparse.parse_batch_check_lines(
@@ -245,8 +248,8 @@ class TreeReads(GitCore):
             if kind == "blob" and question == oid:
                 sizes[oid] = size
                 gitmemo.SIZES.put(oid, size)
-            elif kind == "tree" and tree_of is not None and question.startswith(tree_of):
-                gitmemo.TREES.put(tree_of, oid)
+            elif kind == "tree" and question.endswith("^{tree}"):
+                gitmemo.TREES.put(question.removesuffix("^{tree}"), oid)
         return sizes
 
     def read_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
@@ -273,8 +276,11 @@ class TreeReads(GitCore):
 
     def _object_files(self, count: int) -> ObjectFiles | None:
         """The repository's object files, for `count` objects (a few: many are one
-        `cat-file` process's work), when they can be read without git."""
-        if not 0 < count <= IN_PROCESS_OBJECTS or isinstance(HANDLES.open(self.cwd), Read):
+        `cat-file` process's work), when they can be read without git in a `resident`
+        box."""
+        if not self.resident or not 0 < count <= IN_PROCESS_OBJECTS:
+            return None  # a one-shot process: gitdb's import costs more than `cat-file`
+        if isinstance(HANDLES.open(self.cwd), Read):
             return None  # not a plain repository, or GitPython cannot tell: git decides
         common = self.common_dir()
         return None if common is None else ObjectFiles(common / "objects")
