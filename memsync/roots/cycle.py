@@ -27,9 +27,6 @@ from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
-from memsync.roots.push import Outgoing
-from memsync.roots.reach import unreachable
-from memsync.roots.repoconfig import CODE as UNSAFE
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
@@ -41,10 +38,14 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
-from memsync.views.layout import RUNTIME_DIR
 
 if TYPE_CHECKING:
     from memsync.cycles.repair import Repairer
+    from memsync.roots.push import Outgoing
+
+# A one-shot cycle imports what a clean fast-forward uses; the push, the words for a failed
+# fetch, the repository-config report and the views' layout load when first needed
+# (tests/e2e/test_cold_cycle.py lists what a cold `sync-now` must not import).
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,9 @@ class _Cycle:
         except GitTimeout as exc:
             return self.result(SyncStatus.OFFLINE, exc.message)
         except UnsafeRepoConfig as exc:  # git never ran on the root: nothing changed
-            problems = tuple(Problem(UNSAFE, where, None, text) for where, text in exc.findings)
+            from memsync.roots.repoconfig import CODE  # noqa: PLC0415 - on a refusal only
+
+            problems = tuple(Problem(CODE, where, None, text) for where, text in exc.findings)
             return self.result(SyncStatus.ERROR, exc.message, problems=problems)
         except GitError as exc:
             return self.result(SyncStatus.ERROR, exc.message)
@@ -271,6 +274,8 @@ class _Cycle:
         """Whether the views' runtime directory, which no watch covers, holds a tracked file
         (an edit to it would go unheard): then the status is never reused. Asked only when
         a watcher vouches and the directory exists, after a full status."""
+        from memsync.views.layout import RUNTIME_DIR  # noqa: PLC0415 - the daemon's cycles
+
         if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
             return False
         listed = self.git.run(
@@ -374,6 +379,8 @@ class _Cycle:
                     f"the root has no remote '{self.settings.remote}'",
                     head=local,
                 )
+            from memsync.roots.reach import unreachable  # noqa: PLC0415 - on a failure only
+
             status, message = unreachable(detail, "the upstream could not be reached")
             return None, self.result(status, message, head=local)
         if outcome is FetchOutcome.BAD_OBJECTS:
@@ -548,6 +555,8 @@ class _Cycle:
 
     @property
     def outgoing(self) -> Outgoing:
+        from memsync.roots.push import Outgoing  # noqa: PLC0415 - when there is something to push
+
         return Outgoing(
             self.git,
             self.journal,

@@ -14,16 +14,19 @@ blob it reads twice run git once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from memsync.errors import GitError
 from memsync.transports import gitmemo, gitparse
 from memsync.transports.gitcore import GitCore
 from memsync.transports.gitenv import OID
 from memsync.transports.gitmemo import KeptListing
-from memsync.transports.gitobjects import ObjectFiles
 from memsync.transports.gitparse import DiffRecord
 from memsync.transports.gitread import HANDLES, Read
 from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
+
+if TYPE_CHECKING:  # a resident box's in-process reads (gitdb) load it
+    from memsync.transports.gitobjects import ObjectFiles
 
 MODE_GITLINK = 0o160000
 # Up to this many objects are read from the object files in-process; more ask `cat-file`.
@@ -283,7 +286,11 @@ class TreeReads(GitCore):
         if isinstance(HANDLES.open(self.cwd), Read):
             return None  # not a plain repository, or GitPython cannot tell: git decides
         common = self.common_dir()
-        return None if common is None else ObjectFiles(common / "objects")
+        if common is None:
+            return None
+        from memsync.transports.gitobjects import ObjectFiles  # noqa: PLC0415
+
+        return ObjectFiles(common / "objects")
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""
