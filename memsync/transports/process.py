@@ -61,6 +61,27 @@ class Completed:
     escaped: bool = False
 
 
+class _Counter:
+    """A count that threads (a cycle's prefetch beside its status) may add to at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+_STARTED = _Counter()
+
+
+def started() -> int:
+    """How many child processes this process has started on the box so far (what a flow
+    costs in processes: tests pin it)."""
+    return _STARTED.value
+
+
 # Once the leader has exited, how long its outputs are still read (what it wrote is in the
 # pipe; a holder outside its group would otherwise keep the run open past every deadline).
 PIPE_GRACE = 1.0
@@ -99,6 +120,7 @@ def run_process(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    _STARTED.add()
     # The watchdog thread enforces the deadline (no polling wait here).
     ticket = _WATCHDOG.watch(proc, max(seconds, 0.0))
     try:
