@@ -160,7 +160,8 @@ class _Cycle:
 
     def run(self) -> SyncResult:
         try:
-            result = self._run()
+            with self.git.object_session():  # one `cat-file --batch` for the cycle's reads
+                result = self._run()
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)

@@ -38,7 +38,7 @@ from memsync.transports.gitenv import (
 from memsync.transports.gitguard import GUARD
 from memsync.transports.gitread import HANDLES, Read, plain_git_dir
 from memsync.transports.gitversion import MIN_GIT_TEXT
-from memsync.transports.process import Deadline, run_process
+from memsync.transports.process import Deadline, Session, run_process
 
 
 class GitCore:
@@ -155,6 +155,24 @@ class GitCore:
                 detail=stderr,
             )
         return GitResult(done.returncode, stdout, stderr)
+
+    def session(self, *args: str) -> Session:
+        """A git that answers requests as it reads them (`cat-file --batch`), in the box as
+        `run` starts one (the forced config, the config guard's overrides, what is left of
+        the deadline); never a network command. The caller closes it."""
+        if args and args[0] in NETWORK:
+            raise ValueError("a network command runs once, through `run`")
+        limit = self.timeout if self.deadline is None else self.deadline.cap(self.timeout)
+        if limit <= 0:
+            raise self._timeout(redact(" ".join(["git", *args])), limit, by_deadline=True)
+        env = {**self._env, **GUARD.env(self)}
+        try:
+            return Session(["git", *FORCED_ARGS, *args], cwd=self.cwd, env=env, seconds=limit)
+        except FileNotFoundError as exc:
+            raise GitMissing(
+                "git is not installed or not on PATH",
+                hint=f"install git {MIN_GIT_TEXT} or newer",
+            ) from exc
 
     def _timeout(self, shown: str, limit: float, *, by_deadline: bool) -> GitTimeout:
         if by_deadline and self.deadline is not None:

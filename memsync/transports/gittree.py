@@ -13,7 +13,8 @@ blob it reads twice run git once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError
@@ -27,11 +28,23 @@ from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
 
 if TYPE_CHECKING:  # a resident box's in-process reads (gitdb) load it
     from memsync.transports.gitobjects import ObjectFiles
+    from memsync.transports.process import Session
 
 MODE_GITLINK = 0o160000
 # Up to this many objects are read from the object files in-process; more ask `cat-file`.
 IN_PROCESS_OBJECTS = 64
 _BATCH_CHECK = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
+# Through a cycle's object session: a commit of up to this many bytes is read for its tree,
+# and a blob of up to this many for its bytes; a bigger one ends the session unread (its
+# bytes are never streamed just to learn a size) and a one-shot call asks for it.
+SESSION_COMMIT_MAX = 1 << 20
+SESSION_BLOB_MAX = 1 << 24
+# The longest answer header `cat-file --batch` gives (`<id> <type> <size>`, or `missing`).
+_HEADER_MAX = 256
+
+
+class _SessionFailed(Exception):
+    """The object session ended or answered unexpectedly: a one-shot call asks instead."""
 
 
 class GitListing(Listing):
@@ -65,6 +78,66 @@ class GitTreeView(TreeView):
 
 class TreeReads(GitCore):
     """The box's reads of trees, commits and blobs."""
+
+    _objects: Session | None = None  # the open object session (`object_session`)
+    _batching = False
+
+    @contextlib.contextmanager
+    def object_session(self) -> Iterator[None]:
+        """Within it, a box that is not `resident` reads the few objects a cycle asks for
+        (blob sizes and bytes, a commit's tree) through one `git cat-file --batch` kept
+        open, instead of a process per read; at its end that git is killed and reaped.
+        A resident box reads them in-process (gitdb) and needs none."""
+        if self.resident or self._batching:
+            yield
+            return
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = False
+            session, self._objects = self._objects, None
+            if session is not None:
+                session.close()
+
+    def _session_for(self, count: int) -> bool:
+        return self._batching and 0 < count <= IN_PROCESS_OBJECTS
+
+    def _ask(self, oid: str, limit: int) -> tuple[str, int, bytes | None] | None:
+        """(type, size, bytes) of an object through the session; bytes None when it is
+        bigger than `limit` (the session is then ended unread); None when git says it is
+        missing. `_SessionFailed` when the session cannot answer."""
+        if OID.fullmatch(oid) is None:
+            raise _SessionFailed(oid)
+        session = self._objects
+        try:
+            if session is None:
+                session = self._objects = self.session("cat-file", "--batch")
+            session.ask(oid.encode("ascii") + b"\n")
+            header = session.read_line(_HEADER_MAX).split()
+            if len(header) == 2 and header[0] == oid.encode("ascii") and header[1] == b"missing":
+                return None
+            if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
+                raise _SessionFailed(oid)
+            kind, size = header[1].decode("ascii"), int(header[2])
+            if size > limit:
+                self._end_session()
+                return kind, size, None
+            data = session.read_exact(size)
+            if session.read_exact(1) != b"\n":
+                raise _SessionFailed(oid)
+            return kind, size, data
+        except (EOFError, OSError, UnicodeDecodeError) as exc:
+            self._end_session()
+            raise _SessionFailed(oid) from exc
+        except _SessionFailed:
+            self._end_session()
+            raise
+
+    def _end_session(self) -> None:
+        session, self._objects = self._objects, None
+        if session is not None:
+            session.close()
 
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
@@ -238,6 +311,21 @@ class TreeReads(GitCore):
                         gitmemo.TREES.put(commit, tree)
             missing = [oid for oid in missing if oid not in sizes]
             commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
+        if self._session_for(len(missing) + len(commits)):
+            with contextlib.suppress(_SessionFailed):
+                for oid in missing:
+                    got = self._ask(oid, gitmemo.BLOB_KEPT)
+                    if got is not None and got[0] == "blob":
+                        sizes[oid] = got[1]
+                        gitmemo.SIZES.put(oid, got[1])
+                        if got[2] is not None:  # read whole: the gate asks for it next
+                            gitmemo.BLOBS.put(oid, got[2])
+                for commit in commits:
+                    tree = _commit_tree(self._ask(commit, SESSION_COMMIT_MAX))
+                    if tree is not None:
+                        gitmemo.TREES.put(commit, tree)
+            missing = [oid for oid in missing if oid not in sizes]
+            commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
         asked = missing + [f"{rev}^{{tree}}" for rev in commits]
         if not asked:
             return sizes
@@ -268,6 +356,15 @@ class TreeReads(GitCore):
                     if found is not None and found[0] == "blob":
                         blobs[oid] = found[1]
                         gitmemo.BLOBS.put(oid, found[1])
+            missing = [oid for oid in missing if oid not in blobs]
+        if self._session_for(len(missing)):
+            with contextlib.suppress(_SessionFailed):
+                for oid in missing:
+                    got = self._ask(oid, SESSION_BLOB_MAX)
+                    if got is not None and got[0] == "blob" and got[2] is not None:
+                        blobs[oid] = got[2]
+                        if got[1] <= gitmemo.BLOB_KEPT:
+                            gitmemo.BLOBS.put(oid, got[2])
             missing = [oid for oid in missing if oid not in blobs]
         if missing:
             raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
@@ -332,6 +429,17 @@ def _keep_diffs(raw: bytes, records: Sequence[gitparse.RawChange]) -> None:
         if len(parents) == 1:
             key = (parents[0], commit)
             gitmemo.DIFFS.put(key, tuple(by_commit.get(commit, ())))
+
+
+def _commit_tree(answer: tuple[str, int, bytes | None] | None) -> str | None:
+    """The tree a commit object's first line names (`tree <id>`)."""
+    if answer is None or answer[0] != "commit" or answer[2] is None:
+        return None
+    first = answer[2].split(b"\n", 1)[0]
+    if not first.startswith(b"tree "):
+        return None
+    tree = first[5:].decode("ascii", "replace")
+    return tree if OID.fullmatch(tree) else None
 
 
 def _lines(items: Sequence[str]) -> bytes:
