@@ -312,20 +312,26 @@ class TreeReads(GitCore):
             missing = [oid for oid in missing if oid not in sizes]
             commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
         if self._session_for(len(missing) + len(commits)):
+            gone: set[str] = set()  # git said so: not asked again
             with contextlib.suppress(_SessionFailed):
                 for oid in missing:
                     got = self._ask(oid, gitmemo.BLOB_KEPT)
-                    if got is not None and got[0] == "blob":
+                    if got is None:
+                        gone.add(oid)
+                    elif got[0] == "blob":
                         sizes[oid] = got[1]
                         gitmemo.SIZES.put(oid, got[1])
                         if got[2] is not None:  # read whole: the gate asks for it next
                             gitmemo.BLOBS.put(oid, got[2])
                 for commit in commits:
-                    tree = _commit_tree(self._ask(commit, SESSION_COMMIT_MAX))
+                    got = self._ask(commit, SESSION_COMMIT_MAX)
+                    tree = _commit_tree(got)
                     if tree is not None:
                         gitmemo.TREES.put(commit, tree)
-            missing = [oid for oid in missing if oid not in sizes]
-            commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
+                    elif got is None:
+                        gone.add(commit)
+            missing = [oid for oid in missing if oid not in sizes and oid not in gone]
+            commits = [c for c in commits if gitmemo.TREES.get(c) is None and c not in gone]
         asked = missing + [f"{rev}^{{tree}}" for rev in commits]
         if not asked:
             return sizes
@@ -358,14 +364,17 @@ class TreeReads(GitCore):
                         gitmemo.BLOBS.put(oid, found[1])
             missing = [oid for oid in missing if oid not in blobs]
         if self._session_for(len(missing)):
+            gone: set[str] = set()  # missing, as git says: not asked again
             with contextlib.suppress(_SessionFailed):
                 for oid in missing:
                     got = self._ask(oid, SESSION_BLOB_MAX)
-                    if got is not None and got[0] == "blob" and got[2] is not None:
+                    if got is None:
+                        gone.add(oid)
+                    elif got[2] is not None:  # whatever git gives for the id, as `--batch`
                         blobs[oid] = got[2]
                         if got[1] <= gitmemo.BLOB_KEPT:
                             gitmemo.BLOBS.put(oid, got[2])
-            missing = [oid for oid in missing if oid not in blobs]
+            missing = [oid for oid in missing if oid not in blobs and oid not in gone]
         if missing:
             raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
             for oid, data in gitparse.parse_batch(raw).items():

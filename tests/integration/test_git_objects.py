@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.transports import gitobjects
+from memsync.transports import gitmemo, gitobjects, process
+from memsync.transports.git import Git
 from memsync.transports.gitobjects import ObjectFiles
 from tests.helpers import commit, git
 
@@ -113,3 +114,69 @@ def test_an_object_in_an_older_pack_is_found(tmp_path: Path) -> None:
         for rev, path, data in ((first, "MEMORY.md", b"# A\n"), (second, "MEMORY_b.md", b"# B\n")):
             oid = git(repo, "rev-parse", f"{rev}:{path}")
             assert files.read(oid, 100) == ("blob", data)
+
+
+# -- a one-shot box's object session (one `cat-file --batch` for a cycle's reads) ----------
+
+
+def _session_box(repo: Path) -> Git:
+    gitmemo.forget()  # nothing remembered from another test: every read goes to git
+    return Git(repo, resident=False)
+
+
+def test_the_session_answers_what_one_shot_calls_answer(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    first = commit(repo, {"MEMORY.md": "# M\n", "PURSUITS.md": "# P\n"}, "one")
+    head = commit(repo, {"MEMORY.md": "# M\n\nmore\n", "a.md": ""}, "two")
+    blobs = [git(repo, "rev-parse", f"{head}:{name}") for name in ("MEMORY.md", "PURSUITS.md")]
+    blobs.append(git(repo, "rev-parse", f"{head}:a.md"))  # empty
+    missing = "0" * 40
+    one_shot = _session_box(repo)
+    want_sizes = one_shot.blob_sizes([*blobs, missing], trees_of=[head, first])
+    want_trees = {c: gitmemo.TREES.get(c) for c in (head, first)}
+    want_bytes = one_shot.read_blobs([*blobs, missing])
+    before = process.started()
+    box = _session_box(repo)
+    with box.object_session():
+        assert box.blob_sizes([*blobs, missing], trees_of=[head, first]) == want_sizes
+        assert {c: gitmemo.TREES.get(c) for c in (head, first)} == want_trees
+        gitmemo.forget()
+        assert box.read_blobs([*blobs, missing]) == want_bytes
+        session = box._objects
+        assert session is not None
+    assert process.started() - before == 1  # every read of the block: one git
+    assert session.closed and session.proc.returncode is not None  # killed and reaped
+    assert box._objects is None
+    assert want_trees[head] == git(repo, "rev-parse", f"{head}^{{tree}}")
+    assert want_sizes == {blobs[0]: 10, blobs[1]: 4, blobs[2]: 0}
+    assert missing not in want_bytes
+
+
+def test_a_big_blob_ends_the_session_unread(tmp_path: Path) -> None:
+    """Its size comes from the header alone: the session is ended, never drained, and the
+    next read starts another."""
+    repo = _repo(tmp_path / "repo")
+    big = os.urandom(gitmemo.BLOB_KEPT + 1)
+    head = commit(repo, {"MEMORY.md": "# M\n", "big.md": big}, "one")
+    oid, small = (git(repo, "rev-parse", f"{head}:{n}") for n in ("big.md", "MEMORY.md"))
+    box = _session_box(repo)
+    with box.object_session():
+        assert box.blob_sizes([oid]) == {oid: len(big)}
+        assert box._objects is None  # ended unread
+        assert gitmemo.BLOBS.get(oid) is None
+        assert box.read_blobs([small, oid]) == {small: b"# M\n", oid: big}
+
+
+def test_a_session_whose_git_died_falls_back_to_one_shot_calls(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    head = commit(repo, {"MEMORY.md": "# M\n", "PURSUITS.md": "# P\n"}, "one")
+    first, second = (git(repo, "rev-parse", f"{head}:{n}") for n in ("MEMORY.md", "PURSUITS.md"))
+    box = _session_box(repo)
+    with box.object_session():
+        assert box.read_blobs([first]) == {first: b"# M\n"}
+        session = box._objects
+        assert session is not None
+        process.kill_group(session.proc)
+        session.proc.wait()
+        assert box.read_blobs([second]) == {second: b"# P\n"}
+        assert box._objects is None  # the dead one was let go; the answer came from git
