@@ -18,7 +18,7 @@ from tests.e2e.daemons import write_config
 from tests.helpers import GIT_ENV, commit, git, push
 from tests.integration.test_git_refs import _runs, _spy
 
-# The git processes of a cold fast-forward of one incoming one-file commit, at most (13
+# The git processes of a cold fast-forward of one incoming one-file commit, at most (12
 # before issue 18: the config read twice, a `rev-parse` for the start tree): the config
 # guard's one reading, the preflight status beside the prefetch, the ancestry question,
 # the incoming log, one `cat-file --batch` kept open for every object read (blob sizes and
