@@ -216,6 +216,12 @@ class Git(TreeReads):
         return self._config_by_git(f"remote.{remote}.url")
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether `ancestor` is `descendant` or one of its ancestors: found among the
+        parents of the first few commits read through a cycle's object session (one
+        incoming commit on top of the local head: no process), else git's own answer
+        (`merge-base --is-ancestor`)."""
+        if self.parents_reach(ancestor, descendant):
+            return True
         result = self.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
         if result.returncode in (0, 1):
             return result.returncode == 0

@@ -38,6 +38,8 @@ _BATCH_CHECK = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
 # and a blob of up to this many for its bytes; a bigger one ends the session unread (its
 # bytes are never streamed just to learn a size) and a one-shot call asks for it.
 SESSION_COMMIT_MAX = 1 << 20
+# Commits read up from a descendant before ancestry is asked of `merge-base` instead.
+WALK_COMMITS = 16
 SESSION_BLOB_MAX = 1 << 24
 # The longest answer header `cat-file --batch` gives (`<id> <type> <size>`, or `missing`).
 _HEADER_MAX = 256
@@ -133,6 +135,42 @@ class TreeReads(GitCore):
         except _SessionFailed:
             self._end_session()
             raise
+
+    def parents_reach(self, ancestor: str, descendant: str) -> bool:
+        """True when `ancestor` is among the parents of the commits a breadth-first walk of
+        at most `WALK_COMMITS` commits up from `descendant` reads, through the object
+        session (a commit's parents are its ancestors: a True is certain). False means only
+        "not found so": git decides. Never in a shallow repository (git there hides the
+        parents of its boundary commits); replacements are off for every call of the box
+        (`GIT_NO_REPLACE_OBJECTS`), grafts refuse the root."""
+        if not self._batching or OID.fullmatch(ancestor) is None:
+            return False
+        common = self.common_dir()
+        if common is None or (common / "shallow").exists():
+            return False
+        queue, seen = [descendant], {descendant}
+        try:
+            for _ in range(WALK_COMMITS):
+                if not queue:
+                    return False
+                commit = queue.pop(0)
+                got = self._ask(commit, SESSION_COMMIT_MAX)
+                parents = _commit_parents(got)
+                if parents is None:
+                    return False
+                tree = _commit_tree(got)
+                if tree is not None:
+                    gitmemo.TREES.put(commit, tree)
+                if ancestor in parents:  # and a commit itself, as git would insist
+                    found = self._ask(ancestor, SESSION_COMMIT_MAX)
+                    return found is not None and _commit_parents(found) is not None
+                for parent in parents:
+                    if parent not in seen:
+                        seen.add(parent)
+                        queue.append(parent)
+        except _SessionFailed:
+            return False
+        return False
 
     def _end_session(self) -> None:
         session, self._objects = self._objects, None
@@ -449,6 +487,23 @@ def _commit_tree(answer: tuple[str, int, bytes | None] | None) -> str | None:
         return None
     tree = first[5:].decode("ascii", "replace")
     return tree if OID.fullmatch(tree) else None
+
+
+def _commit_parents(answer: tuple[str, int, bytes | None] | None) -> tuple[str, ...] | None:
+    """The parents a commit object's header names (`parent <id>` lines), None when the
+    answer is not a commit read whole or a header line is not what git writes."""
+    if answer is None or answer[0] != "commit" or answer[2] is None:
+        return None
+    header = answer[2].split(b"\n\n", 1)[0].split(b"\n")
+    parents = []
+    for line in header[1:]:
+        if not line.startswith(b"parent "):
+            break  # parents follow the tree line, before everything else
+        parent = line[7:].decode("ascii", "replace")
+        if OID.fullmatch(parent) is None:
+            return None
+        parents.append(parent)
+    return tuple(parents)
 
 
 def _lines(items: Sequence[str]) -> bytes:

@@ -180,3 +180,49 @@ def test_a_session_whose_git_died_falls_back_to_one_shot_calls(tmp_path: Path) -
         session.proc.wait()
         assert box.read_blobs([second]) == {second: b"# P\n"}
         assert box._objects is None  # the dead one was let go; the answer came from git
+
+
+def test_ancestry_read_through_the_session_is_git_s(tmp_path: Path) -> None:
+    """Every pair of commits of a branching history: the same answer as `merge-base
+    --is-ancestor`; a parent found in the walk costs no process, anything else asks git."""
+    repo = _repo(tmp_path / "repo")
+    root = commit(repo, {"a.md": "a\n"}, "root")
+    line = [root]
+    for number in range(3):
+        line.append(commit(repo, {"a.md": f"a{number}\n"}, f"line {number}"))
+    git(repo, "checkout", "-q", "-b", "side", root)
+    side = commit(repo, {"b.md": "b\n"}, "side")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-edit", "side")
+    merge = git(repo, "rev-parse", "HEAD")
+    commits = [*line, side, merge]
+    box = _session_box(repo)
+    with box.object_session():
+        for ancestor in commits:
+            for descendant in commits:
+                want = (
+                    subprocess.run(
+                        ["git", "merge-base", "--is-ancestor", ancestor, descendant],
+                        cwd=repo,
+                        check=False,
+                    ).returncode
+                    == 0
+                )
+                assert box.is_ancestor(ancestor, descendant) is want, (ancestor, descendant)
+        before = process.started()
+        assert box.is_ancestor(line[-1], merge)  # a parent: read, not asked
+        assert box.is_ancestor(side, merge)  # the merge's second parent
+        assert process.started() == before
+        assert not box.is_ancestor(merge, root)  # not found so: git says no
+        assert process.started() == before + 1
+
+
+def test_a_shallow_repository_asks_git_for_ancestry(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    first = commit(repo, {"a.md": "a\n"}, "one")
+    second = commit(repo, {"a.md": "b\n"}, "two")
+    (repo / ".git" / "shallow").write_text(second + "\n")  # git hides second's parents
+    box = _session_box(repo)
+    with box.object_session():
+        assert box.parents_reach(first, second) is False
+        assert box.is_ancestor(first, second) is False  # as git says in a shallow clone
