@@ -19,15 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.roots import journal, recovery
-from memsync.roots.candidate import MergeFailed
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.publish import FenceBroken, Target, publish
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Report
+
+if TYPE_CHECKING:  # the merge and replay stages load it; a fast-forward never does
+    from memsync.roots.candidate import MergeFailed
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ class Admitter:
         if staged is None:
             self._settle(op, journal.NO_CHANGE, "nothing to land", remember=not dry_run)
             return NoChange(op.id)
-        if isinstance(staged, MergeFailed):
+        if not isinstance(staged, str):  # MergeFailed: no candidate could be made
             self._settle(op, journal.FAILED, staged.message, files=staged.files)
             return Unstaged(op.id, staged)
         candidate = staged

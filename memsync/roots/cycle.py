@@ -29,8 +29,6 @@ from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Prefetch
 from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
-from memsync.roots.push import Outgoing
-from memsync.roots.reach import unreachable
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
@@ -38,16 +36,19 @@ from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git, GitBlobs
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
-from memsync.transports.repoconfig import CODE as UNSAFE
 from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
-from memsync.validators.paths import RUNTIME_DIR
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
 
 if TYPE_CHECKING:
+    from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
+
+# A one-shot cycle imports what a clean fast-forward uses; the push, the words for a failed
+# fetch, the repository-config report and the views' layout load when first needed
+# (tests/e2e/test_cold_cycle.py lists what a cold `sync-now` must not import).
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,10 @@ def sync_root(
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
         with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):
-            cycle = _Cycle(settings, layout, options, graph or default_graph_validator())
+            # Only the daemon hands its memo: a process that lives on, where GitPython's
+            # handle and in-process object reads pay for themselves (`GitCore.resident`).
+            resident = memo is not None
+            cycle = _Cycle(settings, layout, options, graph or default_graph_validator(), resident)
             cycle.memo, cycle.watch = memo, watch
             result = cycle.run()
             if not options.dry_run:
@@ -109,6 +113,7 @@ class _Cycle:
         layout: RootLayout,
         options: SyncOptions,
         graph: GraphValidator,
+        resident: bool = True,
     ) -> None:
         self.settings = settings
         self.layout = layout
@@ -122,6 +127,7 @@ class _Cycle:
             timeout=self.timeout,
             deadline=Deadline.after(self.timeout),
             credentials=settings.git_credentials,  # read at each fetch and push
+            resident=resident,
         )
         self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
@@ -161,14 +167,15 @@ class _Cycle:
 
     def run(self) -> SyncResult:
         try:
-            result = self._run()
+            with self.git.object_session():  # one `cat-file --batch` for the cycle's reads
+                result = self._run()
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
         if not self.options.dry_run and self.start:  # the root was a repository with a head
             # Still under the root lock, outside the cycle's deadline: fold the packs that
             # fetches left once there are many (two directory listings otherwise).
-            after = Git(self.settings.path, timeout=self.timeout)
+            after = Git(self.settings.path, timeout=self.timeout, resident=self.git.resident)
             packs.keep_small(after, self.timeout)
             if result.status in OK:  # a refused or dirty root keeps every byte, index too
                 indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
@@ -190,7 +197,9 @@ class _Cycle:
         except GitTimeout as exc:
             return self.result(SyncStatus.OFFLINE, exc.message)
         except UnsafeRepoConfig as exc:  # git never ran on the root: nothing changed
-            problems = tuple(Problem(UNSAFE, where, None, text) for where, text in exc.findings)
+            from memsync.roots.repoconfig import CODE  # noqa: PLC0415 - on a refusal only
+
+            problems = tuple(Problem(CODE, where, None, text) for where, text in exc.findings)
             return self.result(SyncStatus.ERROR, exc.message, problems=problems)
         except GitError as exc:
             return self.result(SyncStatus.ERROR, exc.message)
@@ -275,6 +284,8 @@ class _Cycle:
         """Whether the views' runtime directory, which no watch covers, holds a tracked file
         (an edit to it would go unheard): then the status is never reused. Asked only when
         a watcher vouches and the directory exists, after a full status."""
+        from memsync.views.layout import RUNTIME_DIR  # noqa: PLC0415 - the daemon's cycles
+
         if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
             return False
         listed = self.git.run(
@@ -379,6 +390,8 @@ class _Cycle:
                     f"the root has no remote '{self.settings.remote}'",
                     head=local,
                 )
+            from memsync.roots.reach import unreachable  # noqa: PLC0415 - on a failure only
+
             status, message = unreachable(detail, "the upstream could not be reached")
             return None, self.result(status, message, head=local)
         if outcome is FetchOutcome.BAD_OBJECTS:
@@ -557,6 +570,8 @@ class _Cycle:
 
     @property
     def outgoing(self) -> Outgoing:
+        from memsync.roots.push import Outgoing  # noqa: PLC0415 - when there is something to push
+
         return Outgoing(
             self.git,
             self.journal,

@@ -27,7 +27,6 @@ from memsync.roots.admit import (
     Outcome,
     Unstaged,
 )
-from memsync.roots.candidate import MergeFailed, merge_candidate, replay_candidate
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
@@ -41,6 +40,8 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 # Conflicts in the update coordination state are never handed to a model (reference §2.4).
+if TYPE_CHECKING:
+    from memsync.roots.candidate import MergeFailed
 
 UNREPAIRABLE = ("update_queue/", "update_records/")
 
@@ -236,8 +237,12 @@ class Incoming:
         if plan.action is Action.ADOPT:
             # Only this root's own commits that never reached the old trusted upstream: what
             # the rewrite dropped stays dropped (and is kept locally under a rescue ref).
+            from memsync.roots.candidate import replay_candidate  # noqa: PLC0415
+
             own = self.git.rev_list(plan.local, self.trusted, upstream, no_merges=True)
             return replay_candidate(self.git, worktree, upstream, own, self.signing)
+        from memsync.roots.candidate import merge_candidate  # noqa: PLC0415 - merges only
+
         return merge_candidate(self.git, worktree, plan.local, upstream, signing=self.signing)
 
     def _valid(self, commit: str) -> bool:

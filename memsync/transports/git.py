@@ -13,18 +13,21 @@ git by memsync's own credential helper and a forced `core.sshCommand`: never on 
 line, in a file or in an environment (see `credentials.py`); whatever git prints is
 scrubbed of the token too.
 
-What can be read from the repository's files without a process is read with GitPython:
-refs, symbolic refs and packed refs (`ref_value`, `current_branch`), where the repository
-is (`git_dir`, `common_dir`), its own config and remotes (`config_get`, `remote_url`;
-repository level only, as git in the box sees it). The rule for GitPython here: **it never
-starts a process.** No `repo.git.*`, no `is_dirty()`, no object reads (its object database
-would start `git cat-file`), nothing that calls `git`; it is imported lazily (CLI start-up
-never pays for it) with its executable pointed at a path that cannot exist, so a call that
-would run git fails instead of running git outside the box. Whatever it cannot answer for
-certain (an unusual ref or value, an unreadable file, an environment it would obey and git
-in the box would not) is asked of git, through the box. One cheap `Repo` handle is kept
-per work tree and dropped when `.git` changes identity; nothing else of GitPython's
-outlives a call.
+What can be read from the repository's files without a process is read without one: a
+plain `.git` directory and a loose or packed ref directly (`gitread.plain_git_dir`,
+`gitread.file_ref`); with GitPython, in a `resident` box (the daemon's), symbolic and
+packed refs (`ref_value`, `current_branch`), where any other repository is (`git_dir`,
+`common_dir`), its own config and remotes (`config_get`, `remote_url`; repository level
+only, as git in the box sees it). A one-shot box (`resident=False`) asks git for those
+instead: GitPython's import costs more than the processes it would save there. The rule
+for GitPython here: **it never starts a process.** No `repo.git.*`, no `is_dirty()`, no
+object reads (its object database would start `git cat-file`), nothing that calls `git`;
+it is imported lazily (CLI start-up never pays for it) with its executable pointed at a
+path that cannot exist, so a call that would run git fails instead of running git outside
+the box. Whatever it cannot answer for certain (an unusual ref or value, an unreadable
+file, an environment it would obey and git in the box would not) is asked of git, through
+the box. One cheap `Repo` handle is kept per work tree and dropped when `.git` changes
+identity; nothing else of GitPython's outlives a call.
 
 The box is split by noun: `gitenv` (forced config, clean environment, credential pieces),
 `gitcore` (running git, finding the repository), `gitguard` (the config guard), `gitread`
@@ -57,7 +60,9 @@ from memsync.transports.gitread import (
     PER_WORKTREE,
     Read,
     config_value,
+    file_ref,
     head_branch,
+    plain_git_dir,
     read_ref,
 )
 from memsync.transports.gittree import GitBlobs, TreeReads
@@ -137,11 +142,18 @@ class Git(TreeReads):
     def ref_value(self, ref: str) -> str | None:
         """The object a full ref name (or HEAD) points at, or None when it does not resolve.
 
-        GitPython reads the loose ref file `git fetch` writes, or the `packed-refs` line a
-        fresh clone lists, following symbolic refs: no process on every cycle. Anything it
-        cannot read (a missing, per-worktree or unusual ref, an unreadable file, another ref
-        backend) is asked of `rev-parse` through the box.
+        The loose ref file `git fetch` writes, or the `packed-refs` line a fresh clone lists,
+        is read directly (`file_ref`); GitPython (in a `resident` box) follows symbolic
+        refs: no process on every cycle. Anything else (a missing, per-worktree or unusual
+        ref, an unreadable file, another ref backend) is asked of `rev-parse` through the box.
         """
+        if ref.startswith("refs/") and not ref.startswith(PER_WORKTREE):
+            plain = plain_git_dir(self.cwd)
+            oid = file_ref(plain, ref) if plain is not None else None
+            if oid is not None:
+                return oid
+        if not self.resident:
+            return self.rev_parse(ref)
         if ref == "HEAD" or (ref.startswith("refs/") and not ref.startswith(PER_WORKTREE)):
             handle = HANDLES.open(self.cwd)
             if not isinstance(handle, Read):
@@ -152,7 +164,7 @@ class Git(TreeReads):
 
     def current_branch(self) -> str | None:
         """The branch HEAD names (short), or None when HEAD is detached or unreadable."""
-        handle = HANDLES.open(self.cwd)
+        handle = HANDLES.open(self.cwd) if self.resident else Read.ASK_GIT
         if not isinstance(handle, Read):
             branch = head_branch(handle.repo)
             if not isinstance(branch, Read):
@@ -177,7 +189,7 @@ class Git(TreeReads):
         forced = FORCED_VALUES.get(split_key(key))
         if forced is not None:
             return forced
-        handle = HANDLES.open(self.cwd)
+        handle = HANDLES.open(self.cwd) if self.resident else Read.ASK_GIT
         if not isinstance(handle, Read):
             repo = handle.repo
             section, subsection, name = split_key(key)
@@ -195,7 +207,7 @@ class Git(TreeReads):
 
     def remote_url(self, remote: str) -> str | None:
         """The remote's URL (the last one configured, as `git config --get` says)."""
-        handle = HANDLES.open(self.cwd)
+        handle = HANDLES.open(self.cwd) if self.resident else Read.ASK_GIT
         if not isinstance(handle, Read):
             repo = handle.repo
             url = config_value(repo, lambda: repo.remote(remote).url)
@@ -204,6 +216,12 @@ class Git(TreeReads):
         return self._config_by_git(f"remote.{remote}.url")
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether `ancestor` is `descendant` or one of its ancestors: found among the
+        parents of the first few commits read through a cycle's object session (one
+        incoming commit on top of the local head: no process), else git's own answer
+        (`merge-base --is-ancestor`)."""
+        if self.parents_reach(ancestor, descendant):
+            return True
         result = self.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
         if result.returncode in (0, 1):
             return result.returncode == 0

@@ -36,9 +36,9 @@ from memsync.transports.gitenv import (
     token_of,
 )
 from memsync.transports.gitguard import GUARD
-from memsync.transports.gitread import HANDLES, Read
+from memsync.transports.gitread import HANDLES, Read, plain_git_dir
 from memsync.transports.gitversion import MIN_GIT_TEXT
-from memsync.transports.process import Deadline, run_process
+from memsync.transports.process import Deadline, Session, run_process
 
 
 class GitCore:
@@ -53,18 +53,26 @@ class GitCore:
         deadline: Deadline | None = None,
         credentials: GitCredentials | None = None,
         trusted_alternates: bool = False,
+        resident: bool = True,
     ) -> None:
         """`timeout` bounds each call; `deadline`, when given, bounds all calls together
         (a sync cycle's `sync.timeout`): each process gets what is left of it.
         `credentials`: how network calls authenticate (read at each call).
         `trusted_alternates`: a repository memsync made itself, whose alternate object
-        stores it chose (a root's never are: git refuses to run on a root with one)."""
+        stores it chose (a root's never are: git refuses to run on a root with one).
+        `resident`: this process lives on (the daemon), so GitPython's handle and gitdb's
+        object reads, imported once, pay for themselves; False (a one-shot `sync-now`):
+        what the plain file readers cannot answer is asked of git, and GitPython is never
+        imported (its import costs more than the few processes a cycle saves with it)."""
         self.cwd = cwd
         self.timeout = timeout
         self.deadline = deadline
         self.credentials = credentials
         self.trusted_alternates = trusted_alternates
+        self.resident = resident
         self._env = clean_env(env)
+        # Not resident: git's answer for a `.git` that is not plain, while `.git` is the same
+        self._asked: tuple[tuple[int, ...], Path | None] | None = None
 
     def at(self, cwd: Path, *, trusted_alternates: bool | None = None) -> Self:
         """The same box, with the same deadline and credentials, for another directory
@@ -78,6 +86,7 @@ class GitCore:
             trusted_alternates=(
                 self.trusted_alternates if trusted_alternates is None else trusted_alternates
             ),
+            resident=self.resident,
         )
         other._env = dict(self._env)
         return other
@@ -146,6 +155,24 @@ class GitCore:
                 detail=stderr,
             )
         return GitResult(done.returncode, stdout, stderr)
+
+    def session(self, *args: str) -> Session:
+        """A git that answers requests as it reads them (`cat-file --batch`), in the box as
+        `run` starts one (the forced config, the config guard's overrides, what is left of
+        the deadline); never a network command. The caller closes it."""
+        if args and args[0] in NETWORK:
+            raise ValueError("a network command runs once, through `run`")
+        limit = self.timeout if self.deadline is None else self.deadline.cap(self.timeout)
+        if limit <= 0:
+            raise self._timeout(redact(" ".join(["git", *args])), limit, by_deadline=True)
+        env = {**self._env, **GUARD.env(self)}
+        try:
+            return Session(["git", *FORCED_ARGS, *args], cwd=self.cwd, env=env, seconds=limit)
+        except FileNotFoundError as exc:
+            raise GitMissing(
+                "git is not installed or not on PATH",
+                hint=f"install git {MIN_GIT_TEXT} or newer",
+            ) from exc
 
     def _timeout(self, shown: str, limit: float, *, by_deadline: bool) -> GitTimeout:
         if by_deadline and self.deadline is not None:
@@ -227,17 +254,37 @@ class GitCore:
     def git_dir(self) -> Path | None:
         """The repository directory of a work tree whose top level is `cwd`, else None.
 
-        Read from the file system (a `.git` directory, or a `gitdir:` file) by GitPython,
-        without running git, so that checking a root costs nothing; a root nested inside
-        another repository has no `.git` of its own and answers None, and so does a `.git`
-        that is not a repository.
+        Read from the file system (a `.git` directory, or a `gitdir:` file): a plain one
+        directly (`plain_git_dir`), any other by GitPython (or, not `resident`, by git),
+        so that checking a root costs nothing; a root nested inside another repository
+        has no `.git` of its own and answers None, and so does a `.git` that is not a
+        repository.
         """
+        plain = plain_git_dir(self.cwd)
+        if plain is not None:
+            return plain
+        if not self.resident:
+            return self._git_dir_asked()
         handle = HANDLES.open(self.cwd)
         if handle is Read.NO_REPOSITORY:
             return None
         if handle is Read.ASK_GIT:
             return self._git_dir_by_git()
         return handle.git_dir
+
+    def _git_dir_asked(self) -> Path | None:
+        """git's answer, asked once while `.git` stays the same file (a candidate worktree's
+        `gitdir:` file is read many times in a cycle)."""
+        try:
+            st = (self.cwd / ".git").lstat()
+            identity: tuple[int, ...] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            identity = ()
+        if self._asked is not None and identity and self._asked[0] == identity:
+            return self._asked[1]
+        found = self._git_dir_by_git()
+        self._asked = (identity, found) if identity else None
+        return found
 
     def _git_dir_by_git(self) -> Path | None:
         # Unguarded: the config guard itself asks for the repository's directories.
@@ -259,11 +306,14 @@ class GitCore:
 
     def common_dir(self) -> Path | None:
         """The repository's common directory (shared by its worktrees), read from files."""
-        handle = HANDLES.open(self.cwd)
+        plain = plain_git_dir(self.cwd)
+        if plain is not None:
+            return plain
+        handle = HANDLES.open(self.cwd) if self.resident else Read.ASK_GIT
         if handle is Read.NO_REPOSITORY:
             return None
         if handle is Read.ASK_GIT:
-            if self._git_dir_by_git() is None:
+            if (self._git_dir_by_git() if self.resident else self._git_dir_asked()) is None:
                 return None
             result = self.run(
                 "rev-parse", "--path-format=absolute", "--git-common-dir", check=False, guard=False

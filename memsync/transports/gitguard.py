@@ -7,6 +7,7 @@ Read with one `git config --list` and kept until one of the files it came from c
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +42,15 @@ class ConfigGuard:
 
     Read with one `git config --list` and kept until one of the files it came from (or
     might come from: the repository's config files, every include target) changes, so a
-    cycle with nothing to do still costs no extra process.
+    cycle with nothing to do still costs no extra process. One reading at a time per
+    repository: a cycle's prefetch and its status start together, and the second waits
+    for the first's reading instead of running `git config --list` again.
     """
 
     def __init__(self) -> None:
         self._cache: Recent[Path, _Reading] = Recent(KEPT)
+        self._locks: Recent[Path, threading.Lock] = Recent(KEPT)
+        self._locks_lock = threading.Lock()
 
     def env(self, git: GitCore) -> dict[str, str]:
         """The overrides for one guarded call; UnsafeRepoConfig when git may not run here."""
@@ -75,9 +80,28 @@ class ConfigGuard:
         return reading.unsafe
 
     def _load(self, git: GitCore) -> _Reading:
-        cached = self._cache.get(git.cwd)
+        cached = self._fresh(git.cwd)
+        if cached is not None:
+            return cached
+        with self._lock(git.cwd):
+            cached = self._fresh(git.cwd)  # read by another thread while this one waited
+            return cached if cached is not None else self._read(git)
+
+    def _fresh(self, cwd: Path) -> _Reading | None:
+        cached = self._cache.get(cwd)
         if cached is not None and _stamps(cached.files) == cached.stamps:
             return cached
+        return None
+
+    def _lock(self, cwd: Path) -> threading.Lock:
+        with self._locks_lock:
+            lock = self._locks.get(cwd)
+            if lock is None:
+                lock = threading.Lock()
+                self._locks.put(cwd, lock)
+            return lock
+
+    def _read(self, git: GitCore) -> _Reading:
         result = git.run(
             "config", "--list", "-z", "--show-scope", "--show-origin", check=False, guard=False
         )

@@ -147,7 +147,10 @@ def _untie(entity: Any) -> None:
 
 def _held(obj: object) -> dict[str, Any]:
     """The attributes `obj` holds now (in its dict or its slots), none computed lazily."""
-    found = dict(getattr(obj, "__dict__", {}))
+    try:  # never `getattr`: gitdb's lazy `__getattr__` would build what it asks for
+        found = dict(object.__getattribute__(obj, "__dict__"))
+    except AttributeError:  # slots only
+        found = {}
     for cls in type(obj).__mro__:
         for name in getattr(cls, "__slots__", ()):
             try:

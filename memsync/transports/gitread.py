@@ -1,15 +1,22 @@
-"""GitPython: a repository's files (refs, HEAD, config, where it is), read without a process.
+"""A repository's files (refs, HEAD, config, where it is), read without a process.
 
-The rule (see `git.py`): GitPython **never starts a process**. It is imported lazily with
-its executable pointed at a path that cannot exist; whatever it cannot answer for certain
-is answered `ASK_GIT`, and the box asks git. One cheap `Repo` handle is kept per work tree
-and dropped when `.git` changes identity; nothing else of GitPython's outlives a call.
+The usual shapes are read here directly (`plain_git_dir`, `file_ref`): a `.git` directory
+that git and GitPython both take as the repository, a loose ref file holding one object
+id or the ref's line in `packed-refs`. Anything else is read by GitPython, or asked of git.
+
+The rule for GitPython (see `git.py`): it **never starts a process**. It is imported lazily
+with its executable pointed at a path that cannot exist; whatever it cannot answer for
+certain is answered `ASK_GIT`, and the box asks git. One cheap `Repo` handle is kept per
+work tree and dropped when `.git` changes identity; nothing else of GitPython's outlives a
+call. Its import costs more than a few git processes, so a one-shot process (a `sync-now`
+without a daemon: `resident=False` on the box) never loads it for what git can answer.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
 import threading
 from collections import OrderedDict
@@ -164,6 +171,123 @@ class Handles:
 
 
 HANDLES = Handles(KEPT)
+
+
+def _kind(path: Path) -> int | None:
+    """The file type bits of `path` itself (a symlink is a symlink), None when absent."""
+    try:
+        return stat.S_IFMT(path.lstat().st_mode)
+    except OSError:
+        return None
+
+
+def plain_git_dir(worktree: Path) -> Path | None:
+    """`worktree/.git` when it is a plain repository directory, read from its files alone.
+
+    Plain: a real directory (not a symlink) holding a regular `HEAD` file and real
+    `objects` and `refs` directories, and no `commondir` (a worktree's administrative
+    directory); the work tree itself holds no `HEAD` (it would look like a bare repository
+    to GitPython). git and GitPython both take such a `.git` as the repository. None for
+    any other shape: GitPython or git decides (`Handles.open`).
+    """
+    dot = worktree / ".git"
+    if (
+        _kind(dot) == stat.S_IFDIR
+        and _kind(dot / "HEAD") == stat.S_IFREG
+        and _kind(dot / "objects") == stat.S_IFDIR
+        and _kind(dot / "refs") == stat.S_IFDIR
+        and _kind(dot / "commondir") is None
+        and _kind(worktree / "HEAD") is None
+    ):
+        return dot
+    return None
+
+
+# A ref name read as a file path: plain components only (no `..`, no empty or dotted ones).
+_REF_NAME = re.compile(r"refs(/[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*)+")
+_SHA1_LINE = re.compile(rb"[0-9a-f]{40}\n")
+# The longest loose ref file read (an object id and a newline; a symbolic ref is asked).
+_LOOSE_MAX = 128
+# The largest `packed-refs` file read here; a bigger one is asked of git.
+PACKED_MAX = 1 << 20
+_PACKED_HEADER = b"# pack-refs with:"
+
+
+def file_ref(git_dir: Path, ref: str) -> str | None:
+    """The object id a ref of a plain repository (`plain_git_dir`) holds, from its files.
+
+    Only the exact shapes git's files backend writes are answered: a regular loose file
+    `git_dir/ref` holding a SHA-1 id and a newline (written by rename, never half-written;
+    a loose ref wins over `packed-refs`), or, when there is no loose file, the ref's line
+    in a `packed-refs` of at most `PACKED_MAX` bytes. None for anything else (absent,
+    symbolic, SHA-256, another ref backend, an unusual name, an unexpected line): GitPython
+    or git decides.
+    """
+    if _REF_NAME.fullmatch(ref) is None or ref.endswith(".lock"):
+        return None
+    if _kind(git_dir / "reftable") is not None:
+        return None
+    loose = _small_file(git_dir / ref, _LOOSE_MAX)
+    if isinstance(loose, bytes):
+        return loose[:40].decode("ascii") if _SHA1_LINE.fullmatch(loose) else None
+    if loose is not _ABSENT:
+        return None
+    packed = _small_file(git_dir / "packed-refs", PACKED_MAX)
+    if not isinstance(packed, bytes):
+        return None
+    return _packed_line(packed, ref.encode("ascii"))
+
+
+class _Unread(Enum):
+    ABSENT = "absent"
+    OTHER = "other"  # not a regular file, too big, or unreadable
+
+
+_ABSENT = _Unread.ABSENT
+
+
+def _small_file(path: Path, limit: int) -> bytes | _Unread:
+    """The bytes of a regular file of at most `limit` bytes (a symlink is not followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return _Unread.ABSENT
+    except OSError:
+        return _Unread.OTHER
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return _Unread.OTHER
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return _Unread.OTHER
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else _Unread.OTHER
+
+
+def _packed_line(packed: bytes, ref: bytes) -> str | None:
+    """The id `packed-refs` lists for `ref`: every line must be one git writes (the header,
+    `<id> <name>`, or a peeled `^<id>`), else None (git decides)."""
+    found: str | None = None
+    lines = packed.split(b"\n")
+    if lines[-1] != b"":
+        return None  # not ended by a newline: not a file git wrote whole
+    for line in lines[:-1]:
+        if line.startswith(_PACKED_HEADER):
+            continue
+        if line.startswith(b"^"):
+            if _SHA1_LINE.fullmatch(line[1:] + b"\n") is None:
+                return None
+            continue
+        oid, space, name = line[:40], line[40:41], line[41:]
+        if space != b" " or _SHA1_LINE.fullmatch(oid + b"\n") is None or not name:
+            return None
+        if name == ref:
+            if found is not None:
+                return None  # listed twice: git decides
+            found = oid.decode("ascii")
+    return found
 
 
 def read_ref(repo: Repo, ref: str) -> str | None:

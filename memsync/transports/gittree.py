@@ -13,22 +13,40 @@ blob it reads twice run git once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from memsync.errors import GitError
 from memsync.transports import gitmemo, gitparse
 from memsync.transports.gitcore import GitCore
 from memsync.transports.gitenv import OID
 from memsync.transports.gitmemo import KeptListing
-from memsync.transports.gitobjects import ObjectFiles
 from memsync.transports.gitparse import DiffRecord
 from memsync.transports.gitread import HANDLES, Read
 from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
+
+if TYPE_CHECKING:  # a resident box's in-process reads (gitdb) load it
+    from memsync.transports.gitobjects import ObjectFiles
+    from memsync.transports.process import Session
 
 MODE_GITLINK = 0o160000
 # Up to this many objects are read from the object files in-process; more ask `cat-file`.
 IN_PROCESS_OBJECTS = 64
 _BATCH_CHECK = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
+# Through a cycle's object session: a commit of up to this many bytes is read for its tree,
+# and a blob of up to this many for its bytes; a bigger one ends the session unread (its
+# bytes are never streamed just to learn a size) and a one-shot call asks for it.
+SESSION_COMMIT_MAX = 1 << 20
+# Commits read up from a descendant before ancestry is asked of `merge-base` instead.
+WALK_COMMITS = 16
+SESSION_BLOB_MAX = 1 << 24
+# The longest answer header `cat-file --batch` gives (`<id> <type> <size>`, or `missing`).
+_HEADER_MAX = 256
+
+
+class _SessionFailed(Exception):
+    """The object session ended or answered unexpectedly: a one-shot call asks instead."""
 
 
 class GitListing(Listing):
@@ -62,6 +80,102 @@ class GitTreeView(TreeView):
 
 class TreeReads(GitCore):
     """The box's reads of trees, commits and blobs."""
+
+    _objects: Session | None = None  # the open object session (`object_session`)
+    _batching = False
+
+    @contextlib.contextmanager
+    def object_session(self) -> Iterator[None]:
+        """Within it, a box that is not `resident` reads the few objects a cycle asks for
+        (blob sizes and bytes, a commit's tree) through one `git cat-file --batch` kept
+        open, instead of a process per read; at its end that git is killed and reaped.
+        A resident box reads them in-process (gitdb) and needs none."""
+        if self.resident or self._batching:
+            yield
+            return
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = False
+            session, self._objects = self._objects, None
+            if session is not None:
+                session.close()
+
+    def _session_for(self, count: int) -> bool:
+        return self._batching and 0 < count <= IN_PROCESS_OBJECTS
+
+    def _ask(self, oid: str, limit: int) -> tuple[str, int, bytes | None] | None:
+        """(type, size, bytes) of an object through the session; bytes None when it is
+        bigger than `limit` (the session is then ended unread); None when git says it is
+        missing. `_SessionFailed` when the session cannot answer."""
+        if OID.fullmatch(oid) is None:
+            raise _SessionFailed(oid)
+        session = self._objects
+        try:
+            if session is None:
+                session = self._objects = self.session("cat-file", "--batch")
+            session.ask(oid.encode("ascii") + b"\n")
+            header = session.read_line(_HEADER_MAX).split()
+            if len(header) == 2 and header[0] == oid.encode("ascii") and header[1] == b"missing":
+                return None
+            if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
+                raise _SessionFailed(oid)
+            kind, size = header[1].decode("ascii"), int(header[2])
+            if size > limit:
+                self._end_session()
+                return kind, size, None
+            data = session.read_exact(size)
+            if session.read_exact(1) != b"\n":
+                raise _SessionFailed(oid)
+            return kind, size, data
+        except (EOFError, OSError, UnicodeDecodeError) as exc:
+            self._end_session()
+            raise _SessionFailed(oid) from exc
+        except _SessionFailed:
+            self._end_session()
+            raise
+
+    def parents_reach(self, ancestor: str, descendant: str) -> bool:
+        """True when `ancestor` is among the parents of the commits a breadth-first walk of
+        at most `WALK_COMMITS` commits up from `descendant` reads, through the object
+        session (a commit's parents are its ancestors: a True is certain). False means only
+        "not found so": git decides. Never in a shallow repository (git there hides the
+        parents of its boundary commits); replacements are off for every call of the box
+        (`GIT_NO_REPLACE_OBJECTS`), grafts refuse the root."""
+        if not self._batching or OID.fullmatch(ancestor) is None:
+            return False
+        common = self.common_dir()
+        if common is None or (common / "shallow").exists():
+            return False
+        queue, seen = [descendant], {descendant}
+        try:
+            for _ in range(WALK_COMMITS):
+                if not queue:
+                    return False
+                commit = queue.pop(0)
+                got = self._ask(commit, SESSION_COMMIT_MAX)
+                parents = _commit_parents(got)
+                if parents is None:
+                    return False
+                tree = _commit_tree(got)
+                if tree is not None:
+                    gitmemo.TREES.put(commit, tree)
+                if ancestor in parents:  # and a commit itself, as git would insist
+                    found = self._ask(ancestor, SESSION_COMMIT_MAX)
+                    return found is not None and _commit_parents(found) is not None
+                for parent in parents:
+                    if parent not in seen:
+                        seen.add(parent)
+                        queue.append(parent)
+        except _SessionFailed:
+            return False
+        return False
+
+    def _end_session(self) -> None:
+        session, self._objects = self._objects, None
+        if session is not None:
+            session.close()
 
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
@@ -202,7 +316,7 @@ class TreeReads(GitCore):
         commits = len({commit for commit, _parents in gitparse.log_headers(raw)})
         sizes = self.blob_sizes(
             [r.oid for r in records if r.oid is not None],
-            tree_of=include if OID.fullmatch(include) else None,
+            trees_of=[rev for rev in (include, exclude) if rev and OID.fullmatch(rev)],
         )
         return commits, gitparse.changes_from(records, sizes)
 
@@ -214,12 +328,14 @@ class TreeReads(GitCore):
         """(status letter, path) for every path that differs: A added, D deleted, M, T."""
         return [(r.status, r.path) for r in self.diff_records(old, new) if not r.is_tree]
 
-    def blob_sizes(self, oids: Sequence[str], *, tree_of: str | None = None) -> dict[str, int]:
-        """Blob sizes (kept); with `tree_of` (a commit id), its tree id is learnt too."""
+    def blob_sizes(self, oids: Sequence[str], *, trees_of: Sequence[str] = ()) -> dict[str, int]:
+        """Blob sizes (kept); the tree ids of the commits `trees_of` names are learnt too
+        (the commits a listing is asked of next: no `rev-parse` for their trees)."""
         wanted = sorted(set(oids))
         sizes = {oid: size for oid in wanted if (size := gitmemo.SIZES.get(oid)) is not None}
         missing = [oid for oid in wanted if oid not in sizes]
-        objects = self._object_files(len(missing) + (tree_of is not None))
+        commits = [rev for rev in dict.fromkeys(trees_of) if gitmemo.TREES.get(rev) is None]
+        objects = self._object_files(len(missing) + len(commits))
         if objects is not None:  # a few objects: read in-process
             with objects:
                 for oid in missing:
@@ -227,12 +343,34 @@ class TreeReads(GitCore):
                     if found is not None and found[0] == "blob":
                         sizes[oid] = found[1]
                         gitmemo.SIZES.put(oid, found[1])
-                tree = None if tree_of is None else objects.commit_tree(tree_of)
+                for commit in commits:
+                    tree = objects.commit_tree(commit)
+                    if tree is not None:
+                        gitmemo.TREES.put(commit, tree)
             missing = [oid for oid in missing if oid not in sizes]
-            if tree is not None and tree_of is not None:
-                gitmemo.TREES.put(tree_of, tree)
-                tree_of = None
-        asked = missing + ([f"{tree_of}^{{tree}}"] if tree_of is not None else [])
+            commits = [rev for rev in commits if gitmemo.TREES.get(rev) is None]
+        if self._session_for(len(missing) + len(commits)):
+            gone: set[str] = set()  # git said so: not asked again
+            with contextlib.suppress(_SessionFailed):
+                for oid in missing:
+                    got = self._ask(oid, gitmemo.BLOB_KEPT)
+                    if got is None:
+                        gone.add(oid)
+                    elif got[0] == "blob":
+                        sizes[oid] = got[1]
+                        gitmemo.SIZES.put(oid, got[1])
+                        if got[2] is not None:  # read whole: the gate asks for it next
+                            gitmemo.BLOBS.put(oid, got[2])
+                for commit in commits:
+                    got = self._ask(commit, SESSION_COMMIT_MAX)
+                    tree = _commit_tree(got)
+                    if tree is not None:
+                        gitmemo.TREES.put(commit, tree)
+                    elif got is None:
+                        gone.add(commit)
+            missing = [oid for oid in missing if oid not in sizes and oid not in gone]
+            commits = [c for c in commits if gitmemo.TREES.get(c) is None and c not in gone]
+        asked = missing + [f"{rev}^{{tree}}" for rev in commits]
         if not asked:
             return sizes
         answers = gitparse.parse_batch_check_lines(
@@ -245,8 +383,8 @@ class TreeReads(GitCore):
             if kind == "blob" and question == oid:
                 sizes[oid] = size
                 gitmemo.SIZES.put(oid, size)
-            elif kind == "tree" and tree_of is not None and question.startswith(tree_of):
-                gitmemo.TREES.put(tree_of, oid)
+            elif kind == "tree" and question.endswith("^{tree}"):
+                gitmemo.TREES.put(question.removesuffix("^{tree}"), oid)
         return sizes
 
     def read_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
@@ -263,6 +401,18 @@ class TreeReads(GitCore):
                         blobs[oid] = found[1]
                         gitmemo.BLOBS.put(oid, found[1])
             missing = [oid for oid in missing if oid not in blobs]
+        if self._session_for(len(missing)):
+            gone: set[str] = set()  # missing, as git says: not asked again
+            with contextlib.suppress(_SessionFailed):
+                for oid in missing:
+                    got = self._ask(oid, SESSION_BLOB_MAX)
+                    if got is None:
+                        gone.add(oid)
+                    elif got[2] is not None:  # whatever git gives for the id, as `--batch`
+                        blobs[oid] = got[2]
+                        if got[1] <= gitmemo.BLOB_KEPT:
+                            gitmemo.BLOBS.put(oid, got[2])
+            missing = [oid for oid in missing if oid not in blobs and oid not in gone]
         if missing:
             raw = self.run("cat-file", "--batch", input=_lines(missing)).stdout
             for oid, data in gitparse.parse_batch(raw).items():
@@ -273,11 +423,18 @@ class TreeReads(GitCore):
 
     def _object_files(self, count: int) -> ObjectFiles | None:
         """The repository's object files, for `count` objects (a few: many are one
-        `cat-file` process's work), when they can be read without git."""
-        if not 0 < count <= IN_PROCESS_OBJECTS or isinstance(HANDLES.open(self.cwd), Read):
+        `cat-file` process's work), when they can be read without git in a `resident`
+        box."""
+        if not self.resident or not 0 < count <= IN_PROCESS_OBJECTS:
+            return None  # a one-shot process: gitdb's import costs more than `cat-file`
+        if isinstance(HANDLES.open(self.cwd), Read):
             return None  # not a plain repository, or GitPython cannot tell: git decides
         common = self.common_dir()
-        return None if common is None else ObjectFiles(common / "objects")
+        if common is None:
+            return None
+        from memsync.transports.gitobjects import ObjectFiles  # noqa: PLC0415
+
+        return ObjectFiles(common / "objects")
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """Blob ids of work-tree files as they are on disk (no filters applied)."""
@@ -319,6 +476,34 @@ def _keep_diffs(raw: bytes, records: Sequence[gitparse.RawChange]) -> None:
         if len(parents) == 1:
             key = (parents[0], commit)
             gitmemo.DIFFS.put(key, tuple(by_commit.get(commit, ())))
+
+
+def _commit_tree(answer: tuple[str, int, bytes | None] | None) -> str | None:
+    """The tree a commit object's first line names (`tree <id>`)."""
+    if answer is None or answer[0] != "commit" or answer[2] is None:
+        return None
+    first = answer[2].split(b"\n", 1)[0]
+    if not first.startswith(b"tree "):
+        return None
+    tree = first[5:].decode("ascii", "replace")
+    return tree if OID.fullmatch(tree) else None
+
+
+def _commit_parents(answer: tuple[str, int, bytes | None] | None) -> tuple[str, ...] | None:
+    """The parents a commit object's header names (`parent <id>` lines), None when the
+    answer is not a commit read whole or a header line is not what git writes."""
+    if answer is None or answer[0] != "commit" or answer[2] is None:
+        return None
+    header = answer[2].split(b"\n\n", 1)[0].split(b"\n")
+    parents = []
+    for line in header[1:]:
+        if not line.startswith(b"parent "):
+            break  # parents follow the tree line, before everything else
+        parent = line[7:].decode("ascii", "replace")
+        if OID.fullmatch(parent) is None:
+            return None
+        parents.append(parent)
+    return tuple(parents)
 
 
 def _lines(items: Sequence[str]) -> bytes:

@@ -61,6 +61,27 @@ class Completed:
     escaped: bool = False
 
 
+class _Counter:
+    """A count that threads (a cycle's prefetch beside its status) may add to at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+_STARTED = _Counter()
+
+
+def started() -> int:
+    """How many child processes this process has started on the box so far (what a flow
+    costs in processes: tests pin it)."""
+    return _STARTED.value
+
+
 # Once the leader has exited, how long its outputs are still read (what it wrote is in the
 # pipe; a holder outside its group would otherwise keep the run open past every deadline).
 PIPE_GRACE = 1.0
@@ -99,6 +120,7 @@ def run_process(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    _STARTED.add()
     # The watchdog thread enforces the deadline (no polling wait here).
     ticket = _WATCHDOG.watch(proc, max(seconds, 0.0))
     try:
@@ -415,3 +437,80 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+
+
+class Session:
+    """A child that answers requests on its stdin as it reads them (`git cat-file --batch`),
+    on the box like any other: the environment its caller builds, its own process group,
+    and a deadline the one watchdog enforces by killing the group (a read then sees the
+    end of its output: `EOFError`). Its stderr is discarded; a caller that needs git's
+    words asks again with a one-shot `run_process`. `close` kills the group and reaps it:
+    nothing outlives the `with` block that holds it.
+    """
+
+    def __init__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], seconds: float
+    ) -> None:
+        self.proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _STARTED.add()
+        self._ticket = _WATCHDOG.watch(self.proc, max(seconds, 0.0))
+        self.closed = False
+
+    @property
+    def expired(self) -> bool:
+        return self._ticket.expired
+
+    def ask(self, line: bytes) -> None:
+        """Send one request (a line); EOFError when the child is gone."""
+        stdin = self.proc.stdin
+        if self.closed or stdin is None:
+            raise EOFError("the session is closed")
+        try:
+            stdin.write(line)
+            stdin.flush()
+        except (BrokenPipeError, ValueError) as exc:
+            raise EOFError("the session's child is gone") from exc
+
+    def read_line(self, limit: int) -> bytes:
+        """One line of its answer, newline included, of at most `limit` bytes."""
+        stdout = self.proc.stdout
+        if self.closed or stdout is None:
+            raise EOFError("the session is closed")
+        line = stdout.readline(limit + 1)
+        if not line.endswith(b"\n") or len(line) > limit:
+            raise EOFError("the session's answer ended or ran long")
+        return line
+
+    def read_exact(self, size: int) -> bytes:
+        stdout = self.proc.stdout
+        if self.closed or stdout is None:
+            raise EOFError("the session is closed")
+        data = stdout.read(size)
+        if len(data) != size:
+            raise EOFError("the session's answer ended early")
+        return data
+
+    def close(self) -> None:
+        """Kill its group (it holds nothing worth finishing) and reap it."""
+        if self.closed:
+            return
+        self.closed = True
+        kill_group(self.proc)  # not reaped yet: its group id is still its own
+        _WATCHDOG.finish(self._ticket)
+        _close(self.proc)
+        self.proc.wait()
+        self._ticket.done = True
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -359,3 +359,100 @@ def test_a_team_servers_roots_polled_in_turn_keep_their_handles(tmp_path: Path) 
     assert not any(isinstance(handle, gitread.Read) for handle in opened)
     again = [gitread.HANDLES.open(root) for root in roots]
     assert all(a is b for a, b in zip(opened, again, strict=True))
+
+
+# -- the plain file readers (a one-shot box reads these without GitPython or a process) --
+
+
+def test_a_one_shot_box_reads_plain_refs_and_dirs_like_git_without_a_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _worktree = _scene(tmp_path)
+    git(root, "config", "--unset-all", "remote.origin.url")  # two URLs refuse the root
+    plain = ("refs/heads/main", "refs/remotes/origin/main", "refs/memsync/kept")
+    expected = {ref: git(root, "rev-parse", ref) for ref in (*plain, "refs/remotes/origin/HEAD")}
+    folder, log = _spy(tmp_path)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    box = Git(root, resident=False)
+    assert box.git_dir() == box.common_dir() == root / ".git"
+    assert {ref: box.ref_value(ref) for ref in plain} == {ref: expected[ref] for ref in plain}
+    assert box.merge_in_progress() is False
+    assert _runs(log) == []  # loose, packed only, loose over packed: read from the files
+    assert box.ref_value("refs/remotes/origin/HEAD") == expected["refs/remotes/origin/HEAD"]
+    assert _runs(log) == ["config", "rev-parse"]  # a symbolic ref: git follows it
+
+
+def test_file_refs_answer_git_s_value_or_nothing(tmp_path: Path) -> None:
+    """Each shape the files backend can hold: the reader gives git's own value, or None
+    (git decides) for every shape it does not know for certain."""
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    first = commit(root, {"a.md": "# A\n"})
+    second = commit(root, {"b.md": "# B\n"})
+    git(root, "tag", "-a", "-m", "t", "v1", first)
+    git(root, "update-ref", "refs/memsync/packed", first)
+    git(root, "update-ref", "refs/memsync/over", first)
+    git(root, "pack-refs", "--all")
+    git(root, "update-ref", "refs/memsync/over", second)  # loose over packed
+    git(root, "update-ref", "refs/memsync/loose", second)
+    git(root, "symbolic-ref", "refs/memsync/symbolic", "refs/heads/main")
+    dot = root / ".git"
+    assert gitread.plain_git_dir(root) == dot
+    answers = {
+        ref: gitread.file_ref(dot, ref)
+        for ref in (
+            "refs/heads/main",
+            "refs/tags/v1",  # packed, with its peeled line
+            "refs/memsync/packed",
+            "refs/memsync/over",
+            "refs/memsync/loose",
+        )
+    }
+    assert answers == {ref: git(root, "rev-parse", ref) for ref in answers}
+    assert answers["refs/memsync/over"] == second
+    for unsure in (
+        "refs/memsync/symbolic",  # `ref: ...`: git follows it
+        "refs/memsync/absent",
+        "refs/memsync",  # a directory
+        "refs/memsync/../heads/main",
+        "refs/memsync/loose.lock",
+        "HEAD",
+    ):
+        assert gitread.file_ref(dot, unsure) is None, unsure
+    (dot / "refs" / "memsync" / "linked").symlink_to(dot / "refs" / "memsync" / "loose")
+    assert gitread.file_ref(dot, "refs/memsync/linked") is None
+    packed = (dot / "packed-refs").read_bytes()
+    (dot / "packed-refs").write_bytes(packed.rstrip(b"\n"))  # not a file git wrote whole
+    assert gitread.file_ref(dot, "refs/memsync/packed") is None
+    (dot / "packed-refs").write_bytes(packed + b"garbage\n")
+    assert gitread.file_ref(dot, "refs/memsync/packed") is None
+    (dot / "packed-refs").write_bytes(packed)
+    (dot / "reftable").mkdir()  # another ref backend: git decides
+    assert gitread.file_ref(dot, "refs/memsync/loose") is None
+
+
+def test_only_a_plain_dot_git_is_read_from_its_files(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    commit(root, {"a.md": "# A\n"})
+    assert gitread.plain_git_dir(root) == root / ".git"
+    (root / "HEAD").write_text("ref: refs/heads/main\n")  # the work tree looks bare too
+    assert gitread.plain_git_dir(root) is None
+    (root / "HEAD").unlink()
+    (root / ".git" / "commondir").write_text("..\n")  # a worktree's administrative dir
+    assert gitread.plain_git_dir(root) is None
+    (root / ".git" / "commondir").unlink()
+    worktree = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "--detach", str(worktree))
+    assert gitread.plain_git_dir(worktree) is None  # a `gitdir:` file
+    assert Git(worktree, resident=False).git_dir() == Path(
+        git(worktree, "rev-parse", "--absolute-git-dir")
+    )
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".git").symlink_to(root / ".git")
+    assert gitread.plain_git_dir(linked) is None
+    empty = tmp_path / "empty"
+    (empty / ".git").mkdir(parents=True)
+    assert gitread.plain_git_dir(empty) is None
+    assert Git(empty, resident=False).git_dir() is None

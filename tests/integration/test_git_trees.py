@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.roots.cycle import SyncOptions, sync_root
+from memsync.roots.statusmemo import StatusMemo
 from memsync.transports import gitmemo, gitparse
 from memsync.transports.git import Git, GitBlobs
 from memsync.validators.gate import SHAPES, validate_tree
@@ -165,9 +167,10 @@ def test_a_tree_git_refuses_is_listed_in_full(tmp_path: Path, shape: str) -> Non
 def test_a_warm_one_commit_sync_lists_no_tree(
     team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After one sync, the next that admits one incoming commit derives everything from the
-    last tree: no `ls-tree`, no `diff-tree` (the log gave the commit's diff), and no
-    `cat-file` (the few objects it reads are read in-process)."""
+    """In the daemon (a process that lives on: it hands the cycle its status memo), after
+    one sync, the next that admits one incoming commit derives everything from the last
+    tree: no `ls-tree`, no `diff-tree` (the log gave the commit's diff), and no `cat-file`
+    (the few objects it reads are read in-process)."""
     commit(team.alice.path, {"MEMORY_a.md": "# A\n"})
     assert team.alice.sync().status == "pushed"
     assert team.bob.sync().status == "synced"
@@ -176,7 +179,8 @@ def test_a_warm_one_commit_sync_lists_no_tree(
     folder, log = _spy(tmp_path / "spy")
     with monkeypatch.context() as env:
         env.setenv("PATH", f"{folder}:{os.environ['PATH']}")
-        result = team.bob.sync()
+        bob = team.bob
+        result = sync_root(bob.settings, bob.state_dir, SyncOptions(), memo=StatusMemo())
     assert result.status == "synced", result.message
     runs = _runs(log)
     assert "ls-tree" not in runs

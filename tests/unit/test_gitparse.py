@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from memsync.transports.gitparse import (
     parse_ls_tree,
     parse_status_v2,
 )
+from memsync.validators.tree import Entry, Listing
 
 NAMES = st.text(
     alphabet=st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)),
@@ -87,6 +90,61 @@ def test_ls_tree_round_trip(names: list[str]) -> None:
     parsed = parse_ls_tree(raw)
     assert list(parsed) == names
     assert [e.size for e in parsed.values()] == list(range(len(names)))
+
+
+_REFERENCE_LS_TREE = re.compile(rb"([0-7]+) ([a-z]+) ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
+
+
+def _reference_ls_tree(raw: bytes) -> Listing:
+    """The listing parser as it was: each path decoded on its own, one Entry per leaf."""
+    entries: list[tuple[str, Entry]] = []
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for mode, kind, oid, size, raw_path in _REFERENCE_LS_TREE.findall(raw):
+        path = decode_path(raw_path)
+        if path in seen:
+            duplicates.append(path)
+        seen.add(path)
+        if kind == b"tree":
+            continue
+        entry = Entry(int(mode, 8), None if size == b"-" else int(size), oid.decode("ascii"))
+        entries.append((path, entry))
+    return Listing(entries, duplicates)
+
+
+_LS_ROWS = st.tuples(
+    st.sampled_from(
+        [b"100644 blob", b"100755 blob", b"120000 blob", b"040000 tree", b"160000 commit"]
+    ),
+    st.sampled_from([b"a" * 40, b"0123456789abcdef" * 4]),
+    st.one_of(st.just(b"-"), st.integers(0, 1 << 40).map(str).map(str.encode)),
+    # Bytes of any kind but NUL: invalid UTF-8, a sequence cut short just before the NUL.
+    st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"\0", b"x")),
+)
+
+
+@given(
+    st.lists(
+        st.one_of(_LS_ROWS, st.sampled_from([b"caf\xc3\xa9", b"a\xe2\x82", b"a/b"])), max_size=12
+    )
+)
+def test_ls_tree_parses_as_each_path_decoded_alone(rows: list[object]) -> None:
+    """The listing is decoded once as a whole: every path, entry, order and duplicate is
+    what decoding each path on its own gave (hostile and cut-short UTF-8 included)."""
+    raw = b""
+    previous: list[bytes] = []
+    for row in rows:
+        if isinstance(row, bytes):  # a name listed again (or a name of its own)
+            name = previous[-1] if previous else row
+            raw += b"100644 blob " + b"b" * 40 + b" %7d\t" % 3 + name + b"\0"
+            continue
+        kind, oid, size, name = row  # type: ignore[misc]
+        previous.append(name)
+        raw += kind + b" " + oid + b" " + size.rjust(7) + b"\t" + name + b"\0"
+    got, want = parse_ls_tree(raw), _reference_ls_tree(raw)
+    assert list(got.items()) == list(want.items())
+    assert got.duplicates == want.duplicates
+    assert all(type(entry) is Entry for entry in got.values())
 
 
 def test_ls_tree_gitlink_has_no_size() -> None:

@@ -1,0 +1,125 @@
+"""A cold `memsync sync-now` (no daemon) admitting one incoming commit (issue 18, item 1):
+the git processes it runs and the modules it imports are pinned, so neither grows unseen.
+
+Each run is a fresh interpreter through the console script's entry point, with a `git` on
+PATH that logs each run (`test_git_refs._spy`); the process box's own counter must agree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tests.conftest import Team
+from tests.e2e.daemons import write_config
+from tests.helpers import GIT_ENV, commit, git, push
+from tests.integration.test_git_refs import _runs, _spy
+
+# The git processes of a cold fast-forward of one incoming one-file commit, at most (12
+# before issue 18: the config read twice, `merge-base --is-ancestor`, a `rev-parse` for
+# the start tree): the config guard's one reading, the preflight status beside the
+# prefetch, the incoming log, one `cat-file --batch` kept open for every object read (the
+# upstream commit's parents answer the ancestry question; blob sizes and bytes, the
+# commits' trees), the start tree's listing, the candidate ref, the fence's status of the
+# changed path, the work-tree move and the branch move.
+COLD_FAST_FORWARD = Counter(
+    {
+        "config": 1,
+        "status": 2,
+        "fetch": 1,
+        "log": 1,
+        "cat-file": 1,
+        "ls-tree": 1,
+        "update-ref": 2,
+        "read-tree": 1,
+    }
+)
+
+# What such a cycle never needs: GitPython and gitdb (their import costs more than the
+# processes they save in a one-shot process), the merge, replay and repair stages, the
+# push, the words for a failed fetch, the repository-config report, the views.
+NOT_IMPORTED = (
+    "git",
+    "gitdb",
+    "smmap",
+    "memsync.cycles",
+    "memsync.roots.candidate",
+    "memsync.roots.push",
+    "memsync.roots.reach",
+    "memsync.roots.repoconfig",
+    "memsync.transports.gitobjects",
+    "memsync.views",
+)
+
+_CHILD = """
+import sys
+from memsync.__main__ import main
+from memsync.transports import process
+watched = sys.argv[1].split(",")
+sys.argv[1:] = sys.argv[2:]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted(m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in watched))
+print("COLD " + repr((code, process.started(), loaded)), file=sys.stderr)
+"""
+
+
+def _cold_sync(config: Path, env: dict[str, str]) -> tuple[int, int, list[str], str]:
+    """Exit code, processes the box started, watched modules loaded, and stdout."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, ",".join(NOT_IMPORTED), "--config", str(config), "sync-now"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **env},
+        cwd=Path(__file__).parents[2],
+        timeout=120,
+        check=False,
+    )
+    rest, _, last = done.stderr.rstrip("\n").rpartition("\n")
+    assert last.startswith("COLD "), done.stderr
+    code, started, loaded = eval(last.removeprefix("COLD "))  # noqa: S307 - our own repr
+    assert code == 0, (done.stdout, rest)
+    return code, started, loaded, done.stdout
+
+
+def _one_incoming_commit(team: Team, turn: int) -> None:
+    commit(team.alice.path, {"MEMORY_cold.md": f"# Cold\n\nturn {turn}\n"}, f"cold {turn}")
+    push(team.alice.path)
+
+
+def test_a_cold_fast_forward_runs_no_more_git_processes_than_pinned(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    folder, log = _spy(tmp_path / "spy")
+    spied = {**env, "PATH": f"{folder}:{os.environ['PATH']}"}
+    _code, started, _loaded, out = _cold_sync(config, spied)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    runs = Counter(_runs(log))
+    assert started == sum(runs.values())  # the box counts every process it starts
+    grown = runs - COLD_FAST_FORWARD
+    assert not grown, f"more git processes than pinned: {dict(grown)} (all: {dict(runs)})"
+    assert sum(runs.values()) <= 10
+
+
+def test_a_cold_fast_forward_imports_only_what_it_uses(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(3):  # the first loads the schema and writes the memo; the rest do not
+        _one_incoming_commit(team, turn)
+        _code, _started, loaded, out = _cold_sync(config, env)
+        assert out.split()[:2] == ["bob", "synced"], out
+        if turn:
+            assert loaded == [], turn
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
