@@ -197,7 +197,7 @@ class _Cycle:
         except GitTimeout as exc:
             return self.result(SyncStatus.OFFLINE, exc.message)
         except UnsafeRepoConfig as exc:  # git never ran on the root: nothing changed
-            from memsync.roots.repoconfig import CODE  # noqa: PLC0415 - on a refusal only
+            from memsync.transports.repoconfig import CODE  # noqa: PLC0415 - on a refusal only
 
             problems = tuple(Problem(CODE, where, None, text) for where, text in exc.findings)
             return self.result(SyncStatus.ERROR, exc.message, problems=problems)
@@ -284,7 +284,7 @@ class _Cycle:
         """Whether the views' runtime directory, which no watch covers, holds a tracked file
         (an edit to it would go unheard): then the status is never reused. Asked only when
         a watcher vouches and the directory exists, after a full status."""
-        from memsync.views.layout import RUNTIME_DIR  # noqa: PLC0415 - the daemon's cycles
+        from memsync.validators.paths import RUNTIME_DIR  # noqa: PLC0415 - the daemon's cycles
 
         if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
             return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
@@ -39,10 +40,10 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
-# Conflicts in the update coordination state are never handed to a model (reference §2.4).
 if TYPE_CHECKING:
     from memsync.roots.candidate import MergeFailed
 
+# Conflicts in the update coordination state are never handed to a model (reference §2.4).
 UNREPAIRABLE = ("update_queue/", "update_records/")
 
 

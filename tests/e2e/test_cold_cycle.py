@@ -49,7 +49,7 @@ NOT_IMPORTED = (
     "memsync.roots.candidate",
     "memsync.roots.push",
     "memsync.roots.reach",
-    "memsync.roots.repoconfig",
+    "memsync.transports.repoconfig",
     "memsync.transports.gitobjects",
     "memsync.views",
 )
