@@ -16,7 +16,11 @@ from memsync.errors import ConfigError, UsageError
 if TYPE_CHECKING:
     from memsync.config.model import RootSettings, Settings
     from memsync.roots.cycle import SyncOptions
+    from memsync.roots.layout import RootLayout
+    from memsync.roots.repairing import Settler
     from memsync.roots.result import SyncResult
+    from memsync.validators.graph import GraphValidator
+    from memsync.validators.policy import SyncPolicy
 
 
 def sync_now(
@@ -30,7 +34,6 @@ def sync_now(
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     from dataclasses import replace  # noqa: PLC0415
 
-    from memsync.cycles.repairer import make_repairer  # noqa: PLC0415
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
@@ -43,7 +46,7 @@ def sync_now(
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
         with for_terminal(as_json) as progress:
-            shown = replace(options, progress=progress, repair=make_repairer)
+            shown = replace(options, progress=progress, repair=_make_repairer)
             results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
         from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
@@ -90,3 +93,13 @@ def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:
     if not known:
         raise ConfigError("the configuration lists no roots", hint="add one under `roots:`")
     return [known[n] for n in names] if names else list(known.values())
+
+
+def _make_repairer(
+    root: RootSettings, layout: RootLayout, policy: SyncPolicy, graph: GraphValidator, branch: str
+) -> Settler:
+    """The repair role for a root whose merge conflicted: `memsync.cycles` loads only then
+    (a cold sync-now that admits cleanly never imports it)."""
+    from memsync.cycles.repairer import make_repairer  # noqa: PLC0415
+
+    return make_repairer(root, layout, policy, graph, branch)
