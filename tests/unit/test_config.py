@@ -64,7 +64,7 @@ def only(found: list[Located]) -> Located:
 def test_sample_validates() -> None:
     config = load(SAMPLE)
     assert set(config.roots) == {"personal"}
-    assert set(config.views) == {"team-auth"}
+    assert set(config.views) == {"team-auth", "team-notes"}
     assert isinstance(config.roles["pruner"], CommandRole)
     assert isinstance(config.roles["insight"], OpenAIRole)
     assert config.hub is not None
