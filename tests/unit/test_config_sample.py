@@ -7,17 +7,18 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import yaml
-from pydantic import BaseModel, Field, TypeAdapter, create_model
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from memsync.config import sample
 from memsync.config.load import load_config_text
-from memsync.config.model import default_root, root_settings
+from memsync.config.model import Settings, default_root, root_settings, settings_from
 from memsync.config.schema import TAGS, Config, Repair, Root
 from memsync.config.settingsmemo import decode, encode
 from memsync.errors import ConfigError
@@ -302,3 +303,121 @@ def test_settings_defaults_are_the_schemas() -> None:
                 want = want.total_seconds()
             assert have == want, f"{cls.__name__}.{field.name}: {have!r} != {want!r}"
     assert found == set(mirrors) | derived
+
+
+def _examples(model: type[BaseModel]) -> dict[str, Any]:
+    """A mapping of `model` with every field's sample value (its example, where it has one)."""
+    return {name: f.examples[0] for name, f in model.model_fields.items() if f.examples}
+
+
+def _others(field: FieldInfo, value: Any) -> Iterator[Any]:
+    """Values of `field` other than `value` (YAML data; None: the key left out), the
+    likeliest to be valid first."""
+    if field.examples and field.examples[0] != value:
+        yield field.examples[0]
+    default = field.get_default(call_default_factory=True)
+    if not field.is_required():
+        dumped = None if default is None else _dump(field, default)
+        if dumped != value:
+            yield dumped
+        if isinstance(default, timedelta):
+            yield _dump(field, default + timedelta(seconds=1))
+        if isinstance(default, int) and not isinstance(default, bool):
+            yield _dump(field, default + 1)
+    shape, members = sample._shape(field)
+    if shape == "list":
+        yield [] if value else [_examples(members[0])]
+    for literal in typing.get_args(field.annotation) if _is_literal(field) else ():
+        if literal != value:
+            yield literal
+    if isinstance(value, bool):
+        yield not value
+    elif isinstance(value, int):
+        yield value + 1
+    elif isinstance(value, str):
+        yield f"{value}x"  # `https://hub.examplex`, `/var/lib/memsync-hubx`
+        if value[-1:].isdigit():  # `127.0.0.1:8766`
+            yield value[:-1] + str((int(value[-1]) + 1) % 10)
+    elif isinstance(value, list) and len(value) > 1:
+        yield value[:1]
+    elif isinstance(value, dict):
+        yield {key: f"{inner}X" for key, inner in value.items()}  # a secret's other name
+    elif value is None:
+        yield from (100, "/elsewhere/memsync.sock")
+
+
+def _is_literal(field: FieldInfo) -> bool:
+    return typing.get_origin(field.annotation) is Literal
+
+
+Where = tuple[str | int, ...]
+
+
+def _data_leaves(
+    model: type[BaseModel], data: dict[str, Any], at: Where = ()
+) -> Iterator[tuple[Where, FieldInfo]]:
+    """Each key of `data` (a mapping of `model`) that holds no model, with its field."""
+    for name, field in model.model_fields.items():
+        shape, members = sample._shape(field)
+        value = data.get(name)
+        if shape == "model" and isinstance(value, dict):
+            yield from _data_leaves(sample._pick(members, value), value, (*at, name))
+        elif shape == "list" and value:
+            for index, item in enumerate(value):
+                yield from _data_leaves(sample._pick(members, item), item, (*at, name, index))
+        elif shape == "dict" and value:
+            for key, entry in value.items():
+                yield from _data_leaves(sample._pick(members, entry), entry, (*at, name, key))
+        else:
+            yield (*at, name), field
+
+
+def _set(data: Any, where: Where, value: Any) -> Any:
+    """A copy of `data` with the key at `where` set (None: left out)."""
+    head, rest = where[0], where[1:]
+    if isinstance(data, list):
+        assert isinstance(head, int)
+        return [_set(item, rest, value) if i == head else item for i, item in enumerate(data)]
+    if not rest:
+        return {k: v for k, v in data.items() if k != head} | (
+            {} if value is None else {head: value}
+        )
+    return {**data, head: _set(data[head], rest, value)}
+
+
+def _get(data: Any, where: Where) -> Any:
+    for part in where:
+        data = data.get(part) if isinstance(data, dict) else data[part]
+    return data
+
+
+def _settings(data: dict[str, Any]) -> Settings | None:
+    try:
+        config = Config.model_validate(data, context={"base_dir": Path("/")})
+        return settings_from(config, None)
+    except (ValidationError, KeyError):  # KeyError: a view of a root renamed away
+        return None
+
+
+def test_every_key_of_the_sample_reaches_the_runtime_settings() -> None:
+    """A key of the schema that `settings_from` does not carry over into `Settings` fails
+    here: each key of the sample is given other values (the first one the schema accepts
+    must change the settings)."""
+    data = yaml.safe_load(sample.sample())
+    # YAML 1.1 reads a hook's bare `on` as true (the schema reads it back; here it is a key)
+    data["hooks"] = [{"on" if k is True else k: v for k, v in h.items()} for h in data["hooks"]]
+    leaves = list(_data_leaves(Config, data))
+    data["roots"]["personalx"] = {"path": "/elsewhere"}  # what a view's `root` may name
+    settings = _settings(data)
+    assert settings is not None
+    unused, tried = [], 0
+    for where, field in leaves:
+        if _is_literal(field) and len(typing.get_args(field.annotation)) == 1:
+            continue  # `kind`, `executor`: which model a mapping is, not a setting
+        value = _get(data, where)
+        changed = (_settings(_set(data, where, other)) for other in _others(field, value))
+        tried += 1
+        if not any(other is not None and other != settings for other in changed):
+            unused.append(".".join(map(str, where)))
+    assert tried > 80
+    assert not unused
