@@ -163,7 +163,7 @@ def _about(
 
 class Control(_Model):
     socket: ConfigPath | None = _about(
-        "the daemon's control socket (mode 0600) used by `sync-now`, `status`, ...",
+        "the daemon's control socket (mode 0600)",
         None,
         shown="$XDG_RUNTIME_DIR/memsync.sock, else <state_dir>/memsync.sock",
     )
@@ -644,7 +644,7 @@ class Config(_Model):
         examples=["~/.local/state/memsync"],
         json_schema_extra={"shown": "$XDG_STATE_HOME/memsync, else ~/.local/state/memsync"},
     )
-    control: Control = _about("the daemon's control socket", Control())
+    control: Control = _about("where `sync-now`, `status`, ... reach a running daemon", Control())
     http: Http | None = _about("serve /metrics, /healthz and /readyz", None)
     roots: dict[Name, Root] = _about(
         "memory roots to keep in sync, by name (letters, digits, '_', '.', '-')",
