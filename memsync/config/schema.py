@@ -676,7 +676,7 @@ class Config(_Model):
             "insight": {"executor": "openai"},
         },
     )
-    hub: Hub | None = _about("settings for `memsync hub serve`", None)
+    hub: Hub | None = _about("settings for `memsync hub serve` (its options override them)", None)
     hooks: tuple[Hook, ...] = _about(
         "run a program and/or call a webhook when a root's or view's status changes (a"
         " transition: nothing while a status stays). The JSON result (the `sync-now --json`"
