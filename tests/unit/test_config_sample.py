@@ -176,6 +176,12 @@ def test_a_field_without_a_description_cannot_be_written() -> None:
         list(sample.every_key(bare))
     with pytest.raises(sample.SchemaGap):
         sample._Writer().model(bare, {}, 0)
+    # a required key needs a value to show
+    shown = create_model("Shown", needed=(int, Field(description="it", examples=[3])))
+    sample._Writer().model(shown, {}, 0)
+    unshown = create_model("Unshown", needed=(int, Field(description="it")))
+    with pytest.raises(sample.SchemaGap, match="needed is required and has no example"):
+        sample._Writer().model(unshown, {}, 0)
 
 
 # --- the README's table ----------------------------------------------------------------
