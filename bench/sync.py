@@ -19,11 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memsync.config.model import RootSettings
+from memsync.config.model import RootSettings, default_root
 from memsync.roots.cycle import SyncOptions, sync_root
 
 RUNS = 15
@@ -70,19 +69,7 @@ def clone(upstream: Path, path: Path) -> Path:
 
 
 def settings(path: Path) -> RootSettings:
-    return RootSettings(
-        name="bench",
-        path=path,
-        branch=None,
-        max_file_size=4 << 20,
-        watch=False,
-        sync_enabled=True,
-        remote="origin",
-        interval=timedelta(seconds=60),
-        push=True,
-        autocommit=False,
-        timeout=timedelta(seconds=120),
-    )
+    return default_root("bench", path, watch=False)
 
 
 def timed(fn: Any) -> float:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memsync.config.model import RootSettings
+from memsync.config.model import RootSettings, default_root
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Person",
@@ -116,21 +116,10 @@ def snapshot(root: Path) -> Snapshot:
 
 
 def settings_for(name: str, path: Path, **overrides: object) -> RootSettings:
-    values: dict[str, object] = {
-        "name": name,
-        "path": path,
-        "branch": None,
-        "max_file_size": 4 * 1024 * 1024,
-        "watch": False,
-        "sync_enabled": True,
-        "remote": "origin",
-        "interval": timedelta(seconds=60),
-        "push": True,
-        "autocommit": False,
-        "timeout": timedelta(seconds=60),
-    }
+    """`roots: {name: {path: PATH}}` with the schema's defaults, no watcher, a 60s timeout."""
+    values: dict[str, object] = {"watch": False, "timeout": timedelta(seconds=60)}
     values.update(overrides)
-    return RootSettings(**values)  # type: ignore[arg-type]
+    return default_root(name, path, **values)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -43,7 +43,9 @@ class AdmissionSettings:
 
 @dataclass(frozen=True)
 class RootSettings:
-    """One configured memory root and how it syncs."""
+    """One configured memory root and how it syncs: `roots.<name>` of the schema, every
+    field given by `root_settings` (no defaults here: the schema's are the only ones; code
+    that wants a root without a file converts `schema.Root(path=...)`, see `default_root`)."""
 
     name: str
     path: Path
@@ -56,29 +58,29 @@ class RootSettings:
     push: bool
     autocommit: bool
     timeout: timedelta
-    events: str | None = None  # hub SSE URL that triggers an immediate sync
-    events_token: SecretRef | None = None
-    notify_hub: str | None = None  # after a push, POST {hub}/v1/roots/{notify_root}/notify
-    notify_token: SecretRef | None = None
-    notify_root: str | None = None
-    prune_enabled: bool = False
-    insight_enabled: bool = False
-    insight_threshold: int = 150
-    publish: tuple[PublishSettings, ...] = ()
-    prune_role: str = "pruner"
-    prune_generation_commits: int = 70
-    prune_revival_grace: int = 2
-    prune_check_every: timedelta = timedelta(hours=2)
-    insight_role: str = "insight"
-    insight_points_per_commit: int = 1
-    insight_check_every: timedelta = timedelta(minutes=50)
-    git_credentials: GitCredentials | None = None  # sync.https / sync.ssh, by reference
-    repair_role: str | None = None  # roots.*.repair.role; None: conflicts wait for a person
-    repair: RoleSettings | None = None  # that role, resolved from `roles`
-    repair_attempts: int = 3  # failed repairs of one conflict before the model is not asked again
-    repair_backoff: timedelta = timedelta(minutes=5)  # after the first failure; doubles each time
-    signing: CommitKey | None = None  # signs every commit memsync makes (roots.*.signing.key)
-    admission: AdmissionSettings = AdmissionSettings()  # roots.*.admission
+    events: str | None  # hub SSE URL that triggers an immediate sync
+    events_token: SecretRef | None
+    notify_hub: str | None  # after a push, POST {hub}/v1/roots/{notify_root}/notify
+    notify_token: SecretRef | None
+    notify_root: str | None
+    prune_enabled: bool
+    insight_enabled: bool
+    insight_threshold: int  # insight.trigger_points
+    publish: tuple[PublishSettings, ...]
+    prune_role: str
+    prune_generation_commits: int
+    prune_revival_grace: int
+    prune_check_every: timedelta
+    insight_role: str
+    insight_points_per_commit: int
+    insight_check_every: timedelta
+    git_credentials: GitCredentials | None  # sync.https / sync.ssh, by reference
+    repair_role: str | None  # roots.*.repair.role; None: conflicts wait for a person
+    repair: RoleSettings | None  # that role, resolved from `roles`
+    repair_attempts: int  # repair.attempts: failed repairs of one conflict before giving up
+    repair_backoff: timedelta  # repair.backoff: after the first failure; doubles each time
+    signing: CommitKey | None  # signs every commit memsync makes (roots.*.signing.key)
+    admission: AdmissionSettings  # roots.*.admission
 
 
 @dataclass(frozen=True)
@@ -209,8 +211,12 @@ def root_settings(
     name: str, root: Root, roles: Mapping[str, RoleSettings] | None = None
 ) -> RootSettings:
     """Convert one validated root (`roles`: the converted roles, for its repair role)."""
+    from memsync.config.schema import Repair  # noqa: PLC0415 - loaded with `root` already
+
     sync = root.sync
     repair_role = root.repair.role if root.repair else None
+    # without a repair role its limits are unused; they still come from the schema
+    repair = root.repair or Repair.model_construct(role="")
     return RootSettings(
         name=name,
         path=root.path,
@@ -242,9 +248,21 @@ def root_settings(
         git_credentials=_git_credentials(name, root),
         repair_role=repair_role,
         repair=(roles or {}).get(repair_role) if repair_role else None,
+        repair_attempts=repair.attempts,
+        repair_backoff=repair.backoff,
         signing=CommitKey(f"roots.{name}.signing.key", root.signing.key) if root.signing else None,
         admission=AdmissionSettings(root.admission.require, root.admission.signers),
     )
+
+
+def default_root(name: str, path: Path, **overrides: object) -> RootSettings:
+    """The settings of `roots: {name: {path: PATH}}` (every default the schema's), with
+    `overrides`: for code that runs a root without a config file (tests, bench)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from memsync.config.schema import Root  # noqa: PLC0415 - pydantic, only here
+
+    return replace(root_settings(name, Root(path=path)), **overrides)  # type: ignore[arg-type]
 
 
 def _git_credentials(name: str, root: Root) -> GitCredentials | None:

@@ -32,6 +32,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+from pydantic_core import PydanticUndefined
 
 from memsync.config.units import (
     check_branch,
@@ -138,20 +139,48 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _about(
+    text: str,
+    default: Any = PydanticUndefined,
+    *,
+    example: Any = PydanticUndefined,
+    shown: str | None = None,
+    **rules: Any,
+) -> Any:
+    """A field's description, default and sample value: the one place `memsync config
+    sample` and the README's key table read them from (`config.sample`). `example` is the
+    value the sample shows (else the default), as YAML data; `shown` says the default in
+    words where it is computed or `None` means something."""
+    extra: dict[str, Any] = {} if shown is None else {"shown": shown}
+    return Field(
+        default,
+        description=text,
+        examples=None if example is PydanticUndefined else [example],
+        json_schema_extra=extra or None,
+        **rules,
+    )
+
+
 class Control(_Model):
-    socket: ConfigPath | None = None  # None: $XDG_RUNTIME_DIR/memsync.sock or <state_dir>/...
+    socket: ConfigPath | None = _about(
+        "the daemon's control socket (mode 0600)",
+        None,
+        shown="$XDG_RUNTIME_DIR/memsync.sock, else <state_dir>/memsync.sock",
+    )
 
 
 class Http(_Model):
-    listen: Listen
+    listen: Listen = _about("HOST:PORT to serve on", example="127.0.0.1:9464")
 
 
 class Notify(_Model):
     """After a push, tell a hub the upstream moved (`POST /v1/roots/{root}/notify`)."""
 
-    hub: HttpUrl
-    token: SecretRef
-    root: Name | None = None  # the root's name on the hub; default: this root's name
+    hub: HttpUrl = _about("the hub's base URL", example="https://hub.example")
+    token: SecretRef = _about("hub token with notify:<root> scope", example={"env": "HUB_NOTIFY"})
+    root: Name | None = _about(
+        "the root's name on the hub", None, example="personal", shown="this root's name"
+    )
 
 
 def _username(value: str) -> str:
@@ -181,62 +210,109 @@ class HttpsAuth(_Model):
     """An HTTPS upstream's username and token, given to git by memsync's credential helper
     (never on a command line, in a file or in an environment)."""
 
-    username: Annotated[str, AfterValidator(_username)] = DEFAULT_USERNAME
-    token: SecretRef
+    username: Annotated[str, AfterValidator(_username)] = _about(
+        "GitHub tokens; GitLab: oauth2 or the deploy token's user", DEFAULT_USERNAME
+    )
+    token: SecretRef = _about(
+        "or {credential: git-token} under systemd LoadCredential=", example={"env": "GH_TOKEN"}
+    )
 
 
 class SshAuth(_Model):
     """SSH to the upstream with strict host key checking; a key file, or ssh-agent."""
 
-    key: Annotated[SecretRef, AfterValidator(_ssh_key)] | None = None
-    known_hosts: Annotated[ConfigPath, AfterValidator(_ssh_path)] | None = None
+    key: Annotated[SecretRef, AfterValidator(_ssh_key)] | None = _about(
+        "or {credential: deploy-key}",
+        None,
+        example={"file": "~/.ssh/memsync_deploy"},
+        shown="ssh-agent",
+    )
+    known_hosts: Annotated[ConfigPath, AfterValidator(_ssh_path)] | None = _about(
+        "the upstream's host key must be in it",
+        None,
+        example="~/.ssh/known_hosts",
+        shown="ssh's own (~/.ssh/known_hosts)",
+    )
 
 
 class Sync(_Model):
-    enabled: StrictBool = True
-    remote: Name = "origin"
-    interval: Duration = timedelta(seconds=60)
-    push: StrictBool = True
-    autocommit: StrictBool = False
-    timeout: Duration = timedelta(seconds=120)
-    events: HttpUrl | None = None
-    events_token: SecretRef | None = None
-    notify: Notify | None = None
-    https: HttpsAuth | None = None
-    ssh: SshAuth | None = None
+    enabled: StrictBool = _about("sync this root", True)
+    remote: Name = _about("the Git remote to fetch from and push to", "origin")
+    interval: Duration = _about("how often to check the upstream", timedelta(seconds=60))
+    push: StrictBool = _about("push validated local commits", True)
+    autocommit: StrictBool = _about("commit local edits before syncing", False)
+    timeout: Duration = _about("limit for one sync cycle", timedelta(seconds=120))
+    events: HttpUrl | None = _about(
+        "a hub event stream: sync at once when the upstream moves",
+        None,
+        example="https://hub.example/v1/events?root=personal",
+    )
+    events_token: SecretRef | None = _about(
+        "bearer token for `events` (scope root:<name>)", None, example={"env": "HUB_TOKEN"}
+    )
+    notify: Notify | None = _about(
+        "after each push, tell a hub so its subscribers sync at once", None
+    )
+    https: HttpsAuth | None = _about(
+        "credentials for an HTTPS upstream that needs a token (a private GitHub or GitLab"
+        " repository, a deploy token). memsync's own credential helper hands them to git:"
+        " never on a command line, in a file or in an environment, and only to the"
+        " remote's own host (https://, or http:// on loopback)",
+        None,
+        shown="none (git asks no helper; a token written in the remote URL is still used)",
+    )
+    ssh: SshAuth | None = _about(
+        "SSH with strict host key checking (unknown or changed host keys refuse)",
+        None,
+        shown="none (ssh -o BatchMode=yes with your ~/.ssh/config and ssh-agent)",
+    )
 
 
 class Prune(_Model):
-    enabled: StrictBool = False
-    role: Text = "pruner"
-    generation_commits: Count = 70
-    revival_grace: Annotated[StrictInt, Field(ge=0)] = 2  # generations; 0: no grace
-    check_every: Duration = timedelta(hours=2)
+    enabled: StrictBool = _about("run pruning cycles", False)
+    role: Text = _about("a name under `roles`", "pruner")
+    generation_commits: Count = _about("commits per generation before pruning is due", 70)
+    revival_grace: Annotated[StrictInt, Field(ge=0)] = _about(
+        "generations a pruned item written back is kept (0: no grace)", 2
+    )
+    check_every: Duration = _about("how often to check whether pruning is due", timedelta(hours=2))
 
 
 class Insight(_Model):
-    enabled: StrictBool = False
-    role: Text = "insight"
-    trigger_points: Count = 150
-    points_per_commit: Count = 1
-    check_every: Duration = timedelta(minutes=50)
+    enabled: StrictBool = _about("run insight cycles", False)
+    role: Text = _about("a name under `roles`", "insight")
+    trigger_points: Count = _about("points that make an insight cycle due", 150)
+    points_per_commit: Count = _about("points each new commit adds", 1)
+    check_every: Duration = _about(
+        "how often to check whether insight is due", timedelta(minutes=50)
+    )
 
 
 class Repair(_Model):
-    role: Text
+    role: Text = _about("a name under `roles` (an `executor: command` role)", example="reconciler")
+    attempts: Count = _about("failed repairs of one conflict before the role is not asked again", 3)
+    backoff: Duration = _about(
+        "the wait after the first failed repair; it doubles after each", timedelta(minutes=5)
+    )
 
 
 class Publish(_Model):
-    view: Name
-    hub: HttpUrl
-    token: SecretRef
-    key: SecretRef
+    view: Name = _about("the VIEW_ID under shared_views/ in this root", example="auth")
+    hub: HttpUrl = _about("the hub's base URL", example="https://hub.example")
+    token: SecretRef = _about("hub token with publish:<view> scope", example={"env": "HUB_PUBLISH"})
+    key: SecretRef = _about(
+        "Ed25519 private key; or {file: ~/.config/memsync/view.key}",
+        example={"env": "VIEW_SIGNING_KEY"},
+    )
 
 
 class Signing(_Model):
     """The OpenSSH private key memsync signs the commits it makes with (git's SSH format)."""
 
-    key: SecretRef
+    key: SecretRef = _about(
+        "an unencrypted OpenSSH private key (ed25519, ecdsa or rsa)",
+        example={"file": "~/.ssh/memsync_ed25519"},
+    )
 
 
 def _require(value: object) -> object:
@@ -267,8 +343,17 @@ class Admission(_Model):
     """Who may write the root's history: `signed` admits only commits SSH-signed by a key
     in `signers` (memsync's config, never the root's), incoming and outgoing."""
 
-    require: Annotated[Literal["off", "signed"], BeforeValidator(_require)] = "off"
-    signers: tuple[Signer, ...] = ()
+    require: Annotated[Literal["off", "signed"], BeforeValidator(_require)] = _about(
+        "off or signed", "off"
+    )
+    signers: tuple[Signer, ...] = _about(
+        "OpenSSH public keys (a .pub file's line), or files of them (one a line, # comments)",
+        (),
+        example=[
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBw1fVZ+RXJhrH+dg+3RYHQVY4TDMB7Z5T3SRvLIf2/p a@b",
+            {"file": "~/.config/memsync/team-signers.pub"},
+        ],
+    )
 
     @model_validator(mode="after")
     def _someone(self) -> Admission:
@@ -278,31 +363,54 @@ class Admission(_Model):
 
 
 class Root(_Model):
-    path: ConfigPath
-    branch: Branch | None = None  # None: the checked-out branch
-    max_file_size: Size = 4 * 1024 * 1024
-    watch: StrictBool = True
-    sync: Sync = Sync()
-    prune: Prune = Prune()
-    insight: Insight = Insight()
-    repair: Repair | None = None
-    publish: tuple[Publish, ...] = ()
-    signing: Signing | None = None
-    admission: Admission = Admission()
+    path: ConfigPath = _about("the Git work tree", example="~/.rightmemory")
+    branch: Branch | None = _about(
+        "the branch to sync", None, example="main", shown="the checked-out branch"
+    )
+    max_file_size: Size = _about("larger synchronized files are `too-large`", 4 * 1024 * 1024)
+    watch: StrictBool = _about("sync soon after local edits", True)
+    sync: Sync = _about("how this root syncs with its upstream", Sync())
+    prune: Prune = _about("periodic expiry of active memory by a role", Prune())
+    insight: Insight = _about("insight logs written by a role", Insight())
+    repair: Repair | None = _about(
+        "a role that settles a sync merge that conflicts (or merges into invalid memory)"
+        " with one merge commit in a private candidate; the gate checks it before it lands",
+        None,
+        shown="none (the root stays `conflict` until a person merges)",
+    )
+    publish: tuple[Publish, ...] = _about("views of this root to publish to a hub", ())
+    signing: Signing | None = _about(
+        "sign every commit memsync makes here (autocommit, merges, prune, insight, repair,"
+        " init's baseline) as `git commit -S` with gpg.format=ssh would, in process",
+        None,
+        shown="none (unsigned)",
+    )
+    admission: Admission = _about(
+        "who may write this root's history. `signed` admits only commits (incoming and"
+        " outgoing, each one, merges too) SSH-signed (git's gpg.format=ssh) by a key listed"
+        " here; others are `rejected`. Commits trusted when it is turned on stay trusted",
+        Admission(),
+    )
 
 
 class HttpSource(_Model):
-    kind: Literal["http"]
-    url: HttpUrl
-    token: SecretRef | None = None
-    allow_http: StrictBool = False  # plain http:// to a non-loopback host (never by default)
+    kind: Literal["http"] = _about(
+        "http: a hub or any static host (<url>/manifest, <url>/package)", example="http"
+    )
+    url: HttpUrl = _about("where the view is served", example="https://hub.example/v1/views/auth")
+    token: SecretRef | None = _about(
+        "bearer token with read:<view> scope", None, example={"env": "HUB_TOKEN"}
+    )
+    allow_http: StrictBool = _about("plain http:// to a non-loopback host", False)
 
 
 class GitSource(_Model):
-    kind: Literal["git"]
-    url: GitUrl
-    branch: Branch = "main"
-    path: Annotated[str, AfterValidator(check_repo_path)]
+    kind: Literal["git"] = _about("git: a Git share", example="git")
+    url: GitUrl = _about("the share's repository", example="ssh://git@host/team.git")
+    branch: Branch = _about("the share's branch", "main")
+    path: Annotated[str, AfterValidator(check_repo_path)] = _about(
+        "the directory holding package/ and manifest.json", example="shares/auth"
+    )
 
 
 def _tag(key: str) -> Any:
@@ -332,36 +440,58 @@ def _distinct(keys: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class Trust(_Model):
-    keys: Annotated[tuple[PublicKey, ...], AfterValidator(_distinct)] = ()
-    threshold: Count = 1
-    allow_unsigned: StrictBool = False
+    keys: Annotated[tuple[PublicKey, ...], AfterValidator(_distinct)] = _about(
+        "pinned publisher keys",
+        (),
+        example=["ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"],
+    )
+    threshold: Count = _about("distinct pinned keys that must sign", 1)
+    allow_unsigned: StrictBool = _about("accept unsigned manifests (tests only)", False)
 
 
 class View(_Model):
-    root: Text
-    heading: Text | None = None  # None: the view's name
-    view_id: Name | None = None  # the provider's id; None: the source URL's (or path's) last part
-    source: Source
-    trust: Trust = Trust()
-    refresh: Duration = timedelta(minutes=5)
-    max_stale: Duration = timedelta(days=7)
-    # The per-file cap of the view's packages (larger files are `too-large`): at most the
-    # package total, 10 MiB.
-    max_file_size: Annotated[Size, Field(le=10 * 1024 * 1024)] = 1024 * 1024
+    root: Text = _about("the configured root that receives the view", example="personal")
+    heading: Text | None = _about(
+        "heading it is mounted under", None, example="team-auth", shown="the view's name"
+    )
+    view_id: Name | None = _about(
+        "the provider's view id",
+        None,
+        example="auth",
+        shown="the last part of the source's url (or path)",
+    )
+    source: Source = _about("where it comes from: kind http or git", example={"kind": "http"})
+    trust: Trust = _about("the keys its manifests must be signed with", Trust())
+    refresh: Duration = _about("how often to check for a new revision", timedelta(minutes=5))
+    max_stale: Duration = _about("/readyz fails when the import is older", timedelta(days=7))
+    max_file_size: Annotated[Size, Field(le=10 * 1024 * 1024)] = _about(
+        "larger files of a package are `too-large` and the revision is refused; at most"
+        " 10MiB. Fixed package caps: 512 entries, 10 MiB uncompressed, a 1 MiB manifest,"
+        " 200:1 compression per entry, 4 directory levels, 255-byte names",
+        1024 * 1024,
+    )
 
 
 class CommandRole(_Model):
-    executor: Literal["command"]
-    command: tuple[Annotated[str, Field(min_length=1)], ...] = Field(min_length=1)
-    timeout: Duration = timedelta(minutes=15)
+    executor: Literal["command"] = _about("command: run a local agent command", example="command")
+    command: tuple[Annotated[str, Field(min_length=1)], ...] = _about(
+        "argv; {prompt_file}, {worktree} and {role} are substituted; the prompt is also on stdin",
+        example=["claude", "-p", "--output-format", "json"],
+        min_length=1,
+    )
+    timeout: Duration = _about("killed (its process group) after this", timedelta(minutes=15))
 
 
 class OpenAIRole(_Model):
-    executor: Literal["openai"]
-    base_url: HttpUrl
-    model: Text
-    api_key: SecretRef | None = None
-    timeout: Duration = timedelta(minutes=5)
+    executor: Literal["openai"] = _about(
+        "openai: call an OpenAI-compatible chat completions API", example="openai"
+    )
+    base_url: HttpUrl = _about("the API's base URL", example="http://127.0.0.1:8080/v1")
+    model: Text = _about("the model to ask", example="qwen2.5-7b-instruct")
+    api_key: SecretRef | None = _about(
+        "bearer token for the API", None, example={"env": "OPENAI_API_KEY"}
+    )
+    timeout: Duration = _about("limit for one request", timedelta(minutes=5))
 
 
 TAGS.update({"executor=command": CommandRole, "executor=openai": OpenAIRole})
@@ -402,8 +532,11 @@ class Webhook(_Model):
     """POST the result document to `url` (the hub-client rules: a token only over https
     or loopback http, no redirect)."""
 
-    url: HttpUrl
-    token: SecretRef | None = None
+    url: HttpUrl = _about(
+        "POST with `Authorization: Bearer` (https, or http to loopback); 3 tries with back-off",
+        example="https://alerts.example/memsync",
+    )
+    token: SecretRef | None = _about("bearer token", None, example={"env": "ALERT_TOKEN"})
 
 
 class Hook(_Model):
@@ -411,14 +544,26 @@ class Hook(_Model):
     enters one of the `on` statuses. `roots`/`views` narrow it (neither: every root and
     view; only one of them: only those)."""
 
-    on: Annotated[tuple[Annotated[str, AfterValidator(_hook_status)], ...], AfterValidator(_some)]
-    roots: tuple[Name, ...] | None = None
-    views: tuple[Name, ...] | None = None
-    command: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(
-        default=None, min_length=1
+    on: Annotated[
+        tuple[Annotated[str, AfterValidator(_hook_status)], ...], AfterValidator(_some)
+    ] = _about("statuses that run it", example=["rejected", "conflict", "auth-failed", "error"])
+    roots: tuple[Name, ...] | None = _about(
+        "only these roots", None, example=["personal"], shown="every root and view"
     )
-    webhook: Webhook | None = None
-    timeout: Duration = timedelta(seconds=30)
+    views: tuple[Name, ...] | None = _about(
+        "only these views (with roots: these roots and views)",
+        None,
+        example=["team-auth"],
+        shown="every root and view",
+    )
+    command: tuple[Annotated[str, Field(min_length=1)], ...] | None = _about(
+        "argv, never a shell; env MEMSYNC_HOOK_ROOT|VIEW, MEMSYNC_HOOK_STATUS",
+        None,
+        example=["/usr/local/bin/page-me", "--quiet"],
+        min_length=1,
+    )
+    webhook: Webhook | None = _about("POST the result document", None)
+    timeout: Duration = _about("a command is killed after this", timedelta(seconds=30))
 
     @model_validator(mode="before")
     @classmethod
@@ -436,17 +581,32 @@ class Hook(_Model):
 
 
 class Log(_Model):
-    format: Literal["text", "json"] = "text"
+    format: Literal["text", "json"] = _about(
+        "text (one line, with a time unless stderr is the journal) or json (one object a"
+        " line); `--log-format` wins",
+        "text",
+    )
 
 
 class Hub(_Model):
-    data_dir: ConfigPath
-    listen: Listen = "127.0.0.1:8765"
-    header_timeout: Duration = timedelta(seconds=10)  # a request head arrives whole within it
-    idle_timeout: Duration = timedelta(seconds=60)  # a connection with no request is closed
-    max_connections: Count | None = None  # per worker; None: from the descriptor limit
-    max_streams_per_token: Count = 16  # event streams one token may hold at once
-    log_interval: Duration = timedelta(seconds=60)  # the same warning at most this often
+    data_dir: ConfigPath = _about("made by `memsync hub init DIR`", example="/var/lib/memsync-hub")
+    listen: Listen = _about("HOST:PORT to serve on", "127.0.0.1:8765")
+    header_timeout: Duration = _about(
+        "a request head must arrive whole within this", timedelta(seconds=10)
+    )
+    idle_timeout: Duration = _about(
+        "a connection with no request under way closes", timedelta(seconds=60)
+    )
+    max_connections: Count | None = _about(
+        "per worker",
+        None,
+        shown="the descriptor limit (ulimit -n, LimitNOFILE=) less an eighth of it (at least"
+        " 64) and less 256",
+    )
+    max_streams_per_token: Count = _about("event streams one token may hold at once", 16)
+    log_interval: Duration = _about(
+        "the same warning is logged at most this often", timedelta(seconds=60)
+    )
 
 
 def default_state_dir() -> Path:
@@ -475,16 +635,56 @@ class Config(_Model):
     """The whole file. `model_validate` checks fields only; `load.load_config_text` also
     runs `reference_problems` and reports everything with line numbers."""
 
-    version: Annotated[Literal[1], BeforeValidator(_version)]
-    state_dir: ConfigPath = Field(default_factory=default_state_dir)
-    control: Control = Control()
-    http: Http | None = None
-    roots: dict[Name, Root] = Field(default_factory=dict)
-    views: dict[Name, View] = Field(default_factory=dict)
-    roles: dict[Name, Role] = Field(default_factory=dict)
-    hub: Hub | None = None
-    hooks: tuple[Hook, ...] = ()
-    log: Log = Log()
+    version: Annotated[Literal[1], BeforeValidator(_version)] = _about(
+        "the format of this file; this memsync reads 1", example=1
+    )
+    state_dir: ConfigPath = Field(
+        default_factory=default_state_dir,
+        description="where memsync keeps its journal, trusted marks and imported views",
+        examples=["~/.local/state/memsync"],
+        json_schema_extra={"shown": "$XDG_STATE_HOME/memsync, else ~/.local/state/memsync"},
+    )
+    control: Control = _about("where `sync-now`, `status`, ... reach a running daemon", Control())
+    http: Http | None = _about("serve /metrics, /healthz and /readyz", None)
+    roots: dict[Name, Root] = _about(
+        "memory roots to keep in sync, by name (letters, digits, '_', '.', '-')",
+        {},
+        example={"personal": {}},
+    )
+    views: dict[Name, View] = _about(
+        "views imported from other people's roots into one of yours, by name",
+        {},
+        example={
+            "team-auth": {},
+            "team-notes": {
+                "heading": "team-notes",
+                "view_id": "notes",
+                "source": {"kind": "git", "path": "shares/notes"},
+            },
+        },
+    )
+    roles: dict[Name, Role] = _about(
+        "roles run by prune, insight and repair cycles, by name",
+        {},
+        example={
+            "pruner": {"executor": "command"},
+            "reconciler": {
+                "executor": "command",
+                "command": ["claude", "-p", "--allowedTools", "Read,Edit,Bash(git:*)"],
+                "timeout": "10m",
+            },
+            "insight": {"executor": "openai"},
+        },
+    )
+    hub: Hub | None = _about("settings for `memsync hub serve` (its options override them)", None)
+    hooks: tuple[Hook, ...] = _about(
+        "run a program and/or call a webhook when a root's or view's status changes (a"
+        " transition: nothing while a status stays). The JSON result (the `sync-now --json`"
+        " or `views pull --json` entry plus previous_status, event, time) is the program's"
+        " stdin or the POST body. A failing hook is logged and never blocks a sync",
+        (),
+    )
+    log: Log = _about("how `memsync run` writes its logs on stderr", Log())
 
     @property
     def control_socket(self) -> Path:

@@ -6,15 +6,11 @@ import errno
 import os
 import stat
 import textwrap
-import types
-import typing
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
-from pydantic import BaseModel
 
 from memsync.config import (
     SAMPLE,
@@ -28,7 +24,7 @@ from memsync.config import (
     settings_from,
 )
 from memsync.config.model import root_settings
-from memsync.config.schema import TAGS, CommandRole, GitSource, HttpSource, OpenAIRole
+from memsync.config.schema import CommandRole, GitSource
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
 from memsync.cycles.runner import cycle_settings
 from memsync.errors import ConfigError, Located, SecretError, StateDirError
@@ -58,53 +54,7 @@ def only(found: list[Located]) -> Located:
     return found[0]
 
 
-# --- the sample ---------------------------------------------------------------------
-
-
-def test_sample_validates() -> None:
-    config = load(SAMPLE)
-    assert set(config.roots) == {"personal"}
-    assert set(config.views) == {"team-auth"}
-    assert isinstance(config.roles["pruner"], CommandRole)
-    assert isinstance(config.roles["insight"], OpenAIRole)
-    assert config.hub is not None
-
-
-def _models(annotation: object, seen: set[type[BaseModel]]) -> None:
-    origin = typing.get_origin(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        if annotation not in seen:
-            seen.add(annotation)
-            for field in annotation.model_fields.values():
-                _models(field.annotation, seen)
-    elif origin is not None or isinstance(annotation, types.UnionType):
-        for arg in typing.get_args(annotation):
-            _models(arg, seen)
-
-
-def _keys(node: object) -> set[str]:
-    if isinstance(node, dict):
-        # YAML 1.1 reads a bare `on:` key as true (a hook's `on`, read back by the schema)
-        keys = {"on" if k is True else str(k) for k in node}
-        return keys | {k for v in node.values() for k in _keys(v)}
-    if isinstance(node, list):
-        return {k for item in node for k in _keys(item)}
-    return set()
-
-
-def test_every_schema_field_appears_in_the_sample() -> None:
-    seen: set[type[BaseModel]] = set()
-    _models(Config, seen)
-    assert {HttpSource, GitSource, CommandRole, OpenAIRole} <= seen
-    assert set(TAGS.values()) <= seen
-    keys = _keys(yaml.safe_load(SAMPLE))
-    missing = {f"{model.__name__}.{name}" for model in seen for name in model.model_fields}
-    missing = {entry for entry in missing if entry.split(".")[1] not in keys}
-    assert not missing
-
-
-def test_sample_mentions_the_git_source_alternative() -> None:
-    assert "kind: git" in SAMPLE
+# --- the sample (itself: tests/unit/test_config_sample.py) ---------------------------
 
 
 def test_model_dump_round_trips_units_and_hides_value_secrets() -> None:
