@@ -39,8 +39,11 @@ def root_status(settings: RootSettings, state_dir: Path) -> RootStatus:
     return RootStatus.model_validate(root_document(settings, state_dir))
 
 
-def root_document(settings: RootSettings, state_dir: Path) -> dict[str, Any]:
-    """One root's status from local facts, as the `RootStatus` model's JSON document."""
+def root_document(
+    settings: RootSettings, state_dir: Path, *, resident: bool = True
+) -> dict[str, Any]:
+    """One root's status from local facts, as the `RootStatus` model's JSON document.
+    `resident=False` (a one-shot `memsync status`): the git box asks git, never GitPython."""
     layout = RootLayout.for_root(state_dir, settings.name)
     state = RootState.load(layout.state_file)
     pending = len(Journal(layout.journal_dir).unsettled())
@@ -50,7 +53,7 @@ def root_document(settings: RootSettings, state_dir: Path) -> dict[str, Any]:
     dirty: bool | None = None
     ahead = behind = None
     message = state.last_message
-    git = Git(settings.path, timeout=settings.timeout.total_seconds())
+    git = Git(settings.path, timeout=settings.timeout.total_seconds(), resident=resident)
     try:
         if settings.path.is_dir() and git.git_dir() is not None:
             work = git.work_state()
@@ -130,7 +133,9 @@ def config_name(path: Path | None) -> str | None:
     return os.path.realpath(path) if path is not None else None
 
 
-def status_document(settings: Settings, *, other_config: str | None = None) -> dict[str, Any]:
+def status_document(
+    settings: Settings, *, other_config: str | None = None, resident: bool = True
+) -> dict[str, Any]:
     """The report from local facts, as the `StatusReport` model's JSON document (no daemon
     answers); `other_config`: the file a daemon on the control socket serves instead."""
     return {
@@ -144,7 +149,7 @@ def status_document(settings: Settings, *, other_config: str | None = None) -> d
             "config": config_name(settings.config_path),
             "other_config": other_config,
         },
-        "roots": [root_document(r, settings.state_dir) for r in settings.roots],
+        "roots": [root_document(r, settings.state_dir, resident=resident) for r in settings.roots],
         "views": [view_document(v, settings.state_dir) for v in settings.views],
     }
 
@@ -159,7 +164,7 @@ def status_report(settings: Settings, *, other_config: str | None = None) -> Sta
 def status_json(settings: Settings, *, other_config: str | None = None) -> dict[str, Any]:
     """What `memsync status --json` prints without a daemon: the document when it has the
     report's exact shape (`wire.shape`), else what the model makes of it."""
-    document = status_document(settings, other_config=other_config)
+    document = status_document(settings, other_config=other_config, resident=False)
     fitted: dict[str, Any] | None = fit(document, STATUS_REPORT)
     if fitted is not None:
         return fitted

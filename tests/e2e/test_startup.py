@@ -53,9 +53,11 @@ HEAVY = (
 
 # What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
-# models, the daemon's server.
+# models, the daemon's server, GitPython (a one-shot git box asks git).
 COLD_SYNC_HEAVY = (
     "click",
+    "git",
+    "gitdb",
     "memsync.cli",
     "memsync.clikit",
     "pydantic",
