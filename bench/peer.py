@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.startup import memsync_command
-from bench.sync import ENV, clone, git, make_upstream
+from bench.sync import ENV, clone, make_upstream
+from tests.kit import git
 
 RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "9"))
 WARMUP = 2
