@@ -88,7 +88,7 @@ def b2(base: Path) -> dict[str, Any]:
         ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "current")))
         theirs.append(timed(lambda: git(raw, "fetch", "-q", "origin")))
     cli = _cli_ms(base, root, state)
-    return _row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x", cli_ms=cli)
+    return row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x", cli_ms=cli)
 
 
 def b3(base: Path, files: int) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def b3(base: Path, files: int) -> dict[str, Any]:
             )
         )
     target = "<= 1.5x" if files >= 10_000 else "<= 2.5x"
-    return _row(
+    return row(
         f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours, theirs, target
     )
 
@@ -142,7 +142,7 @@ def _cli_ms(base: Path, root: Path, state: Path) -> float:
     return statistics.median(runs)
 
 
-def _row(
+def row(
     name: str, ours: list[float], theirs: list[float], target: str, **extra: Any
 ) -> dict[str, Any]:
     m, r = statistics.median(ours), statistics.median(theirs)

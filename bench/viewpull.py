@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.views import Hub, publish
+from bench.views import PACKAGE_META, Hub, publish
 from memsync.views.pull import pull_views
 
 PARTS = 30
@@ -44,13 +44,7 @@ def view_files(revision: int) -> dict[str, bytes]:
         files[f"dist/MEMORY_part{part}.md"] = ("\n".join(lines) + "\n").encode()
         memory.append(f"## Part {part} {{F#part{part}}}")
     files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
-    files["view.md"] = b"# Bench\n"
-    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
-    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
-    files["dist/manifest.toml"] = (
-        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
-    )
-    return files
+    return {**files, **PACKAGE_META}
 
 
 def _edits(revision: int, part: int) -> list[int]:

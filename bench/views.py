@@ -39,6 +39,12 @@ from tests.kit import free_port, hub_process, signed_release
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 RUNS = 15
+PACKAGE_META = {  # what every `bench` view package holds besides its memory
+    "view.md": b"# Bench\n",
+    "recipe.toml": b'version = 1\nview_id = "bench"\nkind = "file"\n',
+    "rightmemory-shared-view.toml": b'version = 2\nview_id = "bench"\nkind = "file"\n',
+    "dist/manifest.toml": b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n',
+}
 CORES = len(os.sched_getaffinity(0))
 
 
@@ -60,13 +66,7 @@ def package_files(revision: int, size: int) -> dict[str, bytes]:
         total += len(body)
         part += 1
     files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
-    files["view.md"] = b"# Bench\n"
-    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
-    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
-    files["dist/manifest.toml"] = (
-        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
-    )
-    return files
+    return {**files, **PACKAGE_META}
 
 
 def publish(static: Path, revision: int, files: dict[str, bytes]) -> Path:

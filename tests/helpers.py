@@ -45,6 +45,16 @@ def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
+def stage(root: Path, files: Mapping[str, bytes | str | None], *, force_add: bool = True) -> None:
+    """Write `files` into `root` (None removes one) and stage exactly them."""
+    write(root, files)
+    for rel, data in files.items():
+        if data is None:
+            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        else:
+            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+
+
 def commit(
     root: Path,
     files: Mapping[str, bytes | str | None],
@@ -52,12 +62,7 @@ def commit(
     *,
     force_add: bool = True,
 ) -> str:
-    write(root, files)
-    for rel, data in files.items():
-        if data is None:
-            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
-        else:
-            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+    stage(root, files, force_add=force_add)
     git(root, "commit", "-q", "-m", message)
     return git(root, "rev-parse", "HEAD")
 
