@@ -23,6 +23,7 @@ import tempfile
 import time
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,24 @@ class Hub:
         shutil.rmtree(scratch)
         return elapsed
 
+    def pull_new(
+        self,
+        base: Path,
+        static: Path,
+        revision: int,
+        files: dict[str, bytes],
+        pull: Callable[[], str],
+    ) -> tuple[float, float]:
+        """Publish and upload revision `revision` of `files`, then time `pull` (which must
+        answer `pulled`) and the raw download and extraction: (ms, raw ms)."""
+        self.upload(publish(static, revision, files))
+        started = time.perf_counter()
+        status = pull()
+        mine = (time.perf_counter() - started) * 1000
+        if status != "pulled":
+            raise RuntimeError(f"pull of revision {revision}: {status}")
+        return mine, self.raw_pull(base, base / f"raw-{revision}")
+
     def stop(self) -> None:
         """SIGTERM, then as long as the hub's own grace for its workers, then SIGKILL."""
         self._served.close()
@@ -280,13 +299,10 @@ def b5(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
     fulls, raws = [], []
     view_dir = static / "v1" / "views" / "bench"
     for revision in range(2, 7):
-        hub.upload(publish(static, revision, package_files(revision, 5 * 1024 * 1024)))
-        started = time.perf_counter()
-        status = pull()
-        fulls.append((time.perf_counter() - started) * 1000)
-        if status != "pulled":
-            raise RuntimeError(f"pull of revision {revision}: {status}")
-        raws.append(hub.raw_pull(base, base / f"raw-{revision}"))
+        files = package_files(revision, 5 * 1024 * 1024)
+        mine, raw = hub.pull_new(base, static, revision, files, pull)
+        fulls.append(mine)
+        raws.append(raw)
     size = (view_dir / "package").stat().st_size
     rows.append(
         {
