@@ -26,32 +26,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+from tests.kit import GIT_ENV, free_port, git, hub_process, wait_for
+
+ENV = {**os.environ, **GIT_ENV}
 COMMITS = 50
 POLLED = 15
 IDLE = 60.0
 FRESH_FILES = 10_000
 FRESH_IDLE = 30.0
 FRESH_COUNT = 10.0  # seconds of git calls counted (a second run)
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=ENV, capture_output=True, check=True)
-    return done.stdout.decode().strip()
 
 
 def memsync(*args: str, env: dict[str, str] | None = None) -> str:
@@ -65,54 +53,12 @@ def memsync(*args: str, env: dict[str, str] | None = None) -> str:
     return done.stdout.strip()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.005)
-
-
 @contextmanager
 def hub(base: Path) -> Iterator[tuple[str, Path]]:
     data = base / "hub"
     memsync("hub", "init", str(data))
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memsync",
-            "hub",
-            "serve",
-            "--data",
-            str(data),
-            "--listen",
-            url.removeprefix("http://"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(f"{url}/v1/health", timeout=1).read()
-        except OSError:
-            return False
-        return True
-
-    try:
-        wait(up, 20, "the hub")
-        yield url, data
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with hub_process(data) as served:
+        yield served.url, data
 
 
 def token(data: Path, scope: str) -> str:
@@ -186,7 +132,7 @@ def propagation(base: Path, *, events: bool) -> list[float]:
         with daemon(base / "d-alice", configs["alice"]), daemon(base / "d-bob", configs["bob"]):
             if events:
                 for n in roots:
-                    wait(
+                    wait_for(
                         lambda n=n: (
                             "following hub events" in (base / f"d-{n}" / "daemon.log").read_text()
                         ),
@@ -199,7 +145,12 @@ def propagation(base: Path, *, events: bool) -> list[float]:
                 git(roots["alice"], "add", "-f", f"MEMORY_b{i}.md")
                 git(roots["alice"], "commit", "-q", "-m", f"bench {i}")
                 made, started = git(roots["alice"], "rev-parse", "HEAD"), time.monotonic()
-                wait(lambda m=made: git(roots["bob"], "rev-parse", "HEAD") == m, 30, "bob")
+                wait_for(
+                    lambda m=made: git(roots["bob"], "rev-parse", "HEAD") == m,
+                    30,
+                    "bob",
+                    interval=0.005,
+                )
                 times.append(time.monotonic() - started)
             return times
 
@@ -322,7 +273,7 @@ def many_roots(base: Path, count: int = MANY) -> dict[str, float]:
         # At rest: after every root's start-up cycle and its first poll (both run a full
         # `git status`; later polls of a quiet watched root are the fetch alone).
         log = base / "d" / "daemon.log"
-        wait(
+        wait_for(
             lambda: len(set(re.findall(r" root (root\d+): ", log.read_text()))) >= count,
             300,
             "cycles",

@@ -25,15 +25,15 @@ import contextlib
 import os
 import resource
 import select
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from tests.kit import hub_process
 
 CONNECTIONS = 3000
 HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: bench\r\n\r\n"
@@ -43,12 +43,6 @@ HALF_HEADS = (
     b"POST /v1/roots/bench/notify HTTP/1.1\r\nHost: bench\r\nContent-Le",
 )
 UNIT = Path(__file__).resolve().parents[1] / "systemd" / "memsync-hub.service"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _unit_nofile() -> int:
@@ -97,72 +91,46 @@ def _open(conn: socket.socket) -> bool:
     return False
 
 
-def scenario(base: Path, nofile: int) -> dict[str, Any]:  # noqa: PLR0915 (one story)
+def scenario(base: Path, nofile: int) -> dict[str, Any]:
     from memsync.hub.tokens import hub_init
 
     data = base / f"hub-{nofile}"
     hub_init(data)
-    port = _port()
-    log = base / f"hub-{nofile}.log"
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "memsync", "hub", "serve", "--data", str(data)),
-                *("--listen", f"127.0.0.1:{port}"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            preexec_fn=limit,  # noqa: PLW1509 (the bench runs no thread while it forks)
-            start_new_session=True,
-        )
-    conns: list[socket.socket] = []
-    try:
-        deadline = time.monotonic() + 20
-        while _health_ms(port) is None:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"the hub did not come up: {log.read_text()}")
-            time.sleep(0.05)
-        at_rest = [_health_ms(port) or 0.0 for _ in range(50)]
-        fds_at_rest = _fds(_processes(proc.pid))
-        started = time.monotonic()
-        for n in range(CONNECTIONS):
-            conn = socket.socket()
-            conn.settimeout(10)
-            try:
-                conn.connect(("127.0.0.1", port))
-                conn.sendall(HALF_HEADS[n % len(HALF_HEADS)])
-            except OSError:
-                pass  # refused past the cap
-            conn.setblocking(False)
-            conns.append(conn)
-        opened_s = time.monotonic() - started
-        select.select(conns[:1000], [], [], 0.5)  # let the hub settle what it refuses
-        held = sum(_open(conn) for conn in conns)
-        under: list[float | None] = [_health_ms(port) for _ in range(50)]
-        fds_under = _fds(_processes(proc.pid))
-        answered = [ms for ms in under if ms is not None]
-        # until every held connection is closed by the hub (the header timeout)
-        while any(_open(conn) for conn in conns) and time.monotonic() - started < 60:
-            select.select(conns[:1000], [], [], 0.2)
-        closed_s = time.monotonic() - started
-        while _health_ms(port) is None and time.monotonic() - started < 90:
-            time.sleep(0.05)
-        healthy_again_s = time.monotonic() - started
-        fds_after = _fds(_processes(proc.pid))
-    finally:
-        for conn in conns:
-            conn.close()
-        proc.send_signal(signal.SIGTERM)
+    with hub_process(data, nofile=nofile) as hub:
+        port, proc = hub.port, hub.proc
+        conns: list[socket.socket] = []
         try:
-            proc.wait(timeout=30)
+            at_rest = [_health_ms(port) or 0.0 for _ in range(50)]
+            fds_at_rest = _fds(_processes(proc.pid))
+            started = time.monotonic()
+            for n in range(CONNECTIONS):
+                conn = socket.socket()
+                conn.settimeout(10)
+                try:
+                    conn.connect(("127.0.0.1", port))
+                    conn.sendall(HALF_HEADS[n % len(HALF_HEADS)])
+                except OSError:
+                    pass  # refused past the cap
+                conn.setblocking(False)
+                conns.append(conn)
+            opened_s = time.monotonic() - started
+            select.select(conns[:1000], [], [], 0.5)  # let the hub settle what it refuses
+            held = sum(_open(conn) for conn in conns)
+            under: list[float | None] = [_health_ms(port) for _ in range(50)]
+            fds_under = _fds(_processes(proc.pid))
+            answered = [ms for ms in under if ms is not None]
+            # until every held connection is closed by the hub (the header timeout)
+            while any(_open(conn) for conn in conns) and time.monotonic() - started < 60:
+                select.select(conns[:1000], [], [], 0.2)
+            closed_s = time.monotonic() - started
+            while _health_ms(port) is None and time.monotonic() - started < 90:
+                time.sleep(0.05)
+            healthy_again_s = time.monotonic() - started
+            fds_after = _fds(_processes(proc.pid))
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-    lines = log.read_text(errors="replace").splitlines()
+            for conn in conns:
+                conn.close()
+    lines = hub.log()
     return {
         "nofile": nofile,
         "opened_s": opened_s,

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.sync import ENV, git
+from bench.sync import ENV, GITIGNORE, one_commit
+from tests.kit import git
 
 FILES = 20_000
 RUNS = 5
@@ -28,21 +29,19 @@ RUNS = 5
 
 def make_upstream(base: Path, files: int = FILES) -> Path:
     """A bare upstream of `files` small insight logs and the two root documents, packed."""
-    upstream = base / "big.git"
-    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
-    stream = bytearray(b"commit refs/heads/main\ncommitter Bench <b@e> 0 +0000\ndata 4\nbase\n")
-
-    def add(path: str, data: bytes) -> None:
-        stream.extend(
-            b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data + b"\n"
-        )
-
-    add("MEMORY.md", b"# User Context\n\nfact\n\n# Cross-Session Agent Behavior\n\nlesson\n")
-    add("PURSUITS.md", b"# Pursuits\n\n## Focus\n")
-    add(".gitignore", b"*\n!MEMORY*.md\n!PURSUITS.md\n!.gitignore\n")
-    for i in range(files):
-        add(f"insight_logs/2026-01-01-{i:06d}.md", f"# log {i}\n{'x' * (i % 300)}\n".encode())
-    git(upstream, "fast-import", "--quiet", stdin=bytes(stream))
+    upstream = one_commit(
+        base,
+        "big.git",
+        [
+            ("MEMORY.md", b"# User Context\n\nfact\n\n# Cross-Session Agent Behavior\n\nlesson\n"),
+            ("PURSUITS.md", b"# Pursuits\n\n## Focus\n"),
+            (".gitignore", GITIGNORE),
+            *(
+                (f"insight_logs/2026-01-01-{i:06d}.md", f"# log {i}\n{'x' * (i % 300)}\n".encode())
+                for i in range(files)
+            ),
+        ],
+    )
     git(upstream, "gc", "-q")
     return upstream
 

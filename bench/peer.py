@@ -13,7 +13,6 @@ daemon pays. Every row is a whole process, wall clock, median of RUNS:
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.startup import memsync_command
-from bench.sync import ENV, clone, git, make_upstream
+from bench.sync import ENV, clone, make_upstream, row
+from tests.kit import git
 
 RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "9"))
 WARMUP = 2
@@ -59,15 +59,7 @@ def _run(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> N
 
 
 def _row(name: str, ours: list[float], theirs: list[float], target: float) -> dict[str, Any]:
-    m, r = statistics.median(ours), statistics.median(theirs)
-    return {
-        "name": name,
-        "memsync_ms": m,
-        "raw_ms": r,
-        "ratio": m / r,
-        "target": f"<= {target:g}x",
-        "runs": len(ours),
-    }
+    return row(name, ours, theirs, f"<= {target:g}x")
 
 
 def _config(base: Path, root: Path) -> Path:

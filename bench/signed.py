@@ -34,11 +34,12 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from bench.sync import clone, git, make_upstream, settings
+from bench.sync import clone, make_upstream, settings
 from memsync.config.model import AdmissionSettings
 from memsync.roots.admission import SignedAdmission
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.transports.git import Git
+from tests.kit import git
 
 RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "3"))
 SIZES = (1_000, 10_000)
@@ -93,11 +94,11 @@ def signed_history(upstream: Path, signer: Signer, count: int) -> tuple[str, str
     Returns (base, tip)."""
     base = git(upstream, "rev-parse", "main")
     listing = git(upstream, "ls-tree", "main")
-    blob = git(upstream, "hash-object", "-w", "--stdin", stdin=b"# Bench\n\nsigned fact\n")
+    blob = git(upstream, "hash-object", "-w", "--stdin", input=b"# Bench\n\nsigned fact\n")
     extra = f"100644 blob {blob}\tMEMORY_bench.md\n"
     trees = [
-        git(upstream, "mktree", stdin=(listing + "\n").encode()),
-        git(upstream, "mktree", stdin=(listing + "\n" + extra).encode()),
+        git(upstream, "mktree", input=(listing + "\n").encode()),
+        git(upstream, "mktree", input=(listing + "\n" + extra).encode()),
     ]
     objects = upstream / "objects"
     parent = base

@@ -21,18 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from memsync.daemon.client import DaemonUnavailable, call
+from tests.kit import GIT_ENV
 
 RUNS = 30
 WARMUP = 3
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+ENV = {**os.environ, **GIT_ENV}
 
 
 def memsync_command() -> list[str]:

@@ -19,48 +19,46 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memsync.config.model import RootSettings, default_root
+from memsync.config.model import RootSettings
 from memsync.roots.cycle import SyncOptions, sync_root
+from tests.kit import GIT_ENV, git, settings_for
 
 RUNS = 15
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
+ENV = {**os.environ, **GIT_ENV}
+GITIGNORE = b"*\n!MEMORY*.md\n!PURSUITS.md\n!.gitignore\n"
 
 
-def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=ENV, input=stdin, capture_output=True, check=True
-    )
-    return done.stdout.decode().strip()
+def one_commit(base: Path, name: str, files: Iterable[tuple[str, bytes]]) -> Path:
+    """A bare upstream `base/name` whose `main` is one commit holding `files` (fast-import)."""
+    upstream = base / name
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
+    stream = bytearray(b"commit refs/heads/main\ncommitter Bench <b@e> 0 +0000\ndata 4\nbase\n")
+    for path, data in files:
+        stream += b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data + b"\n"
+    git(upstream, "fast-import", "--quiet", input=bytes(stream))
+    return upstream
 
 
 def make_upstream(base: Path, files: int) -> Path:
     """A bare upstream whose one commit holds MEMORY.md, PURSUITS.md and `files` detail files."""
-    upstream = base / "team.git"
-    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))
-    stream = bytearray(b"commit refs/heads/main\ncommitter Bench <b@e> 0 +0000\ndata 4\nbase\n")
-
-    def add(path: str, data: bytes) -> None:
-        stream.extend(
-            b"M 100644 inline " + path.encode() + b"\ndata %d\n" % len(data) + data + b"\n"
-        )
-
-    add("MEMORY.md", b"# User Context\n")
-    add("PURSUITS.md", b"# Pursuits\n\n## Focus\n")
-    add(".gitignore", b"*\n!MEMORY*.md\n!PURSUITS.md\n!.gitignore\n")
-    for i in range(files - 3):
-        add(f"MEMORY_note{i:05d}.md", f"# Note {i}\n\nsome remembered fact {i}\n".encode())
-    git(upstream, "fast-import", "--quiet", stdin=bytes(stream))
-    return upstream
+    return one_commit(
+        base,
+        "team.git",
+        [
+            ("MEMORY.md", b"# User Context\n"),
+            ("PURSUITS.md", b"# Pursuits\n\n## Focus\n"),
+            (".gitignore", GITIGNORE),
+            *(
+                (f"MEMORY_note{i:05d}.md", f"# Note {i}\n\nsome remembered fact {i}\n".encode())
+                for i in range(files - 3)
+            ),
+        ],
+    )
 
 
 def clone(upstream: Path, path: Path) -> Path:
@@ -69,7 +67,7 @@ def clone(upstream: Path, path: Path) -> Path:
 
 
 def settings(path: Path) -> RootSettings:
-    return default_root("bench", path, watch=False)
+    return settings_for("bench", path, timeout=timedelta(seconds=120))
 
 
 def timed(fn: Any) -> float:
@@ -90,7 +88,7 @@ def b2(base: Path) -> dict[str, Any]:
         ours.append(timed(lambda: _expect(sync_root(cfg, state, SyncOptions()), "current")))
         theirs.append(timed(lambda: git(raw, "fetch", "-q", "origin")))
     cli = _cli_ms(base, root, state)
-    return _row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x", cli_ms=cli)
+    return row("B2 sync-now, nothing to do (vs git fetch)", ours, theirs, "<= 1.5x", cli_ms=cli)
 
 
 def b3(base: Path, files: int) -> dict[str, Any]:
@@ -116,7 +114,7 @@ def b3(base: Path, files: int) -> dict[str, Any]:
             )
         )
     target = "<= 1.5x" if files >= 10_000 else "<= 2.5x"
-    return _row(
+    return row(
         f"B3 one incoming commit, {files} files (vs fetch+merge --ff-only)", ours, theirs, target
     )
 
@@ -144,7 +142,7 @@ def _cli_ms(base: Path, root: Path, state: Path) -> float:
     return statistics.median(runs)
 
 
-def _row(
+def row(
     name: str, ours: list[float], theirs: list[float], target: str, **extra: Any
 ) -> dict[str, Any]:
     m, r = statistics.median(ours), statistics.median(theirs)

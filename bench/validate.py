@@ -36,6 +36,7 @@ from memsync.validators.cache import ParseCache
 from memsync.validators.gate import validate_tree
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.rightmemory import default_graph_validator
+from tests.kit import git
 
 GROUPS_PER_FILE = 10
 NODES_PER_GROUP = 9
@@ -93,45 +94,30 @@ def _median_ms(fn: Any, path: Path, runs: int) -> float:
     return statistics.median(times)
 
 
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-}
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, env=_GIT_ENV, check=True, capture_output=True)
-
-
 def warm_rows(tmp: Path, runs: int = 7) -> list[dict[str, Any]]:
     """One changed file of a 100k-item root, re-validated with a warm parse cache."""
     root = tmp / "warm"
     made = make_root(root, 100_000)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "base")
-    git = Git(root)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    box = Git(root)
     cache = ParseCache()
     graph = default_graph_validator(cache=cache)
-    graph.validate(git.tree_view("HEAD"))  # fill the cache
+    graph.validate(box.tree_view("HEAD"))  # fill the cache
     mine, gate, raw = [], [], []
     for run in range(runs):
         changed = root / f"MEMORY_topic-{run * 37 % 100}.md"
         with changed.open("a", encoding="utf-8") as out:
             out.write(f"\n- `edit-{run}` a fact learned in run {run} → [dep:area-0]\n")
-        _git(root, "commit", "-q", "-a", "-m", f"edit {run}")
-        tree = git.tree_view("HEAD")
+        git(root, "commit", "-q", "-a", "-m", f"edit {run}")
+        tree = box.tree_view("HEAD")
         started = time.perf_counter()
         report = graph.validate(tree)
         mine.append((time.perf_counter() - started) * 1000)
         if not report.ok:
             raise RuntimeError(f"edited root invalid: {report.problems[:3]}")
-        tree = git.tree_view("HEAD")
+        tree = box.tree_view("HEAD")
         started = time.perf_counter()
         validate_tree(tree, SyncPolicy(), graph, content_paths=[changed.name])
         gate.append((time.perf_counter() - started) * 1000)

@@ -14,26 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import random
-import shutil
 import statistics
-import subprocess
 import tempfile
 import time
-import zipfile
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.views import KEY, Hub
-from memsync import timefmt
-from memsync.config.model import HttpSourceSettings, ViewSettings
-from memsync.roots.create import init_root
-from memsync.secrets import SecretRef
-from memsync.views.archive import write_zip
-from memsync.views.keys import public_key_text
-from memsync.views.manifest import build_signed, sign_manifest
+from bench.views import PACKAGE_META, Hub, publish
 from memsync.views.pull import pull_views
 
 PARTS = 30
@@ -56,87 +44,19 @@ def view_files(revision: int) -> dict[str, bytes]:
         files[f"dist/MEMORY_part{part}.md"] = ("\n".join(lines) + "\n").encode()
         memory.append(f"## Part {part} {{F#part{part}}}")
     files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
-    files["view.md"] = b"# Bench\n"
-    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
-    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
-    files["dist/manifest.toml"] = (
-        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
-    )
-    return files
+    return {**files, **PACKAGE_META}
 
 
 def _edits(revision: int, part: int) -> list[int]:
     return [r for r in range(2, revision + 1) if r % PARTS == part]
 
 
-def publish(static: Path, revision: int) -> Path:
-    """Sign revision `revision` into `static/v1/views/bench/` as bench/views.py lays it."""
-    files = view_files(revision)
-    archive = write_zip(files)
-    now = timefmt.now()
-    signed = build_signed(
-        "bench",
-        revision,
-        len(archive),
-        hashlib.sha256(archive).hexdigest(),
-        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
-        published_at=now,
-        expires=now + timedelta(days=1),
-    )
-    target = static / "v1" / "views" / "bench"
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "package").write_bytes(archive)
-    (target / "manifest").write_bytes(sign_manifest(signed, [KEY]))
-    return target
-
-
-def _upload(hub: Hub, view_dir: Path) -> None:
-    subprocess.run(
-        [
-            "curl",
-            "-s",
-            "-f",
-            "-o",
-            "/dev/null",
-            "-H",
-            f"Authorization: Bearer {hub.token}",
-            "-F",
-            f"manifest=@{view_dir / 'manifest'}",
-            "-F",
-            f"package=@{view_dir / 'package'}",
-            f"{hub.url}/v1/views/bench/revisions",
-        ],
-        check=True,
-    )
-
-
-def _view(base: Path, hub: Hub) -> ViewSettings:
-    root = base / "consumer"
-    init_root(root)
-    os.environ["BENCH_TOKEN"] = hub.token
-    return ViewSettings(
-        name="bench",
-        root="consumer",
-        root_path=root,
-        heading="bench",
-        view_id="bench",
-        source=HttpSourceSettings(
-            url=f"{hub.url}/v1/views/bench", token=SecretRef.parse({"env": "BENCH_TOKEN"})
-        ),
-        keys=(public_key_text(KEY),),
-        threshold=1,
-        allow_unsigned=False,
-        refresh=timedelta(minutes=5),
-        max_stale=timedelta(days=7),
-    )
-
-
 def b5_one_file(base: Path) -> list[dict[str, Any]]:
     static = base / "static"
-    publish(static, 1)
+    publish(static, 1, view_files(1))
     hub = Hub(base, static)
     try:
-        view = _view(base, hub)
+        view = hub.view(base)
         state = base / "state"
 
         def pull() -> str:
@@ -148,31 +68,9 @@ def b5_one_file(base: Path) -> list[dict[str, Any]]:
         first = (time.perf_counter() - started) * 1000
         pulls, raws = [], []
         for revision in range(2, 2 + RUNS):
-            _upload(hub, publish(static, revision))
-            started = time.perf_counter()
-            status = pull()
-            pulls.append((time.perf_counter() - started) * 1000)
-            if status != "pulled":
-                raise RuntimeError(f"pull of revision {revision}: {status}")
-            scratch = base / f"raw-{revision}"
-            started = time.perf_counter()
-            subprocess.run(
-                [
-                    "curl",
-                    "-s",
-                    "-f",
-                    "-o",
-                    str(base / "pkg.zip"),
-                    "-H",
-                    f"Authorization: Bearer {hub.token}",
-                    f"{hub.url}/v1/views/bench/package",
-                ],
-                check=True,
-            )
-            with zipfile.ZipFile(base / "pkg.zip") as archive:
-                archive.extractall(scratch)
-            raws.append((time.perf_counter() - started) * 1000)
-            shutil.rmtree(scratch)
+            mine, raw = hub.pull_new(base, static, revision, view_files(revision), pull)
+            pulls.append(mine)
+            raws.append(raw)
     finally:
         hub.stop()
     size = (static / "v1" / "views" / "bench" / "package").stat().st_size / 2**20

@@ -12,18 +12,18 @@ row says it was skipped). wrk runs on the same cores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -34,20 +34,19 @@ from memsync import timefmt
 from memsync.config.model import HttpSourceSettings, ViewSettings
 from memsync.roots.create import init_root
 from memsync.secrets import SecretRef
-from memsync.views.archive import write_zip
 from memsync.views.keys import public_key_text
-from memsync.views.manifest import build_signed, sign_manifest
 from memsync.views.pull import pull_views
+from tests.kit import free_port, hub_process, signed_release
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 RUNS = 15
+PACKAGE_META = {  # what every `bench` view package holds besides its memory
+    "view.md": b"# Bench\n",
+    "recipe.toml": b'version = 1\nview_id = "bench"\nkind = "file"\n',
+    "rightmemory-shared-view.toml": b'version = 2\nview_id = "bench"\nkind = "file"\n',
+    "dist/manifest.toml": b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n',
+}
 CORES = len(os.sched_getaffinity(0))
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def package_files(revision: int, size: int) -> dict[str, bytes]:
@@ -68,37 +67,26 @@ def package_files(revision: int, size: int) -> dict[str, bytes]:
         total += len(body)
         part += 1
     files["dist/MEMORY.md"] = ("\n".join(memory) + "\n").encode()
-    files["view.md"] = b"# Bench\n"
-    files["recipe.toml"] = b'version = 1\nview_id = "bench"\nkind = "file"\n'
-    files["rightmemory-shared-view.toml"] = b'version = 2\nview_id = "bench"\nkind = "file"\n'
-    files["dist/manifest.toml"] = (
-        b'version = 2\nview_id = "bench"\ndocument_kind = "rightmemory-memory"\n'
-    )
-    return files
+    return {**files, **PACKAGE_META}
 
 
-def publish_static(out: Path, revision: int, size: int) -> None:
-    files = package_files(revision, size)
-    archive = write_zip(files)
+def publish(static: Path, revision: int, files: dict[str, bytes]) -> Path:
+    """Sign revision `revision` of `files` into `static/v1/views/bench/` (manifest and
+    package, as `views build --out` lays them out); the directory."""
     now = timefmt.now()
-    signed = build_signed(
-        "bench",
-        revision,
-        len(archive),
-        hashlib.sha256(archive).hexdigest(),
-        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
-        published_at=now,
-        expires=now + timedelta(days=1),
+    manifest, archive = signed_release(
+        "bench", revision, files, KEY, published_at=now, expires=now + timedelta(days=1)
     )
-    target = out / "v1" / "views" / "bench"
+    target = static / "v1" / "views" / "bench"
     target.mkdir(parents=True, exist_ok=True)
     (target / "package").write_bytes(archive)
-    (target / "manifest").write_bytes(sign_manifest(signed, [KEY]))
+    (target / "manifest").write_bytes(manifest)
+    return target
 
 
 class Nginx:
     def __init__(self, root: Path, base: Path) -> None:
-        self.port = _port()
+        self.port = free_port()
         self.conf = base / "nginx.conf"
         # As root, nginx's workers would drop to `nobody`, who cannot read a private
         # temporary directory: keep them as the current user.
@@ -124,6 +112,9 @@ class Nginx:
 
 
 class Hub:
+    """`hub serve` with one worker per core and an admin token, holding the revision in
+    `static` (stored through the hub's own upload path); `stop()` ends it."""
+
     def __init__(self, base: Path, static: Path) -> None:
         from memsync.hub.tokens import hub_init, open_store
 
@@ -132,34 +123,17 @@ class Hub:
         store = open_store(self.data)
         _id, self.token = store.create(["admin"], label="bench", expires=None)
         store.close()
-        # Store the same revision the static server has, through the hub's own upload path.
-        self.port = _port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memsync",
-                "hub",
-                "serve",
-                "--data",
-                str(self.data),
-                "--listen",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                str(CORES),
-            ],
-            stderr=subprocess.DEVNULL,
-        )
+        self._served = contextlib.ExitStack()
+        served = self._served.enter_context(hub_process(self.data, "--workers", str(CORES)))
+        self.url = served.url
         try:
-            self._upload(static)
+            self.upload(static / "v1" / "views" / "bench")
         except BaseException:
             self.stop()
             raise
 
-    def _upload(self, static: Path) -> None:
-        _wait_http(f"{self.url}/v1/health")
-        view = static / "v1" / "views" / "bench"
+    def upload(self, view: Path) -> None:
+        """Upload the revision `publish` wrote into `view`."""
         subprocess.run(
             [
                 "curl",
@@ -178,14 +152,71 @@ class Hub:
             check=True,
         )
 
+    def raw_pull(self, base: Path, scratch: Path) -> float:
+        """Milliseconds `curl` takes to download the package and zipfile to extract it into
+        `scratch` (removed again)."""
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-f",
+                "-o",
+                str(base / "pkg.zip"),
+                "-H",
+                f"Authorization: Bearer {self.token}",
+                f"{self.url}/v1/views/bench/package",
+            ],
+            check=True,
+        )
+        with zipfile.ZipFile(base / "pkg.zip") as archive:
+            archive.extractall(scratch)
+        elapsed = (time.perf_counter() - started) * 1000
+        shutil.rmtree(scratch)
+        return elapsed
+
+    def pull_new(
+        self,
+        base: Path,
+        static: Path,
+        revision: int,
+        files: dict[str, bytes],
+        pull: Callable[[], str],
+    ) -> tuple[float, float]:
+        """Publish and upload revision `revision` of `files`, then time `pull` (which must
+        answer `pulled`) and the raw download and extraction: (ms, raw ms)."""
+        self.upload(publish(static, revision, files))
+        started = time.perf_counter()
+        status = pull()
+        mine = (time.perf_counter() - started) * 1000
+        if status != "pulled":
+            raise RuntimeError(f"pull of revision {revision}: {status}")
+        return mine, self.raw_pull(base, base / f"raw-{revision}")
+
     def stop(self) -> None:
         """SIGTERM, then as long as the hub's own grace for its workers, then SIGKILL."""
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self._served.close()
+
+    def view(self, base: Path) -> ViewSettings:
+        """A consumer root `base/consumer` and a view of this hub's `bench` into it."""
+        root = base / "consumer"
+        init_root(root)
+        os.environ["BENCH_TOKEN"] = self.token
+        return ViewSettings(
+            name="bench",
+            root="consumer",
+            root_path=root,
+            heading="bench",
+            view_id="bench",
+            source=HttpSourceSettings(
+                f"{self.url}/v1/views/bench", token=SecretRef.parse({"env": "BENCH_TOKEN"})
+            ),
+            keys=(public_key_text(KEY),),
+            threshold=1,
+            allow_unsigned=False,
+            refresh=timedelta(minutes=5),
+            max_stale=timedelta(days=7),
+        )
 
 
 def _wait_http(url: str) -> None:
@@ -227,24 +258,7 @@ def _ms(fn: Any, runs: int = RUNS) -> float:
 
 
 def b5(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
-    root = base / "consumer"
-    init_root(root)
-    os.environ["BENCH_TOKEN"] = hub.token
-    view = ViewSettings(
-        name="bench",
-        root="consumer",
-        root_path=root,
-        heading="bench",
-        view_id="bench",
-        source=HttpSourceSettings(
-            f"{hub.url}/v1/views/bench", token=SecretRef.parse({"env": "BENCH_TOKEN"})
-        ),
-        keys=(public_key_text(KEY),),
-        threshold=1,
-        allow_unsigned=False,
-        refresh=timedelta(minutes=5),
-        max_stale=timedelta(days=7),
-    )
+    view = hub.view(base)
     state = base / "state"
 
     def pull() -> str:
@@ -285,48 +299,10 @@ def b5(base: Path, hub: Hub, static: Path) -> list[dict[str, Any]]:
     fulls, raws = [], []
     view_dir = static / "v1" / "views" / "bench"
     for revision in range(2, 7):
-        publish_static(static, revision, 5 * 1024 * 1024)
-        subprocess.run(
-            [
-                "curl",
-                "-s",
-                "-f",
-                "-o",
-                "/dev/null",
-                "-H",
-                f"Authorization: Bearer {hub.token}",
-                "-F",
-                f"manifest=@{view_dir / 'manifest'}",
-                "-F",
-                f"package=@{view_dir / 'package'}",
-                f"{hub.url}/v1/views/bench/revisions",
-            ],
-            check=True,
-        )
-        started = time.perf_counter()
-        status = pull()
-        fulls.append((time.perf_counter() - started) * 1000)
-        if status != "pulled":
-            raise RuntimeError(f"pull of revision {revision}: {status}")
-        scratch = base / f"raw-{revision}"
-        started = time.perf_counter()
-        subprocess.run(
-            [
-                "curl",
-                "-s",
-                "-f",
-                "-o",
-                str(base / "pkg.zip"),
-                "-H",
-                f"Authorization: Bearer {hub.token}",
-                f"{hub.url}/v1/views/bench/package",
-            ],
-            check=True,
-        )
-        with zipfile.ZipFile(base / "pkg.zip") as archive:
-            archive.extractall(scratch)
-        raws.append((time.perf_counter() - started) * 1000)
-        shutil.rmtree(scratch)
+        files = package_files(revision, 5 * 1024 * 1024)
+        mine, raw = hub.pull_new(base, static, revision, files, pull)
+        fulls.append(mine)
+        raws.append(raw)
     size = (view_dir / "package").stat().st_size
     rows.append(
         {
@@ -387,7 +363,7 @@ def run() -> list[dict[str, Any]]:
         base = Path(tmp)
         (base / "nginx" / "tmp").mkdir(parents=True)
         static = base / "static"
-        publish_static(static, 1, 64 * 1024)
+        publish(static, 1, package_files(1, 64 * 1024))
         hub = Hub(base, static)
         try:
             return [*b5(base, hub, static), *b6(base, hub, static)]

@@ -23,7 +23,8 @@ from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from tests import leftovers
-from tests.helpers import git, settings_for
+from tests.helpers import git
+from tests.kit import settings_for
 
 # Property tests run real parsers on shared, noisy machines: no per-example deadline.
 #

@@ -1,4 +1,5 @@
-"""Test helpers: raw git for arranging scenes (never our git box), snapshots, polling."""
+"""Test helpers: commits, snapshots, killing a run mid-role, metrics pages; on the raw git,
+the git environment and the polling of `tests/kit.py` (which bench shares)."""
 
 from __future__ import annotations
 
@@ -9,36 +10,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memsync.config.model import RootSettings, default_root
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test Person",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "Test Person",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-}
-
-
-def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, input=input, capture_output=True, check=False
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.decode()}")
-    return done.stdout.decode("utf-8", "surrogateescape").strip()
+from tests.kit import GIT_ENV, git, wait_for
 
 
 def is_ancestor(cwd: Path, ancestor: str, descendant: str) -> bool:
@@ -66,6 +45,16 @@ def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
         target.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
+def stage(root: Path, files: Mapping[str, bytes | str | None], *, force_add: bool = True) -> None:
+    """Write `files` into `root` (None removes one) and stage exactly them."""
+    write(root, files)
+    for rel, data in files.items():
+        if data is None:
+            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        else:
+            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+
+
 def commit(
     root: Path,
     files: Mapping[str, bytes | str | None],
@@ -73,12 +62,7 @@ def commit(
     *,
     force_add: bool = True,
 ) -> str:
-    write(root, files)
-    for rel, data in files.items():
-        if data is None:
-            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
-        else:
-            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+    stage(root, files, force_add=force_add)
     git(root, "commit", "-q", "-m", message)
     return git(root, "rev-parse", "HEAD")
 
@@ -113,22 +97,6 @@ def snapshot(root: Path) -> Snapshot:
         files=files,
         status=git(root, "status", "--porcelain", "--untracked-files=all"),
     )
-
-
-def settings_for(name: str, path: Path, **overrides: object) -> RootSettings:
-    """`roots: {name: {path: PATH}}` with the schema's defaults, no watcher, a 60s timeout."""
-    values: dict[str, object] = {"watch": False, "timeout": timedelta(seconds=60)}
-    values.update(overrides)
-    return default_root(name, path, **values)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def kill_while_agent_holds(

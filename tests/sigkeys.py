@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers import git, write
+from tests.helpers import git, stage
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,7 @@ def signed_commit(
     root: Path, files: dict[str, bytes | str | None], key: Key | None, message: str = "edit"
 ) -> str:
     """Write, stage and commit `files` in `root`, signed by `key` (None: unsigned)."""
-    write(root, files)
-    for rel, data in files.items():
-        if data is None:
-            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
-        else:
-            git(root, "add", "-f", "--", rel)
+    stage(root, files)
     git(root, *sign_flags(key), "commit", "-q", "--allow-empty", "-m", message)
     return git(root, "rev-parse", "HEAD")
 

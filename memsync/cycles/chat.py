@@ -21,7 +21,8 @@ from yarl import URL
 
 from memsync.config.model import OpenAIRoleSettings
 from memsync.cycles import jsontext
-from memsync.cycles.prompts import AnswerError, Kind, Prompt, Proposal, correction, parse_answer
+from memsync.cycles.answers import AnswerError, Proposal, parse_answer
+from memsync.cycles.promptkit import Kind, Prompt, correction
 from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord, Scrub, ms_since
 from memsync.errors import InternalError, SecretError
 from memsync.redaction import redact

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from memsync.config.model import CommandRoleSettings
-from memsync.cycles.prompts import Prompt
+from memsync.cycles.promptkit import Prompt
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runrecord import (
     ExecutorFailed,

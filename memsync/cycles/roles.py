@@ -1,5 +1,6 @@
 """Roles in a turn: an agent CLI (`command`) or an OpenAI-compatible endpoint (`openai`),
-on the executors of `executors.py` and the prompts of `prompts.py` (CONTRACT §7).
+on the executors of `command.py` and `chat.py` and the prompts of `insightprompt.py` and
+`pruneprompt.py` (CONTRACT §7).
 
 With `openai` the model only proposes and code applies: an insight log written and
 committed as `insight: <title>`, or prune removals made with the graph editor (the items

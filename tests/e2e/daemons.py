@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memsync.wire import StatusReport
 from tests.e2e.test_cli import memsync
-from tests.helpers import GIT_ENV
+from tests.kit import GIT_ENV
 
 
 @dataclass

@@ -17,9 +17,10 @@ import pytest
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import BADID_BYTES, free_port, hostile_hub, running_hub
+from tests.e2e.hubs import BADID_BYTES, hostile_hub, running_hub
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, wait_for
+from tests.kit import free_port
 
 
 @pytest.fixture

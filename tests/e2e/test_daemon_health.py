@@ -27,9 +27,9 @@ from memsync.daemon.app import Daemon as DaemonApp
 from memsync.daemon.client import call
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port
 from tests.e2e.test_cli import memsync
 from tests.helpers import git, wait_for
+from tests.kit import free_port
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from aiohttp import web
 
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port
 from tests.e2e.test_daemon_logs import cycles, lines
 from tests.helpers import commit, git, wait_for
+from tests.kit import free_port
 
 TOKEN = "hook-token-0123456789abcdef"
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port
 from tests.helpers import commit, git, wait_for
+from tests.kit import free_port
 
 
 @pytest.fixture

@@ -24,10 +24,10 @@ import aiohttp
 import pytest
 
 from memsync.hub.tokens import hub_init, open_store
-from tests.e2e.hubs import HubProcess, hub_process
 from tests.e2e.test_hub_workers import WORKERS, children, held, publish, tcp_inodes
 from tests.helpers import metric, wait_for
 from tests.integration.test_hub import bearer, build
+from tests.kit import HubProcess, hub_process
 
 # A request head cut short three ways: nothing at all, the start of a request the fast lane
 # reads itself, the start of one it hands to aiohttp.

@@ -27,9 +27,9 @@ import aiohttp
 import pytest
 
 from memsync.hub.tokens import hub_init
-from tests.e2e.hubs import free_port
 from tests.helpers import wait_for
 from tests.integration.test_hub import Stream, bearer, build, etag
+from tests.kit import free_port
 
 WORKERS = 2
 ESTABLISHED, LISTEN = "01", "0A"

@@ -18,7 +18,6 @@ from memsync import __version__
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, write_config
-from tests.e2e.hubs import free_port
 from tests.e2e.test_cli import memsync
 from tests.e2e.test_daemon_events import (
     consume_auth,
@@ -32,6 +31,7 @@ from tests.e2e.test_hub_workers import Hub, connections, spread
 from tests.e2e.test_hub_workers import hub as workers_hub
 from tests.helpers import commit, git, metric, metric_samples, promtool_check, wait_for
 from tests.integration.test_hub import bearer, build
+from tests.kit import free_port
 
 __all__ = ["hub", "start", "workers_hub"]  # fixtures pytest finds here by name
 

@@ -19,9 +19,9 @@ from memsync.wire import StatusReport, SyncReport
 from memsync.wire.pause import PauseReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.hubs import free_port
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, wait_for
+from tests.kit import free_port
 
 
 @pytest.fixture

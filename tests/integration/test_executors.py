@@ -16,28 +16,12 @@ from types import MappingProxyType
 import pytest
 
 from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
-from memsync.cycles.executors import (
-    BASE_ENV,
-    OUTPUT_CAP,
-    Answer,
-    ExecutorFailed,
-    FailureKind,
-    RunRecord,
-    ask_openai,
-    ask_openai_blocking,
-    run_command,
-    uncommitted_changes,
-)
-from memsync.cycles.prompts import (
-    InsightInputs,
-    InsightNoop,
-    InsightWrite,
-    Kind,
-    Prompt,
-    PruneCheckpoint,
-    PruneRemove,
-    insight_prompt,
-)
+from memsync.cycles.answers import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
+from memsync.cycles.chat import Answer, ask_openai, ask_openai_blocking
+from memsync.cycles.command import BASE_ENV, OUTPUT_CAP, run_command, uncommitted_changes
+from memsync.cycles.insightprompt import InsightInputs, insight_prompt
+from memsync.cycles.promptkit import Kind, Prompt
+from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord
 from memsync.errors import InternalError
 from memsync.roots.create import init_root
 from memsync.secrets import SecretRef

@@ -43,7 +43,8 @@ from memsync.transports.repoconfig import repo_config_problems
 from memsync.wire import SyncReport
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import commit, git, settings_for, wait_for
+from tests.helpers import commit, git, wait_for
+from tests.kit import settings_for
 
 USER = "memsync-bot"
 REAL_SSH = shutil.which("ssh") or "ssh"

@@ -27,7 +27,8 @@ from memsync.transports.credentials import GitCredentials
 from memsync.wire.cli import DoctorReport
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_cli import memsync
-from tests.helpers import commit, git, settings_for, wait_for
+from tests.helpers import commit, git, wait_for
+from tests.kit import settings_for
 
 SSHD = shutil.which("sshd", path=f"/usr/sbin:/usr/local/sbin:{os.environ.get('PATH', '')}")
 

@@ -34,9 +34,8 @@ from memsync.hub.app import hub_runner, hub_site, make_app
 from memsync.hub.fastlane import LANES, parse_head
 from memsync.hub.revisions import MAX_JUMP
 from memsync.hub.tokens import DB_NAME, TokenStore, hub_init
-from memsync.views.archive import write_zip
-from memsync.views.manifest import build_signed, sign_manifest
 from memsync.wire.hub import ErrorBody, PublishResult, ViewList
+from tests.kit import signed_release
 
 KEY = Ed25519PrivateKey.generate()
 
@@ -66,18 +65,15 @@ def build(
 ) -> tuple[bytes, bytes]:
     """(manifest bytes, package bytes), signed as a provider would."""
     files = files if files is not None else package_files(view_id, note)
-    package = write_zip(files)
     now = datetime.now(UTC).replace(microsecond=0)
-    signed = build_signed(
+    return signed_release(
         view_id,
         revision,
-        len(package),
-        hashlib.sha256(package).hexdigest(),
-        {path: hashlib.sha256(data).hexdigest() for path, data in files.items()},
+        files,
+        KEY,
         published_at=now + min(expires, timedelta(0)) - timedelta(days=1),
         expires=now + expires,
     )
-    return sign_manifest(signed, [KEY]), package
 
 
 def etag(data: bytes) -> str:

@@ -23,7 +23,8 @@ from memsync.validators.gate import validate_tree
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.rightmemory import default_graph_validator
 from tests.conftest import PROCESS_EXAMPLES
-from tests.helpers import commit, git, is_ancestor, settings_for
+from tests.helpers import commit, git, is_ancestor
+from tests.kit import settings_for
 
 MEMBERS = ("alice", "bob")
 

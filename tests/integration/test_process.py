@@ -18,7 +18,8 @@ from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.transports.git import Git
 from memsync.transports.process import PIPE_GRACE, Deadline, run_process
 from tests.conftest import Team
-from tests.helpers import commit, settings_for, wait_for
+from tests.helpers import commit, wait_for
+from tests.kit import settings_for
 
 
 def _gone(pattern: str) -> bool:

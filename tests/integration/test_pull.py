@@ -23,10 +23,10 @@ from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSett
 from memsync.roots.create import init_root
 from memsync.views.archive import ArchiveLimits, write_zip
 from memsync.views.keys import public_key_text
-from memsync.views.manifest import build_signed, sign_manifest
 from memsync.views.pull import ViewResult, pull_views
 from tests.flaky_server import Fault, FlakyState, serve
 from tests.helpers import git
+from tests.kit import signed_release
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(2, 34)))
@@ -55,18 +55,16 @@ def release(
     package: bytes | None = None,
 ) -> tuple[bytes, bytes]:
     files = package_files(body, view_id)
-    archive = write_zip(files)
     now = timefmt.now()
-    signed = build_signed(
+    manifest, archive = signed_release(
         view_id,
         revision,
-        len(archive),
-        hashlib.sha256(archive).hexdigest(),
-        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        files,
+        key,
         published_at=now - timedelta(minutes=1),
         expires=now + expires,
     )
-    return sign_manifest(signed, [key]), package if package is not None else archive
+    return manifest, package if package is not None else archive
 
 
 def settings(root: Path, url: str, **over: object) -> ViewSettings:
@@ -294,16 +292,15 @@ async def test_a_re_signed_manifest_at_the_same_revision_is_kept_for_304s(
         files = package_files("same")
         archive = state.package
         now = timefmt.now()
-        signed = build_signed(
+        state.manifest, _same = signed_release(  # same revision and package, renewed
             "auth",
             1,
-            len(archive),
-            hashlib.sha256(archive).hexdigest(),
-            {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+            files,
+            KEY,
             published_at=now,
             expires=now + timedelta(days=30),
+            archive=archive,
         )
-        state.manifest = sign_manifest(signed, [KEY])  # same revision and package, renewed
         assert (await pull_views([view], tmp_path / "state"))[0].status == "current"
         later = now + timedelta(hours=2)
         [result] = await pull_views([view], tmp_path / "state", now=later)
@@ -320,17 +317,16 @@ async def test_a_file_over_the_views_cap_is_too_large_until_the_view_allows_it(
     files["dist/MEMORY.md"] = b"# Auth {#auth}\n\n" + big + "\n\n- `login` tokens → []\n".encode()
     archive = write_zip(files, ArchiveLimits(max_file=4 * 1024 * 1024))
     now = timefmt.now()
-    signed = build_signed(
+    state = FlakyState()
+    state.manifest, state.package = signed_release(
         "auth",
         1,
-        len(archive),
-        hashlib.sha256(archive).hexdigest(),
-        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        files,
+        KEY,
         published_at=now - timedelta(minutes=1),
         expires=now + timedelta(days=1),
+        archive=archive,
     )
-    state = FlakyState()
-    state.manifest, state.package = sign_manifest(signed, [KEY]), archive
     async with serve(state) as server:
         view = settings(root, server.url)
         [refused] = await pull_views([view], tmp_path / "state")

@@ -30,10 +30,11 @@ from memsync.views.consumer import check_package
 from memsync.views.dirsource import DirSource
 from memsync.views.gitsource import GitSource
 from memsync.views.httpsource import HttpSource
-from memsync.views.manifest import MAX_MANIFEST_BYTES, build_signed, parse_manifest, sign_manifest
+from memsync.views.manifest import MAX_MANIFEST_BYTES, parse_manifest
 from memsync.views.source import ErrorKind, SourceError, ViewSource
 from tests.flaky_server import Fault, FlakyServer, serve
 from tests.helpers import git
+from tests.kit import signed_release
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 LIMITS = ArchiveLimits(max_entries=16, max_total=64 * 1024, max_file=64 * 1024)
@@ -53,18 +54,16 @@ def package_files(body: str) -> dict[str, bytes]:
 
 
 def signed_manifest(revision: int, files: Mapping[str, bytes]) -> bytes:
-    archive = write_zip(files)
     now = timefmt.now()
-    signed = build_signed(
+    manifest, _package = signed_release(
         "auth",
         revision,
-        len(archive),
-        hashlib.sha256(archive).hexdigest(),
-        {p: hashlib.sha256(b).hexdigest() for p, b in files.items()},
+        files,
+        KEY,
         published_at=now - timedelta(minutes=1),
         expires=now + timedelta(days=7),
     )
-    return sign_manifest(signed, [KEY])
+    return manifest
 
 
 def noise(size: int) -> bytes:

@@ -11,24 +11,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.cycles.executors import (
-    BASE_ENV,
-    ExecutorFailed,
-    FailureKind,
-    RunRecord,
-    command_argv,
-    role_env,
-)
-from memsync.cycles.prompts import (
+from memsync.cycles.answers import (
     TITLE_MAX,
     AnswerError,
     InsightNoop,
     InsightWrite,
-    Kind,
     PruneCheckpoint,
     PruneRemove,
     parse_answer,
 )
+from memsync.cycles.command import BASE_ENV, command_argv, role_env
+from memsync.cycles.promptkit import Kind
+from memsync.cycles.runrecord import ExecutorFailed, FailureKind, RunRecord
 
 
 def problem(kind: Kind, text: str, known: set[str] | None = None) -> str:

@@ -7,14 +7,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.cycles.prompts import (
-    SECTION_BUDGET,
-    InsightInputs,
-    PruneInputs,
-    correction,
-    insight_prompt,
-    prune_prompt,
-)
+from memsync.cycles.insightprompt import InsightInputs, insight_prompt
+from memsync.cycles.promptkit import SECTION_BUDGET, correction
+from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
 from memsync.validators.corrections import COLLECTION_PATHS
 
 INSIGHT = InsightInputs(

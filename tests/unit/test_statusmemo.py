@@ -3,8 +3,6 @@ vouches, heard nothing since, and every file git reads besides the work tree is 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from hypothesis import given
@@ -13,7 +11,7 @@ from hypothesis import strategies as st
 from memsync.config.schema import Sync
 from memsync.roots.statusmemo import MAX_AGE, Marks, Seen, branch_ref, marks, may_reuse
 from memsync.transports.gitparse import WorkState
-from tests.helpers import GIT_ENV
+from tests.kit import git
 
 STATE = WorkState("main", "a" * 40, "origin/main", 0, 0, ())
 stamps = st.one_of(st.none(), st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)))
@@ -45,10 +43,6 @@ def test_nothing_remembered_is_never_reused(
     watch: object, ref: str | None, now: tuple[object, ...]
 ) -> None:
     assert not may_reuse(None, Marks(watch, ref, now), 0.0)  # type: ignore[arg-type]
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, check=True)
 
 
 def test_marks_change_with_every_file_git_reads_besides_the_work_tree(tmp_path: Path) -> None:
