@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, hostile, join, peer, startup, sync, validate, viewpull, views
+from bench import coldjoin, daemon, hostile, join, peer, startup, sync, validate, viewpull, views
 
 SUITES = {
     "b1": validate.run,
@@ -20,6 +20,7 @@ SUITES = {
     "hostile": hostile.run,
     "join": join.run,
     "peer": peer.run,
+    "coldjoin": coldjoin.run,
 }
 
 

@@ -285,9 +285,16 @@ def sync_now(
     )
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
+        from memsync.validators.cache import STATE_CACHE_DIR, open_records  # noqa: PLC0415
+        from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
+
+        # The lineage record of each root's last validated tree: a fresh process joins only
+        # the files that changed since (a cache: damaged or foreign records are ignored).
+        cache = open_records(settings.state_dir / STATE_CACHE_DIR)
+        graph = default_graph_validator(cache=cache)
         with for_terminal(as_json) as progress:
             shown = replace(options, progress=progress)
-            results = [sync_root(r, settings.state_dir, shown) for r in chosen]
+            results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
     if as_json:
         from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
 

@@ -9,7 +9,9 @@ summary cached, the file's bytes are not read at all.
 `ParseCache` is a bounded in-memory LRU that is safe to share between threads; the daemon
 keeps the module's `default_cache()` for its lifetime. `open_persistent(directory)` adds a
 store on disk under it for CLI runs (`cachestore.py`: SQLite, no pickle, bounded, safe to
-delete at any time, entries checked and ignored when corrupt or foreign).
+delete at any time, entries checked and ignored when corrupt or foreign), and the lineage
+records of the trees validated (`lineagestore.py`), so that a fresh process joins only the
+files that changed since the tree it follows; `open_records(directory)` adds only those.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from memsync.validators.tree import TreeView
 if TYPE_CHECKING:
     from memsync.validators.graphmodel import Profile
     from memsync.validators.lineage import Lineage
+    from memsync.validators.lineagestore import LineageStore
     from memsync.validators.problems import Problem
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -109,13 +112,16 @@ class ParseCache:
         *,
         store: PersistentStore | None = None,
         memory: _Memory | None = None,
+        records: LineageStore | None = None,
     ) -> None:
         self.memory = memory or _Memory(max_bytes)
         self.store = store
+        self.records = records  # lineage records on disk, for a fresh process
         self.hits = 0
         self.misses = 0
         self.joins = 0  # full cross-file passes
         self.steps = 0  # incremental ones (a kept lineage advanced)
+        self.restores = 0  # incremental ones from a lineage record read from disk
 
     def take_lineages(self, profile: Profile) -> list[Lineage]:
         """The kept lineages of `profile`, most recent first, taken out of the cache so that
@@ -167,9 +173,11 @@ class ParseCache:
     def clear(self) -> None:
         self.memory.clear()
 
-    def backed_by(self, store: PersistentStore | None) -> ParseCache:
-        """A cache sharing this one's memory, over `store`."""
-        return ParseCache(store=store, memory=self.memory)
+    def backed_by(
+        self, store: PersistentStore | None, records: LineageStore | None = None
+    ) -> ParseCache:
+        """A cache sharing this one's memory, over `store` (and lineage `records`)."""
+        return ParseCache(store=store, memory=self.memory, records=records)
 
     def session(self) -> CachedSummaries:
         """A summary source for one validation; call `close()` when it is done."""
@@ -275,6 +283,20 @@ def default_cache() -> ParseCache:
 
 def open_persistent(directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseCache:
     """The process's in-memory cache backed by a store on disk under `directory` (created
-    0700 when missing), for CLI runs. A store that cannot be opened leaves it in memory
-    only. Each call opens its own store: `close()` it when done (or let it be collected)."""
-    return default_cache().backed_by(PersistentStore.open(directory, max_bytes=max_bytes))
+    0700 when missing), for CLI runs, with lineage records (`open_records`). A store that
+    cannot be opened leaves it in memory only. Each call opens its own store: `close()` it
+    when done (or let it be collected)."""
+    records = _records(directory)
+    return default_cache().backed_by(PersistentStore.open(directory, max_bytes=max_bytes), records)
+
+
+def open_records(directory: Path) -> ParseCache:
+    """The process's in-memory cache with the lineage records under `directory` only (no
+    summary store: a sync reads the record of the tree it follows, and parses what changed)."""
+    return default_cache().backed_by(None, _records(directory))
+
+
+def _records(directory: Path) -> LineageStore | None:
+    from memsync.validators.lineagestore import DIRECTORY, LineageStore  # noqa: PLC0415
+
+    return LineageStore.open(directory / DIRECTORY)

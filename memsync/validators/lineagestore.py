@@ -1,0 +1,496 @@
+"""Lineage records: the cross-file state of a validated tree on disk, for fresh processes.
+
+A daemon validates a root's next tree from the previous tree's `Lineage` (`lineage.py`),
+kept in memory. A CLI process (`memsync validate`, `memsync sync-now` without a daemon)
+starts with none, and would load and join every graph file again. This store keeps that
+same lineage on disk, one record per validated tree, so that a fresh process reads the
+record of a tree it follows and joins only the files that changed.
+
+A record is a cache, never an authority:
+
+* it is named by the tree's Git object id (or a digest of its files' content keys for a
+  tree without one) and by a digest of everything that makes the verdict (the format,
+  the Python version, the source of every module of the per-file and cross-file passes,
+  the graph profile); a record of another version is never read;
+* whichever record is read, the step checks every graph file's content key and every
+  consulted entry's mode against the tree (`Lineage.changes`), so a record only ever
+  spares the work for files whose bytes it was made from; the files that changed are
+  parsed and joined again;
+* the eager part (paths, keys, ids, edge targets, problems) carries a BLAKE2b checksum,
+  each stored summary its own (checked when the step reads it); a record that is
+  truncated, corrupt, oversized, foreign, not a private regular file of ours, or not
+  shaped like a lineage is ignored and the full pass runs;
+* records are written atomically (`atomicfile`), 0600 in a 0700 directory, bounded in size
+  (`MAX_RECORD_BYTES`), and pruned to the `KEEP` most recent.
+
+The summaries in a record are decoded lazily (`_Stored`), so reading a record costs its
+paths, keys and ids, not every file's summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterable
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+from memsync import atomicfile
+from memsync.validators import (
+    assembly,
+    cachestore,
+    crossfile,
+    document,
+    graphmodel,
+    lineage,
+    problems,
+    runedges,
+    scanwords,
+    summary,
+    tree,
+)
+from memsync.validators.crossfile import _Join, _Loaded
+from memsync.validators.graphmodel import PURSUIT, Profile
+from memsync.validators.lineage import KeyedSource, Lineage, Spoiled, named_text
+from memsync.validators.problems import Problem
+from memsync.validators.summary import FileSummary
+from memsync.validators.tree import TreeView
+
+FORMAT = b"MSLR1"
+DIRECTORY = "lineages"  # under the parse cache's directory
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+KEEP = 8  # records kept in all (a few roots and profiles, each its latest trees)
+CANDIDATES = 4  # records looked at (their index only) when none is the tree's own
+_STALE_TEMP = 3600.0  # seconds after which a temporary file of a crashed write goes
+_NAME = re.compile(r"([0-9a-f]{16})-([0-9a-z]{1,80})\.rec")
+_TEMP = re.compile(r"\.[0-9a-f]{16}-[0-9a-z]{1,80}\.rec\..*\.tmp")
+_HEAD = re.compile(rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
+_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
+
+
+def version_digest() -> bytes:
+    """Names the code that makes a verdict: a change to any module of the per-file or
+    cross-file pass, to this format or to the Python version makes every record foreign."""
+    digest = hashlib.blake2b(FORMAT, digest_size=16)
+    digest.update(repr(sys.version_info[:2]).encode())
+    modules = (document, summary, runedges, scanwords, crossfile, lineage, graphmodel)
+    for module in (*modules, assembly, problems, tree, cachestore, sys.modules[__name__]):
+        source = module.__file__
+        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    return digest.digest()
+
+
+def _profile_key(profile: Profile) -> str:
+    return json.dumps(
+        [
+            profile.name,
+            profile.namespace,
+            [list(root) for root in profile.roots],
+            profile.base,
+            sorted(profile.kinds),
+            profile.focus,
+            profile.addressed_prose,
+        ]
+    )
+
+
+class _Stored(_Loaded):
+    """A loaded file of a record: its summary decoded (and checked) when first read."""
+
+    __slots__ = ("_frame", "_held", "_ids", "_key", "_summary_header")
+
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        tree: str,
+        scope: str | None,
+        key: str,
+        frame: bytes,
+        ids: list[str],
+        header: bytes,
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.tree = tree
+        self.scope = scope
+        self.dropped = None
+        self._key = key
+        self._frame: bytes | None = frame
+        self._ids = ids
+        self._held: FileSummary | None = None
+        self._summary_header = header
+
+    @property
+    def summary(self) -> FileSummary:
+        held = self._held
+        if held is None:
+            frame = self._frame
+            header = self._summary_header
+            held = None if frame is None else cachestore.decode(self._key, frame, header)
+            if held is None or not held.decoded or list(held.ids) != self._ids:
+                raise Spoiled(f"the stored summary of {self.path} is damaged")
+            self._held = held
+        return held
+
+    @summary.setter
+    def summary(self, value: FileSummary) -> None:
+        self._held = value
+        self._frame = None  # the stored bytes are another file's now
+
+
+class LineageStore:
+    """Lineage records in `<directory>`, one file per validated tree."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.version = version_digest()
+        self.summary_header = cachestore.FORMAT + cachestore.parser_digest()
+        self.loads = 0  # records read and used for a step (for tests and benches)
+        self.saves = 0
+
+    @classmethod
+    def open(cls, directory: Path) -> LineageStore | None:
+        """The store in `directory` (made 0700), or None when it is not ours alone."""
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _private(directory.lstat(), stat.S_ISDIR):
+                return None
+        except OSError:
+            return None
+        return cls(directory)
+
+    def _slot(self, profile: Profile) -> str:
+        digest = hashlib.blake2b(self.version, digest_size=8)
+        digest.update(_profile_key(profile).encode())
+        return digest.hexdigest()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def load(
+        self, tree: TreeView, profile: Profile, source: KeyedSource
+    ) -> tuple[Lineage, list[tuple[int, str]]] | None:
+        """The stored lineage `tree` follows most closely, with its changed files; None when
+        no record of this version and profile may be advanced to `tree`."""
+        slot = self._slot(profile)
+        oid = getattr(tree, "tree_oid", None)
+        own = f"{slot}-{oid}.rec" if isinstance(oid, str) and _OID.fullmatch(oid) else None
+        names = self._records(slot)
+        ordered = ([own] if own in names else []) + [n for n in names if n != own][:CANDIDATES]
+        best: tuple[int, str] | None = None
+        for name in ordered:
+            files = self._index(name)
+            changed = None if files is None else _count_changed(tree, source, files)
+            if changed is not None and (best is None or changed < best[0]):
+                best = (changed, name)
+            if name == own and changed == 0:
+                break
+        if best is None:
+            return None
+        lineage = self._read(best[1], profile)
+        if lineage is None:
+            return None
+        changed_files = lineage.changes(tree, source)
+        if changed_files is None:
+            return None
+        self.loads += 1
+        return lineage, changed_files
+
+    def _records(self, slot: str) -> list[str]:
+        """This slot's record names, the most recent first."""
+        try:
+            found = []
+            for entry in os.scandir(self.directory):
+                match = _NAME.fullmatch(entry.name)
+                if match is not None and match.group(1) == slot:
+                    with contextlib.suppress(OSError):
+                        found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+        except OSError:
+            return []
+        return [name for _, name in sorted(found, reverse=True)]
+
+    def _open(self, name: str) -> tuple[int, int] | None:
+        """A descriptor of a private regular file of ours, and its size; None else."""
+        try:
+            fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        info = os.fstat(fd)
+        private = _private(info, stat.S_ISREG) and not info.st_mode & 0o077
+        if not private or info.st_size > MAX_RECORD_BYTES:
+            os.close(fd)
+            return None
+        return fd, info.st_size
+
+    def _index(self, name: str) -> list[Any] | None:
+        """A record's graph files (path, pursuit, key), read without the rest."""
+        opened = self._open(name)
+        if opened is None:
+            return None
+        fd, _size = opened
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                first = handle.readline(200)
+                match = _HEAD.fullmatch(first)
+                if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
+                    return None
+                index = json.loads(handle.read(int(match.group(2))))
+            if not (isinstance(index, list) and len(index) == 2 and isinstance(index[1], list)):
+                return None
+            return index[1]
+        except (OSError, *_ERRORS):
+            return None
+
+    def _read(self, name: str, profile: Profile) -> Lineage | None:
+        opened = self._open(name)
+        if opened is None:
+            return None
+        fd, size = opened
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read(size + 1)
+        except OSError:
+            return None
+        newline = data.find(b"\n") + 1
+        match = _HEAD.fullmatch(data[:newline])
+        if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
+            return None
+        index_len, body_len = int(match.group(2)), int(match.group(3))
+        eager = data[newline : newline + index_len + body_len]
+        check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
+        if len(eager) != index_len + body_len or check != match.group(4).decode():
+            return None
+        try:
+            index = json.loads(eager[:index_len])
+            body = json.loads(eager[index_len:])
+            return self._lineage(index, body, data, newline + index_len + body_len, profile)
+        except _ERRORS:
+            return None
+
+    def _lineage(
+        self, index: Any, body: Any, data: bytes, at: int, profile: Profile
+    ) -> Lineage | None:
+        files = index[1]
+        if not isinstance(body, dict) or body.get("profile") != _profile_key(profile):
+            return None
+        scopes, ids, named, sizes = body["scopes"], body["ids"], body["named"], body["sizes"]
+        count = len(files)
+        if not all(isinstance(x, list) and len(x) == count for x in (scopes, ids, named, sizes)):
+            return None
+        if at + sum(_int(s, 0, MAX_RECORD_BYTES) for s in sizes) != len(data):
+            return None  # truncated, or trailing bytes
+        join = _Join(None, profile, None)  # type: ignore[arg-type]  # held no tree
+        owner = join.owner
+        keys: list[str] = []
+        for number, (row, scope, listed, text, size) in enumerate(
+            zip(files, scopes, ids, named, sizes, strict=True)
+        ):
+            path, pursuit, key = row
+            if not (
+                isinstance(path, str)
+                and type(pursuit) is bool
+                and isinstance(key, str)
+                and (scope is None or isinstance(scope, str))
+                and isinstance(listed, list)
+                and all(isinstance(x, str) for x in listed)
+                and isinstance(text, str)
+            ):
+                return None
+            kind = PURSUIT if pursuit else graphmodel.MEMORY
+            loaded = _Stored(
+                number, path, kind, scope, key, data[at : at + size], listed, self.summary_header
+            )
+            at += size
+            join.loaded.append(loaded)
+            join.by_path[path] = loaded
+            keys.append(key)
+            before = len(owner)
+            owner.update(zip(listed, repeat(number)))
+            if len(owner) - before != len(listed):
+                return None  # a kept lineage never holds an id twice
+        join.problems = _problems(body["problems"])
+        join.local = {_int(i, 0, count): _problems(p) for i, p in body["local"]}
+        join.edge_found = {_int(i, 0, count): _problems(p) for i, p in body["edges"]}
+        join.focus_found = _problems(body["focus_found"])
+        for path, mode in body["consulted"]:
+            if not isinstance(path, str) or not (mode is None or type(mode) is int):
+                return None
+            join.consulted[path] = mode
+        undecoded: list[str] = []
+        for path, pursuit, key in body["undecoded"]:
+            if not (isinstance(path, str) and type(pursuit) is bool and isinstance(key, str)):
+                return None
+            join.undecoded.append((path, pursuit))
+            undecoded.append(key)
+        for path in body["evidence"]:
+            if not isinstance(path, str):
+                return None
+            join.evidence[path] = None
+        focus_of: dict[int, tuple[tuple[str, int], ...]] = {}
+        for number, rows in body["focus"]:
+            entries = tuple((str(t), _int(line, 0, 2**32)) for t, line in rows)
+            if not all(isinstance(t, str) for t, _ in rows) or not entries:
+                return None
+            focus_of[_int(number, 0, count)] = entries
+        if profile.focus:
+            join.focus = [
+                (target, join.loaded[number].path, line)
+                for number in sorted(focus_of)
+                for target, line in focus_of[number]
+            ]
+        return Lineage(join, keys, undecoded, named=named, focus_of=focus_of)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def save(self, tree: TreeView, kept: Lineage, *, changed: bool = True) -> None:
+        """Write the record of `tree`, whose lineage `kept` is now (best effort: a store
+        that cannot be written is a cache that misses). An unchanged tree whose record
+        exists is not written again."""
+        join = kept.join
+        slot = self._slot(join.profile)
+        oid = getattr(tree, "tree_oid", None)
+        if isinstance(oid, str) and _OID.fullmatch(oid):
+            label = oid
+        else:
+            digest = hashlib.blake2b(digest_size=20)
+            for key in kept.keys:
+                digest.update(key.encode() + b"\0")
+            label = "w" + digest.hexdigest()
+        path = self.directory / f"{slot}-{label}.rec"
+        if not changed and path.exists():
+            return
+        data = self.encode(kept)
+        if data is None:
+            return
+        with contextlib.suppress(OSError):
+            atomicfile.write_bytes(path, data, durable=False)  # a cache: the old one will do
+            self.saves += 1
+            self._prune()
+
+    def encode(self, kept: Lineage) -> bytes | None:
+        """The record's bytes; None when it would exceed `MAX_RECORD_BYTES`."""
+        join = kept.join
+        files, scopes, ids, named, frames = [], [], [], [], []
+        total = 0
+        for loaded in join.loaded:
+            key = kept.keys[loaded.index]
+            files.append([loaded.path, loaded.tree == PURSUIT, key])
+            scopes.append(loaded.scope)
+            stored = loaded if isinstance(loaded, _Stored) and loaded._frame is not None else None
+            if stored is not None:
+                ids.append(stored._ids)
+                frame = stored._frame or b""
+            else:
+                made = loaded.summary
+                ids.append(list(made.ids))
+                frame = cachestore.encode(key, made, self.summary_header)
+            named.append(
+                kept.named[loaded.index] if kept.named is not None else named_text(loaded.summary)
+            )
+            frames.append(frame)
+            total += len(frame)
+            if total > MAX_RECORD_BYTES:
+                return None
+        # ASCII JSON: a path git gave with undecodable bytes (surrogates) round-trips
+        index = json.dumps([FORMAT.decode(), files], separators=(",", ":")).encode()
+        body = json.dumps(
+            {
+                "profile": _profile_key(join.profile),
+                "scopes": scopes,
+                "ids": ids,
+                "named": named,
+                "sizes": [len(frame) for frame in frames],
+                "problems": _rows(join.problems),
+                "local": [[i, _rows(p)] for i, p in join.local.items()],
+                "edges": [[i, _rows(p)] for i, p in join.edge_found.items()],
+                "focus_found": _rows(join.focus_found),
+                "consulted": list(join.consulted.items()),
+                "undecoded": [
+                    [path, pursuit, key]
+                    for (path, pursuit), key in zip(join.undecoded, kept.undecoded, strict=True)
+                ],
+                "evidence": list(join.evidence),
+                "focus": [[i, [list(f) for f in rows]] for i, rows in kept.focus_of.items()],
+            },
+            separators=(",", ":"),
+        ).encode()
+        eager = index + body
+        if len(eager) + total > MAX_RECORD_BYTES:
+            return None
+        check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
+        head = b"%s %s %d %d %s\n" % (
+            FORMAT,
+            self.version.hex().encode(),
+            len(index),
+            len(body),
+            check.encode(),
+        )
+        return b"".join([head, eager, *frames])
+
+    def _prune(self) -> None:
+        """Keep the `KEEP` most recent records; drop temporary files of crashed writes."""
+        now = time.time()
+        found: list[tuple[int, str]] = []
+        for entry in os.scandir(self.directory):
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if _NAME.fullmatch(entry.name):
+                    found.append((info.st_mtime_ns, entry.name))
+                elif _TEMP.fullmatch(entry.name) and now - info.st_mtime > _STALE_TEMP:
+                    (self.directory / entry.name).unlink(missing_ok=True)
+        for _, name in sorted(found, reverse=True)[KEEP:]:
+            with contextlib.suppress(OSError):
+                (self.directory / name).unlink(missing_ok=True)
+
+
+def _count_changed(tree: TreeView, source: KeyedSource, files: Iterable[Any]) -> int | None:
+    """How many of a record's graph files differ in `tree` (None: not a record's index)."""
+    changed = 0
+    try:
+        for path, pursuit, key in files:
+            entry = tree.get(path)
+            if (
+                entry is None
+                or not entry.is_regular
+                or source.key(tree, path, pursuit=pursuit) != key
+            ):
+                changed += 1
+    except (*_ERRORS, OSError):
+        return None
+    return changed
+
+
+def _int(value: Any, low: int, high: int) -> int:
+    if type(value) is not int or not low <= value < high:
+        raise ValueError("not an integer in range")
+    return value
+
+
+def _rows(found: Iterable[Problem]) -> list[list[Any]]:
+    return [[p.code, p.path, p.line, p.message] for p in found]
+
+
+def _problems(rows: Any) -> list[Problem]:
+    out = []
+    for code, path, line, message in rows:
+        if not (
+            isinstance(code, str)
+            and (path is None or isinstance(path, str))
+            and (line is None or type(line) is int)
+            and isinstance(message, str)
+        ):
+            raise ValueError("not a problem")
+        out.append(Problem(code, path, line, message))
+    return out
+
+
+def _private(info: os.stat_result, kind: Any) -> bool:
+    return bool(kind(info.st_mode)) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
