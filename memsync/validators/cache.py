@@ -24,6 +24,7 @@ from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync.atomicfile import private_dir
 from memsync.validators.cachestore import PersistentStore
 from memsync.validators.summary import FileSummary, summarize_bytes
 from memsync.validators.tree import TreeView
@@ -299,4 +300,8 @@ def open_records(directory: Path) -> ParseCache:
 def _records(directory: Path) -> LineageStore | None:
     from memsync.validators.lineagestore import DIRECTORY, LineageStore  # noqa: PLC0415
 
+    try:
+        private_dir(directory)  # the cache's directory is ours alone, as the store makes it
+    except OSError:
+        return None
     return LineageStore.open(directory / DIRECTORY)

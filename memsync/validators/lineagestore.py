@@ -34,9 +34,7 @@ import hashlib
 import json
 import os
 import re
-import stat
 import sys
-import time
 from collections.abc import Iterable
 from itertools import repeat
 from pathlib import Path
@@ -51,6 +49,7 @@ from memsync.validators import (
     graphmodel,
     lineage,
     problems,
+    recordfile,
     runedges,
     scanwords,
     summary,
@@ -68,9 +67,7 @@ DIRECTORY = "lineages"  # under the parse cache's directory
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 KEEP = 8  # records kept in all (a few roots and profiles, each its latest trees)
 CANDIDATES = 4  # records looked at (their index only) when none is the tree's own
-_STALE_TEMP = 3600.0  # seconds after which a temporary file of a crashed write goes
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9a-z]{1,80})\.rec")
-_TEMP = re.compile(r"\.[0-9a-f]{16}-[0-9a-z]{1,80}\.rec\..*\.tmp")
 _HEAD = re.compile(rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
@@ -160,13 +157,7 @@ class LineageStore:
     @classmethod
     def open(cls, directory: Path) -> LineageStore | None:
         """The store in `directory` (made 0700), or None when it is not ours alone."""
-        try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not _private(directory.lstat(), stat.S_ISDIR):
-                return None
-        except OSError:
-            return None
-        return cls(directory)
+        return cls(directory) if recordfile.private_directory(directory) else None
 
     def _slot(self, profile: Profile) -> str:
         digest = hashlib.blake2b(self.version, digest_size=8)
@@ -206,33 +197,11 @@ class LineageStore:
 
     def _records(self, slot: str) -> list[str]:
         """This slot's record names, the most recent first."""
-        try:
-            found = []
-            for entry in os.scandir(self.directory):
-                match = _NAME.fullmatch(entry.name)
-                if match is not None and match.group(1) == slot:
-                    with contextlib.suppress(OSError):
-                        found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
-        except OSError:
-            return []
-        return [name for _, name in sorted(found, reverse=True)]
-
-    def _open(self, name: str) -> tuple[int, int] | None:
-        """A descriptor of a private regular file of ours, and its size; None else."""
-        try:
-            fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return None
-        info = os.fstat(fd)
-        private = _private(info, stat.S_ISREG) and not info.st_mode & 0o077
-        if not private or info.st_size > MAX_RECORD_BYTES:
-            os.close(fd)
-            return None
-        return fd, info.st_size
+        return [n for n in recordfile.newest(self.directory, _NAME) if n.startswith(slot)]
 
     def _index(self, name: str) -> list[Any] | None:
         """A record's graph files (path, pursuit, key), read without the rest."""
-        opened = self._open(name)
+        opened = recordfile.open_private(self.directory / name, MAX_RECORD_BYTES)
         if opened is None:
             return None
         fd, _size = opened
@@ -250,14 +219,8 @@ class LineageStore:
             return None
 
     def _read(self, name: str, profile: Profile) -> Lineage | None:
-        opened = self._open(name)
-        if opened is None:
-            return None
-        fd, size = opened
-        try:
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(size + 1)
-        except OSError:
+        data = recordfile.read_private(self.directory / name, MAX_RECORD_BYTES)
+        if data is None:
             return None
         newline = data.find(b"\n") + 1
         match = _HEAD.fullmatch(data[:newline])
@@ -300,7 +263,6 @@ class LineageStore:
                 and isinstance(key, str)
                 and (scope is None or isinstance(scope, str))
                 and isinstance(listed, list)
-                and all(isinstance(x, str) for x in listed)
                 and isinstance(text, str)
             ):
                 return None
@@ -316,6 +278,8 @@ class LineageStore:
             owner.update(zip(listed, repeat(number)))
             if len(owner) - before != len(listed):
                 return None  # a kept lineage never holds an id twice
+        if not set(map(type, owner)) <= {str}:
+            return None  # every id a string (checked at C speed: 100k of them)
         join.problems = _problems(body["problems"])
         join.local = {_int(i, 0, count): _problems(p) for i, p in body["local"]}
         join.edge_found = {_int(i, 0, count): _problems(p) for i, p in body["edges"]}
@@ -373,7 +337,7 @@ class LineageStore:
         with contextlib.suppress(OSError):
             atomicfile.write_bytes(path, data, durable=False)  # a cache: the old one will do
             self.saves += 1
-            self._prune()
+            recordfile.prune(self.directory, _NAME, KEEP)
 
     def encode(self, kept: Lineage) -> bytes | None:
         """The record's bytes; None when it would exceed `MAX_RECORD_BYTES`."""
@@ -435,21 +399,6 @@ class LineageStore:
         )
         return b"".join([head, eager, *frames])
 
-    def _prune(self) -> None:
-        """Keep the `KEEP` most recent records; drop temporary files of crashed writes."""
-        now = time.time()
-        found: list[tuple[int, str]] = []
-        for entry in os.scandir(self.directory):
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if _NAME.fullmatch(entry.name):
-                    found.append((info.st_mtime_ns, entry.name))
-                elif _TEMP.fullmatch(entry.name) and now - info.st_mtime > _STALE_TEMP:
-                    (self.directory / entry.name).unlink(missing_ok=True)
-        for _, name in sorted(found, reverse=True)[KEEP:]:
-            with contextlib.suppress(OSError):
-                (self.directory / name).unlink(missing_ok=True)
-
 
 def _count_changed(tree: TreeView, source: KeyedSource, files: Iterable[Any]) -> int | None:
     """How many of a record's graph files differ in `tree` (None: not a record's index)."""
@@ -490,7 +439,3 @@ def _problems(rows: Any) -> list[Problem]:
             raise ValueError("not a problem")
         out.append(Problem(code, path, line, message))
     return out
-
-
-def _private(info: os.stat_result, kind: Any) -> bool:
-    return bool(kind(info.st_mode)) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
