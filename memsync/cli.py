@@ -224,7 +224,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     state_dir = default_state_dir()
     with contextlib.suppress(OSError):  # no usable state dir: the cache stays in memory
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache = open_persistent(state_dir / STATE_CACHE_DIR)
+    cache = open_persistent(state_dir / STATE_CACHE_DIR, records=True)
     try:
         graph = default_graph_validator(enforce_capacity=True, cache=cache)
         report = validate_tree(tree, policy, graph)
@@ -292,9 +292,12 @@ def sync_now(
         # the files that changed since (a cache: damaged or foreign records are ignored).
         cache = open_records(settings.state_dir / STATE_CACHE_DIR)
         graph = default_graph_validator(cache=cache)
-        with for_terminal(as_json) as progress:
-            shown = replace(options, progress=progress)
-            results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
+        try:
+            with for_terminal(as_json) as progress:
+                shown = replace(options, progress=progress)
+                results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
+        finally:
+            cache.close()
     if as_json:
         from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
 
