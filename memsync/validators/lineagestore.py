@@ -21,7 +21,7 @@ A record is a cache, never an authority:
   truncated, corrupt, oversized, foreign, not a private regular file of ours, or not
   shaped like a lineage is ignored and the full pass runs;
 * records are written atomically (`atomicfile`), 0600 in a 0700 directory, bounded in size
-  (`MAX_RECORD_BYTES`), and pruned to the `KEEP` most recent.
+  (`MAX_RECORD_BYTES`), and pruned to the `KEEP` most recent (`MAX_TOTAL_BYTES` in all).
 
 The summaries in a record are decoded lazily (`_Stored`), so reading a record costs its
 paths, keys and ids, not every file's summary.
@@ -65,7 +65,8 @@ from memsync.validators.tree import TreeView
 FORMAT = b"MSLR1"
 DIRECTORY = "lineages"  # under the parse cache's directory
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-KEEP = 8  # records kept in all (a few roots and profiles, each its latest trees)
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
+KEEP = 32  # records kept in all (the roots a CLI run syncs, each its latest trees)
 CANDIDATES = 4  # records looked at (their index only) when none is the tree's own
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9a-z]{1,80})\.rec")
 _HEAD = re.compile(rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
@@ -172,10 +173,15 @@ class LineageStore:
         """The stored lineage `tree` follows most closely, with its changed files; None when
         no record of this version and profile may be advanced to `tree`."""
         slot = self._slot(profile)
-        oid = getattr(tree, "tree_oid", None)
-        own = f"{slot}-{oid}.rec" if isinstance(oid, str) and _OID.fullmatch(oid) else None
+        # The tree's own record, then its base's (the tree a git adapter derived it from:
+        # the root's previous tree, whatever other roots recorded since), then the newest.
+        own, base = (
+            f"{slot}-{oid}.rec" if isinstance(oid, str) and _OID.fullmatch(oid) else None
+            for oid in (getattr(tree, "tree_oid", None), getattr(tree, "base_oid", None))
+        )
         names = self._records(slot)
-        ordered = ([own] if own in names else []) + [n for n in names if n != own][:CANDIDATES]
+        ordered = [name for name in (own, base) if name is not None and name in names]
+        ordered += [n for n in names if n not in (own, base)][:CANDIDATES]
         best: tuple[int, str] | None = None
         for name in ordered:
             files = self._index(name)
@@ -337,7 +343,7 @@ class LineageStore:
         with contextlib.suppress(OSError):
             atomicfile.write_bytes(path, data, durable=False)  # a cache: the old one will do
             self.saves += 1
-            recordfile.prune(self.directory, _NAME, KEEP)
+            recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
 
     def encode(self, kept: Lineage) -> bytes | None:
         """The record's bytes; None when it would exceed `MAX_RECORD_BYTES`."""

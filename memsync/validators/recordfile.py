@@ -69,21 +69,31 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
 
 def newest(directory: Path, names: re.Pattern[str]) -> list[str]:
     """The names in `directory` that `names` matches, the most recently written first."""
-    found: list[tuple[int, str]] = []
+    return [name for name, _ in _newest(directory, names)]
+
+
+def _newest(directory: Path, names: re.Pattern[str]) -> list[tuple[str, int]]:
+    found: list[tuple[int, str, int]] = []
     try:
         for entry in os.scandir(directory):
             if names.fullmatch(entry.name):
                 with contextlib.suppress(OSError):
-                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((info.st_mtime_ns, entry.name, info.st_size))
     except OSError:
         return []
-    return [name for _, name in sorted(found, reverse=True)]
+    return [(name, size) for _, name, size in sorted(found, reverse=True)]
 
 
-def prune(directory: Path, names: re.Pattern[str], keep: int) -> None:
-    """Keep the `keep` most recent files that `names` matches; drop the temporary files
+def prune(directory: Path, names: re.Pattern[str], keep: int, max_total: int) -> None:
+    """Keep the `keep` most recent files that `names` matches, fewer when they would hold
+    more than `max_total` bytes in all (the newest is always kept); drop the temporary files
     (`atomicfile`: `.<name>.<random>.tmp`) of writes that crashed long ago."""
-    for name in newest(directory, names)[keep:]:
+    total = 0
+    for number, (name, size) in enumerate(_newest(directory, names)):
+        total += size
+        if number == 0 or (number < keep and total <= max_total):
+            continue
         with contextlib.suppress(OSError):
             (directory / name).unlink(missing_ok=True)
     now = time.time()

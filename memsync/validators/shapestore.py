@@ -14,7 +14,7 @@ listing's at hand (all that a shape's verdict depends on: a record copied under 
 tree's id is not used); anything truncated, corrupt, foreign, oversized, not a private
 regular file of ours or not shaped like a shape is ignored and the shape is computed from
 the entries. Written atomically, 0600 in a 0700 directory, pruned to the
-`KEEP` most recent.
+`KEEP` most recent (`MAX_TOTAL_BYTES` in all).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 FORMAT = b"MSTS1"
 DIRECTORY = "shapes"  # under the parse cache's directory
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-KEEP = 8
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
+KEEP = 32  # as many as lineage records (one per validated tree id)
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.shape")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEAD = re.compile(rb"MSTS1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
@@ -137,7 +138,7 @@ class ShapeStore:
         with contextlib.suppress(OSError):
             atomicfile.write_bytes(path, head + body, durable=False)  # a cache
             self.saves += 1
-            recordfile.prune(self.directory, _NAME, KEEP)
+            recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
 
 
 def _decode(

@@ -258,3 +258,22 @@ def test_ids_that_do_not_match_the_stored_summary_spoil_the_record(tmp_path: Pat
     ids[at] = [*ids[at], "nowhere"]  # the record claims MEMORY_c.md defines the target
     record.write_bytes(resigned(data, {"ids": ids}))
     refused(tree, tmp_path)
+
+
+def test_a_tree_derived_from_a_recorded_one_finds_it_behind_other_roots_records(
+    tmp_path: Path,
+) -> None:
+    """One CLI run syncs many roots: the record of this root's previous tree (the view's
+    `base_oid`) is found even when the other roots' records are newer."""
+    files = base_root()
+    base = named_tree(encoded(files))
+    check_fresh(encoded(files), tmp_path)
+    for n in range(lineagestore.CANDIDATES + 2):  # other roots: other files altogether
+        other = {f"MEMORY_{d}.md": [node(f"o{n}-{d}", [])] for d in "xyz"}
+        check_fresh(encoded({**other, "MEMORY.md": ["# Other"], "PURSUITS.md": []}), tmp_path)
+    files["MEMORY_a.md"].append(node("later", []))
+    tree = named_tree(encoded(files))
+    tree.base_oid = base.tree_oid  # type: ignore[attr-defined]
+    cache = fresh(tmp_path)
+    assert validate_graph(tree, cache=cache) == reference(tree, "local", None)
+    assert (cache.restores, cache.joins) == (1, 0)
