@@ -17,7 +17,8 @@ A record is a cache, never an authority:
   spares the work for files whose bytes it was made from; the files that changed are
   parsed and joined again;
 * the eager part (paths, keys, ids, edge targets, problems) carries a BLAKE2b checksum,
-  each stored summary its own (checked when the step reads it); a record that is
+  each stored summary its own (checked when the step reads it, with its ids compared to
+  the eager part's); a record that is
   truncated, corrupt, oversized, foreign, not a private regular file of ours, or not
   shaped like a lineage is ignored and the full pass runs;
 * records are written atomically (`atomicfile`), 0600 in a 0700 directory, bounded in size
@@ -69,7 +70,9 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32  # records kept in all (the roots a CLI run syncs, each its latest trees)
 CANDIDATES = 4  # records looked at (their index only) when none is the tree's own
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9a-z]{1,80})\.rec")
-_HEAD = re.compile(rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
+_HEAD = re.compile(
+    rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n"
+)
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
 
@@ -103,7 +106,7 @@ def _profile_key(profile: Profile) -> str:
 class _Stored(_Loaded):
     """A loaded file of a record: its summary decoded (and checked) when first read."""
 
-    __slots__ = ("_frame", "_held", "_ids", "_key", "_summary_header")
+    __slots__ = ("_frame", "_held", "_ids", "_key", "_meta", "_summary_header")
 
     def __init__(
         self,
@@ -113,6 +116,7 @@ class _Stored(_Loaded):
         scope: str | None,
         key: str,
         frame: bytes,
+        meta: bytes,
         ids: list[str],
         header: bytes,
     ) -> None:
@@ -123,6 +127,7 @@ class _Stored(_Loaded):
         self.dropped = None
         self._key = key
         self._frame: bytes | None = frame
+        self._meta = meta  # the record's bytes of [ids, edge targets], while `_frame` holds
         self._ids = ids
         self._held: FileSummary | None = None
         self._summary_header = header
@@ -232,14 +237,14 @@ class LineageStore:
         match = _HEAD.fullmatch(data[:newline])
         if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
             return None
-        index_len, body_len = int(match.group(2)), int(match.group(3))
-        eager = data[newline : newline + index_len + body_len]
+        index_len, body_len, meta_len = (int(match.group(n)) for n in (2, 3, 4))
+        eager = data[newline : newline + index_len + body_len + meta_len]
         check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
-        if len(eager) != index_len + body_len or check != match.group(4).decode():
+        if len(eager) != index_len + body_len + meta_len or check != match.group(5).decode():
             return None
         try:
             index = json.loads(eager[:index_len])
-            body = json.loads(eager[index_len:])
+            body = json.loads(eager[index_len : index_len + body_len])
             return self._lineage(index, body, data, newline + index_len + body_len, profile)
         except _ERRORS:
             return None
@@ -250,19 +255,25 @@ class LineageStore:
         files = index[1]
         if not isinstance(body, dict) or body.get("profile") != _profile_key(profile):
             return None
-        scopes, ids, named, sizes = body["scopes"], body["ids"], body["named"], body["sizes"]
+        scopes, metas, sizes = body["scopes"], body["metas"], body["sizes"]
         count = len(files)
-        if not all(isinstance(x, list) and len(x) == count for x in (scopes, ids, named, sizes)):
+        if not all(isinstance(x, list) and len(x) == count for x in (scopes, metas, sizes)):
             return None
-        if at + sum(_int(s, 0, MAX_RECORD_BYTES) for s in sizes) != len(data):
+        lengths = [_int(n, 0, MAX_RECORD_BYTES) for n in (*metas, *sizes)]
+        if at + sum(lengths) != len(data):
             return None  # truncated, or trailing bytes
+        frame_at = at + sum(lengths[:count])
         join = _Join(None, profile, None)  # type: ignore[arg-type]  # held no tree
         owner = join.owner
         keys: list[str] = []
-        for number, (row, scope, listed, text, size) in enumerate(
-            zip(files, scopes, ids, named, sizes, strict=True)
+        named: list[str] = []
+        for number, (row, scope, meta_size, size) in enumerate(
+            zip(files, scopes, metas, sizes, strict=True)
         ):
             path, pursuit, key = row
+            meta = data[at : at + meta_size]
+            at += meta_size
+            listed, text = json.loads(meta)
             if not (
                 isinstance(path, str)
                 and type(pursuit) is bool
@@ -273,10 +284,12 @@ class LineageStore:
             ):
                 return None
             kind = PURSUIT if pursuit else graphmodel.MEMORY
+            frame = data[frame_at : frame_at + size]
+            frame_at += size
             loaded = _Stored(
-                number, path, kind, scope, key, data[at : at + size], listed, self.summary_header
+                number, path, kind, scope, key, frame, meta, listed, self.summary_header
             )
-            at += size
+            named.append(text)
             join.loaded.append(loaded)
             join.by_path[path] = loaded
             keys.append(key)
@@ -324,15 +337,18 @@ class LineageStore:
         """Write the record of `tree`, whose lineage `kept` is now (best effort: a store
         that cannot be written is a cache that misses). An unchanged tree whose record
         exists is not written again."""
-        join = kept.join
-        slot = self._slot(join.profile)
+        with contextlib.suppress(OSError, ValueError):  # never fails a validation
+            self._save(tree, kept, changed=changed)
+
+    def _save(self, tree: TreeView, kept: Lineage, *, changed: bool) -> None:
+        slot = self._slot(kept.join.profile)
         oid = getattr(tree, "tree_oid", None)
         if isinstance(oid, str) and _OID.fullmatch(oid):
             label = oid
         else:
             digest = hashlib.blake2b(digest_size=20)
             for key in kept.keys:
-                digest.update(key.encode() + b"\0")
+                digest.update(key.encode("utf-8", "surrogatepass") + b"\0")
             label = "w" + digest.hexdigest()
         path = self.directory / f"{slot}-{label}.rec"
         if not changed and path.exists():
@@ -340,33 +356,29 @@ class LineageStore:
         data = self.encode(kept)
         if data is None:
             return
-        with contextlib.suppress(OSError):
-            atomicfile.write_bytes(path, data, durable=False)  # a cache: the old one will do
-            self.saves += 1
-            recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
+        atomicfile.write_bytes(path, data, durable=False)  # a cache: the old one will do
+        self.saves += 1
+        recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
 
     def encode(self, kept: Lineage) -> bytes | None:
         """The record's bytes; None when it would exceed `MAX_RECORD_BYTES`."""
         join = kept.join
-        files, scopes, ids, named, frames = [], [], [], [], []
+        files, scopes, metas, frames = [], [], [], []
         total = 0
         for loaded in join.loaded:
             key = kept.keys[loaded.index]
             files.append([loaded.path, loaded.tree == PURSUIT, key])
             scopes.append(loaded.scope)
-            stored = loaded if isinstance(loaded, _Stored) and loaded._frame is not None else None
-            if stored is not None:
-                ids.append(stored._ids)
-                frame = stored._frame or b""
+            if isinstance(loaded, _Stored) and loaded._frame is not None:  # as it was read
+                meta, frame = loaded._meta, loaded._frame
             else:
                 made = loaded.summary
-                ids.append(list(made.ids))
+                text = kept.named[loaded.index] if kept.named is not None else named_text(made)
+                meta = json.dumps([made.ids, text], separators=(",", ":")).encode()
                 frame = cachestore.encode(key, made, self.summary_header)
-            named.append(
-                kept.named[loaded.index] if kept.named is not None else named_text(loaded.summary)
-            )
+            metas.append(meta)
             frames.append(frame)
-            total += len(frame)
+            total += len(meta) + len(frame)
             if total > MAX_RECORD_BYTES:
                 return None
         # ASCII JSON: a path git gave with undecodable bytes (surrogates) round-trips
@@ -375,8 +387,7 @@ class LineageStore:
             {
                 "profile": _profile_key(join.profile),
                 "scopes": scopes,
-                "ids": ids,
-                "named": named,
+                "metas": [len(meta) for meta in metas],
                 "sizes": [len(frame) for frame in frames],
                 "problems": _rows(join.problems),
                 "local": [[i, _rows(p)] for i, p in join.local.items()],
@@ -392,18 +403,21 @@ class LineageStore:
             },
             separators=(",", ":"),
         ).encode()
-        eager = index + body
-        if len(eager) + total > MAX_RECORD_BYTES:
+        meta = b"".join(metas)
+        if len(index) + len(body) + total > MAX_RECORD_BYTES:
             return None
-        check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
-        head = b"%s %s %d %d %s\n" % (
+        digest = hashlib.blake2b(index, key=self.version, digest_size=16)
+        digest.update(body)
+        digest.update(meta)
+        head = b"%s %s %d %d %d %s\n" % (
             FORMAT,
             self.version.hex().encode(),
             len(index),
             len(body),
-            check.encode(),
+            len(meta),
+            digest.hexdigest().encode(),
         )
-        return b"".join([head, eager, *frames])
+        return b"".join([head, index, body, meta, *frames])
 
 
 def _count_changed(tree: TreeView, source: KeyedSource, files: Iterable[Any]) -> int | None:

@@ -111,9 +111,15 @@ class ShapeStore:
     ) -> None:
         """Record `shape` as tree `oid`'s, whose listing is `entries` (best effort: an
         unwritable store only misses)."""
+        with contextlib.suppress(OSError, ValueError):  # never fails a validation
+            self._save(oid, rules, shape, entries)
+
+    def _save(
+        self, oid: str, rules: SyncPolicy, shape: TreeShape, entries: Mapping[str, Entry]
+    ) -> None:
         path = self._path(oid, rules)
-        if path is None or path.exists():
-            return  # a tree id names its content: a record of it never changes
+        if path is None:
+            return
         folded = shape.folded
         body = json.dumps(
             {
@@ -135,10 +141,9 @@ class ShapeStore:
             return
         check = hashlib.blake2b(body, key=self.version, digest_size=16).hexdigest()
         head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(body), check.encode())
-        with contextlib.suppress(OSError):
-            atomicfile.write_bytes(path, head + body, durable=False)  # a cache
-            self.saves += 1
-            recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
+        atomicfile.write_bytes(path, head + body, durable=False)  # a cache
+        self.saves += 1
+        recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
 
 
 def _decode(

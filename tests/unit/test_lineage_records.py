@@ -228,20 +228,31 @@ def test_records_are_private_bounded_and_pruned(
     assert records(store) == kept  # too big to record: nothing written
 
 
-def resigned(data: bytes, edit: Mapping[str, object]) -> bytes:
-    """A record whose eager part is edited and checksummed again (a consistent forgery of
-    the ids, say): what only the per-summary checks can still catch."""
+def resigned(data: bytes, path: str, ids: list[str]) -> bytes:
+    """A record in which `path`'s ids are replaced and the eager part checksummed again (a
+    consistent forgery): what only the per-summary checks can still catch."""
     newline = data.index(b"\n") + 1
     fields = data[:newline].split(b" ")
-    index_len, body_len = int(fields[2]), int(fields[3])
+    index_len, body_len, meta_len = int(fields[2]), int(fields[3]), int(fields[4])
+    at = newline + index_len + body_len
     index = data[newline : newline + index_len]
-    body = json.loads(data[newline + index_len : newline + index_len + body_len])
-    body.update(edit)
+    body = json.loads(data[newline + index_len : at])
+    metas, frames = data[at : at + meta_len], data[at + meta_len :]
+    parts, start = [], 0
+    for size in body["metas"]:
+        parts.append(json.loads(metas[start : start + size]))
+        start += size
+    parts[[row[0] for row in json.loads(index)[1]].index(path)][0] = ids
+    encoded_parts = [json.dumps(part, separators=(",", ":")).encode() for part in parts]
+    body["metas"] = [len(part) for part in encoded_parts]
     new_body = json.dumps(body, separators=(",", ":")).encode()
+    new_metas = b"".join(encoded_parts)
     version = lineagestore.version_digest()
-    check = hashlib.blake2b(index + new_body, key=version, digest_size=16).hexdigest()
-    head = b"%s %s %d %d %s\n" % (fields[0], fields[1], index_len, len(new_body), check.encode())
-    return head + index + new_body + data[newline + index_len + body_len :]
+    digest = hashlib.blake2b(index + new_body + new_metas, key=version, digest_size=16)
+    head = b" ".join(
+        [*fields[:2], b"%d" % index_len, b"%d" % len(new_body), b"%d" % len(new_metas)]
+    )
+    return head + b" " + digest.hexdigest().encode() + b"\n" + index + new_body + new_metas + frames
 
 
 def test_ids_that_do_not_match_the_stored_summary_spoil_the_record(tmp_path: Path) -> None:
@@ -249,15 +260,14 @@ def test_ids_that_do_not_match_the_stored_summary_spoil_the_record(tmp_path: Pat
     (record,) = records(tmp_path)
     data = record.read_bytes()
     newline = data.index(b"\n") + 1
-    fields = data[:newline].split(b" ")
-    index_len, body_len = int(fields[2]), int(fields[3])
+    index_len = int(data[:newline].split(b" ")[2])
     files = json.loads(data[newline : newline + index_len])[1]
-    body = json.loads(data[newline + index_len : newline + index_len + body_len])
-    at = [row[0] for row in files].index("MEMORY_c.md")
-    ids = body["ids"]
-    ids[at] = [*ids[at], "nowhere"]  # the record claims MEMORY_c.md defines the target
-    record.write_bytes(resigned(data, {"ids": ids}))
+    assert "MEMORY_c.md" in [row[0] for row in files]
+    # The record claims MEMORY_c.md also defines the dangling edge's target.
+    ids = ["h-c", "n-c", "s-c", "m-c", "nowhere"]
+    record.write_bytes(resigned(data, "MEMORY_c.md", ids))
     refused(tree, tmp_path)
+    assert resigned(data, "MEMORY_c.md", ["h-c", "n-c", "s-c", "m-c"]) == data  # as made
 
 
 def test_a_tree_derived_from_a_recorded_one_finds_it_behind_other_roots_records(
