@@ -185,19 +185,23 @@ class LineageStore:
             for oid in (getattr(tree, "tree_oid", None), getattr(tree, "base_oid", None))
         )
         names = self._records(slot)
-        ordered = [name for name in (own, base) if name is not None and name in names]
-        ordered += [n for n in names if n not in (own, base)][:CANDIDATES]
+        for name in (own, base):  # no ranking needed: the tree's own, or its base's
+            if name is not None and name in names:
+                found = self._advanceable(name, tree, profile, source)
+                if found is not None:
+                    return found
         best: tuple[int, str] | None = None
-        for name in ordered:
+        for name in [n for n in names if n not in (own, base)][:CANDIDATES]:
             files = self._index(name)
             changed = None if files is None else _count_changed(tree, source, files)
             if changed is not None and (best is None or changed < best[0]):
                 best = (changed, name)
-            if name == own and changed == 0:
-                break
-        if best is None:
-            return None
-        lineage = self._read(best[1], profile)
+        return None if best is None else self._advanceable(best[1], tree, profile, source)
+
+    def _advanceable(
+        self, name: str, tree: TreeView, profile: Profile, source: KeyedSource
+    ) -> tuple[Lineage, list[tuple[int, str]]] | None:
+        lineage = self._read(name, profile)
         if lineage is None:
             return None
         changed_files = lineage.changes(tree, source)
