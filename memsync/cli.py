@@ -288,8 +288,9 @@ def sync_now(
         from memsync.validators.cache import STATE_CACHE_DIR, open_records  # noqa: PLC0415
         from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
 
-        # The lineage record of each root's last validated tree: a fresh process joins only
-        # the files that changed since (a cache: damaged or foreign records are ignored).
+        # The lineage and shape records of each root's last validated tree: a fresh process
+        # joins and checks only the files that changed since (a cache: damaged or foreign
+        # records are ignored).
         cache = open_records(settings.state_dir / STATE_CACHE_DIR)
         graph = default_graph_validator(cache=cache)
         try:
