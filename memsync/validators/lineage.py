@@ -45,9 +45,10 @@ class Spoiled(Exception):
     """A lineage read from disk held a damaged summary: drop it and run the full pass."""
 
 
-def named_text(summary: FileSummary) -> str:
-    """The targets of a file's pending edges, each between newlines (ids hold none)."""
-    return "\n" + "\n".join(target for _item, _kind, target in summary.pending) + "\n"
+def named_text(summary: FileSummary) -> bytes:
+    """The targets of a file's pending edges, each between newlines (ids hold none), UTF-8."""
+    text = "\n" + "\n".join(target for _item, _kind, target in summary.pending) + "\n"
+    return text.encode("utf-8", "surrogatepass")
 
 
 class KeyedSource(Protocol):
@@ -85,7 +86,7 @@ class Lineage:
         keys: list[str],
         undecoded: list[str],
         *,
-        named: list[str] | None = None,
+        named: list[bytes] | None = None,
         focus_of: dict[int, tuple[tuple[str, int], ...]] | None = None,
     ) -> None:
         """`named` and `focus_of` (each file's edge targets and Focus, by load index) are
@@ -241,5 +242,8 @@ class Lineage:
             return found
         named = self.named or []
         return {
-            index for item_id in ids for index, text in enumerate(named) if f"\n{item_id}\n" in text
+            index
+            for needle in (f"\n{item_id}\n".encode("utf-8", "surrogatepass") for item_id in ids)
+            for index, text in enumerate(named)
+            if needle in text
         }

@@ -70,9 +70,9 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32  # records kept in all (the roots a CLI run syncs, each its latest trees)
 CANDIDATES = 4  # records looked at (their index only) when none is the tree's own
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9a-z]{1,80})\.rec")
-_HEAD = re.compile(
-    rb"MSLR1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9]{1,12}) ([0-9a-f]{32})\n"
-)
+# format, version, the lengths of the index, the body, the files' ids and their edge
+# targets, and the checksum of those four
+_HEAD = re.compile(rb"MSLR1 ([0-9a-f]{32})" + rb" ([0-9]{1,12})" * 4 + rb" ([0-9a-f]{32})\n")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
 
@@ -106,7 +106,7 @@ def _profile_key(profile: Profile) -> str:
 class _Stored(_Loaded):
     """A loaded file of a record: its summary decoded (and checked) when first read."""
 
-    __slots__ = ("_frame", "_held", "_ids", "_key", "_meta", "_summary_header")
+    __slots__ = ("_frame", "_held", "_ids", "_key", "_meta", "_named", "_summary_header")
 
     def __init__(
         self,
@@ -115,8 +115,9 @@ class _Stored(_Loaded):
         tree: str,
         scope: str | None,
         key: str,
-        frame: bytes,
+        frame: memoryview,
         meta: bytes,
+        named: bytes,
         ids: list[str],
         header: bytes,
     ) -> None:
@@ -126,8 +127,9 @@ class _Stored(_Loaded):
         self.scope = scope
         self.dropped = None
         self._key = key
-        self._frame: bytes | None = frame
-        self._meta = meta  # the record's bytes of [ids, edge targets], while `_frame` holds
+        self._frame: memoryview | None = frame  # the summary's bytes in the record
+        self._meta = meta  # the record's bytes of its ids and edge targets (`_frame` held)
+        self._named = named
         self._ids = ids
         self._held: FileSummary | None = None
         self._summary_header = header
@@ -138,7 +140,7 @@ class _Stored(_Loaded):
         if held is None:
             frame = self._frame
             header = self._summary_header
-            held = None if frame is None else cachestore.decode(self._key, frame, header)
+            held = None if frame is None else cachestore.decode(self._key, bytes(frame), header)
             if held is None or not held.decoded or list(held.ids) != self._ids:
                 raise Spoiled(f"the stored summary of {self.path} is damaged")
             self._held = held
@@ -241,14 +243,15 @@ class LineageStore:
         match = _HEAD.fullmatch(data[:newline])
         if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
             return None
-        index_len, body_len, meta_len = (int(match.group(n)) for n in (2, 3, 4))
-        eager = data[newline : newline + index_len + body_len + meta_len]
+        index_len, body_len, meta_len, named_len = (int(match.group(n)) for n in (2, 3, 4, 5))
+        eager_len = index_len + body_len + meta_len + named_len
+        eager = memoryview(data)[newline : newline + eager_len]
         check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
-        if len(eager) != index_len + body_len + meta_len or check != match.group(5).decode():
+        if len(eager) != eager_len or check != match.group(6).decode():
             return None
         try:
-            index = json.loads(eager[:index_len])
-            body = json.loads(eager[index_len : index_len + body_len])
+            index = json.loads(bytes(eager[:index_len]))
+            body = json.loads(bytes(eager[index_len : index_len + body_len]))
             return self._lineage(index, body, data, newline + index_len + body_len, profile)
         except _ERRORS:
             return None
@@ -259,39 +262,43 @@ class LineageStore:
         files = index[1]
         if not isinstance(body, dict) or body.get("profile") != _profile_key(profile):
             return None
-        scopes, metas, sizes = body["scopes"], body["metas"], body["sizes"]
+        scopes, metas, names, sizes = body["scopes"], body["metas"], body["names"], body["sizes"]
         count = len(files)
-        if not all(isinstance(x, list) and len(x) == count for x in (scopes, metas, sizes)):
+        columns = (scopes, metas, names, sizes)
+        if not all(isinstance(x, list) and len(x) == count for x in columns):
             return None
-        lengths = [_int(n, 0, MAX_RECORD_BYTES) for n in (*metas, *sizes)]
+        lengths = [_int(n, 0, MAX_RECORD_BYTES) for n in (*metas, *names, *sizes)]
         if at + sum(lengths) != len(data):
             return None  # truncated, or trailing bytes
-        frame_at = at + sum(lengths[:count])
+        named_at = at + sum(lengths[:count])
+        frame_at = named_at + sum(lengths[count : 2 * count])
+        view = memoryview(data)
         join = _Join(None, profile, None)  # type: ignore[arg-type]  # held no tree
         owner = join.owner
         keys: list[str] = []
-        named: list[str] = []
-        for number, (row, scope, meta_size, size) in enumerate(
-            zip(files, scopes, metas, sizes, strict=True)
+        named: list[bytes] = []
+        for number, (row, scope, meta_size, named_size, size) in enumerate(
+            zip(files, scopes, metas, names, sizes, strict=True)
         ):
             path, pursuit, key = row
             meta = data[at : at + meta_size]
             at += meta_size
-            listed, text = json.loads(meta)
+            listed = json.loads(meta)
+            text = data[named_at : named_at + named_size]
+            named_at += named_size
             if not (
                 isinstance(path, str)
                 and type(pursuit) is bool
                 and isinstance(key, str)
                 and (scope is None or isinstance(scope, str))
                 and isinstance(listed, list)
-                and isinstance(text, str)
             ):
                 return None
             kind = PURSUIT if pursuit else graphmodel.MEMORY
-            frame = data[frame_at : frame_at + size]
+            frame = view[frame_at : frame_at + size]
             frame_at += size
             loaded = _Stored(
-                number, path, kind, scope, key, frame, meta, listed, self.summary_header
+                number, path, kind, scope, key, frame, meta, text, listed, self.summary_header
             )
             named.append(text)
             join.loaded.append(loaded)
@@ -303,36 +310,10 @@ class LineageStore:
                 return None  # a kept lineage never holds an id twice
         if not set(map(type, owner)) <= {str}:
             return None  # every id a string (checked at C speed: 100k of them)
-        join.problems = _problems(body["problems"])
-        join.local = {_int(i, 0, count): _problems(p) for i, p in body["local"]}
-        join.edge_found = {_int(i, 0, count): _problems(p) for i, p in body["edges"]}
-        join.focus_found = _problems(body["focus_found"])
-        for path, mode in body["consulted"]:
-            if not isinstance(path, str) or not (mode is None or type(mode) is int):
-                return None
-            join.consulted[path] = mode
-        undecoded: list[str] = []
-        for path, pursuit, key in body["undecoded"]:
-            if not (isinstance(path, str) and type(pursuit) is bool and isinstance(key, str)):
-                return None
-            join.undecoded.append((path, pursuit))
-            undecoded.append(key)
-        for path in body["evidence"]:
-            if not isinstance(path, str):
-                return None
-            join.evidence[path] = None
-        focus_of: dict[int, tuple[tuple[str, int], ...]] = {}
-        for number, rows in body["focus"]:
-            entries = tuple((str(t), _int(line, 0, 2**32)) for t, line in rows)
-            if not all(isinstance(t, str) for t, _ in rows) or not entries:
-                return None
-            focus_of[_int(number, 0, count)] = entries
-        if profile.focus:
-            join.focus = [
-                (target, join.loaded[number].path, line)
-                for number in sorted(focus_of)
-                for target, line in focus_of[number]
-            ]
+        rest = _join_state(join, body, count)
+        if rest is None:
+            return None
+        undecoded, focus_of = rest
         return Lineage(join, keys, undecoded, named=named, focus_of=focus_of)
 
     # -- writing ---------------------------------------------------------------------------
@@ -367,22 +348,25 @@ class LineageStore:
     def encode(self, kept: Lineage) -> bytes | None:
         """The record's bytes; None when it would exceed `MAX_RECORD_BYTES`."""
         join = kept.join
-        files, scopes, metas, frames = [], [], [], []
+        files, scopes, metas, names = [], [], [], []
+        frames: list[bytes | memoryview] = []
         total = 0
         for loaded in join.loaded:
             key = kept.keys[loaded.index]
             files.append([loaded.path, loaded.tree == PURSUIT, key])
             scopes.append(loaded.scope)
+            frame: bytes | memoryview
             if isinstance(loaded, _Stored) and loaded._frame is not None:  # as it was read
-                meta, frame = loaded._meta, loaded._frame
+                meta, text, frame = loaded._meta, loaded._named, loaded._frame
             else:
                 made = loaded.summary
                 text = kept.named[loaded.index] if kept.named is not None else named_text(made)
-                meta = json.dumps([made.ids, text], separators=(",", ":")).encode()
+                meta = json.dumps(made.ids, separators=(",", ":")).encode()
                 frame = cachestore.encode(key, made, self.summary_header)
             metas.append(meta)
+            names.append(text)
             frames.append(frame)
-            total += len(meta) + len(frame)
+            total += len(meta) + len(text) + len(frame)
             if total > MAX_RECORD_BYTES:
                 return None
         # ASCII JSON: a path git gave with undecodable bytes (surrogates) round-trips
@@ -392,6 +376,7 @@ class LineageStore:
                 "profile": _profile_key(join.profile),
                 "scopes": scopes,
                 "metas": [len(meta) for meta in metas],
+                "names": [len(text) for text in names],
                 "sizes": [len(frame) for frame in frames],
                 "problems": _rows(join.problems),
                 "local": [[i, _rows(p)] for i, p in join.local.items()],
@@ -407,21 +392,60 @@ class LineageStore:
             },
             separators=(",", ":"),
         ).encode()
-        meta = b"".join(metas)
+        meta, named = b"".join(metas), b"".join(names)
         if len(index) + len(body) + total > MAX_RECORD_BYTES:
             return None
         digest = hashlib.blake2b(index, key=self.version, digest_size=16)
-        digest.update(body)
-        digest.update(meta)
-        head = b"%s %s %d %d %d %s\n" % (
+        for part in (body, meta, named):
+            digest.update(part)
+        head = b"%s %s %d %d %d %d %s\n" % (
             FORMAT,
             self.version.hex().encode(),
             len(index),
             len(body),
             len(meta),
+            len(named),
             digest.hexdigest().encode(),
         )
-        return b"".join([head, index, body, meta, *frames])
+        return b"".join([head, index, body, meta, named, *frames])
+
+
+def _join_state(
+    join: _Join, body: Any, count: int
+) -> tuple[list[str], dict[int, tuple[tuple[str, int], ...]]] | None:
+    """The rest of a record's join (problems, consulted entries, undecodable files,
+    evidence, Focus) into `join`; the undecodable files' keys and each file's Focus."""
+    join.problems = _problems(body["problems"])
+    join.local = {_int(i, 0, count): _problems(p) for i, p in body["local"]}
+    join.edge_found = {_int(i, 0, count): _problems(p) for i, p in body["edges"]}
+    join.focus_found = _problems(body["focus_found"])
+    for path, mode in body["consulted"]:
+        if not isinstance(path, str) or not (mode is None or type(mode) is int):
+            return None
+        join.consulted[path] = mode
+    undecoded: list[str] = []
+    for path, pursuit, key in body["undecoded"]:
+        if not (isinstance(path, str) and type(pursuit) is bool and isinstance(key, str)):
+            return None
+        join.undecoded.append((path, pursuit))
+        undecoded.append(key)
+    for path in body["evidence"]:
+        if not isinstance(path, str):
+            return None
+        join.evidence[path] = None
+    focus_of: dict[int, tuple[tuple[str, int], ...]] = {}
+    for number, rows in body["focus"]:
+        entries = tuple((str(t), _int(line, 0, 2**32)) for t, line in rows)
+        if not all(isinstance(t, str) for t, _ in rows) or not entries:
+            return None
+        focus_of[_int(number, 0, count)] = entries
+    if join.profile.focus:
+        join.focus = [
+            (target, join.loaded[number].path, line)
+            for number in sorted(focus_of)
+            for target, line in focus_of[number]
+        ]
+    return undecoded, focus_of
 
 
 def _count_changed(tree: TreeView, source: KeyedSource, files: Iterable[Any]) -> int | None:

@@ -233,26 +233,27 @@ def resigned(data: bytes, path: str, ids: list[str]) -> bytes:
     consistent forgery): what only the per-summary checks can still catch."""
     newline = data.index(b"\n") + 1
     fields = data[:newline].split(b" ")
-    index_len, body_len, meta_len = int(fields[2]), int(fields[3]), int(fields[4])
+    index_len, body_len, meta_len, named_len = (int(fields[n]) for n in (2, 3, 4, 5))
     at = newline + index_len + body_len
     index = data[newline : newline + index_len]
     body = json.loads(data[newline + index_len : at])
-    metas, frames = data[at : at + meta_len], data[at + meta_len :]
+    metas = data[at : at + meta_len]
+    rest = data[at + meta_len :]  # the edge targets and the summaries, as they were
     parts, start = [], 0
     for size in body["metas"]:
         parts.append(json.loads(metas[start : start + size]))
         start += size
-    parts[[row[0] for row in json.loads(index)[1]].index(path)][0] = ids
+    parts[[row[0] for row in json.loads(index)[1]].index(path)] = ids
     encoded_parts = [json.dumps(part, separators=(",", ":")).encode() for part in parts]
     body["metas"] = [len(part) for part in encoded_parts]
     new_body = json.dumps(body, separators=(",", ":")).encode()
     new_metas = b"".join(encoded_parts)
     version = lineagestore.version_digest()
-    digest = hashlib.blake2b(index + new_body + new_metas, key=version, digest_size=16)
-    head = b" ".join(
-        [*fields[:2], b"%d" % index_len, b"%d" % len(new_body), b"%d" % len(new_metas)]
-    )
-    return head + b" " + digest.hexdigest().encode() + b"\n" + index + new_body + new_metas + frames
+    checked = index + new_body + new_metas + rest[:named_len]
+    digest = hashlib.blake2b(checked, key=version, digest_size=16)
+    lengths = (index_len, len(new_body), len(new_metas), named_len)
+    head = b" ".join([*fields[:2], *(b"%d" % n for n in lengths)])
+    return head + b" " + digest.hexdigest().encode() + b"\n" + index + new_body + new_metas + rest
 
 
 def test_ids_that_do_not_match_the_stored_summary_spoil_the_record(tmp_path: Path) -> None:
