@@ -6,7 +6,19 @@ import json
 import sys
 from pathlib import Path
 
-from bench import daemon, hostile, join, peer, signed, startup, sync, validate, viewpull, views
+from bench import (
+    coldjoin,
+    daemon,
+    hostile,
+    join,
+    peer,
+    signed,
+    startup,
+    sync,
+    validate,
+    viewpull,
+    views,
+)
 
 SUITES = {
     "b1": validate.run,
@@ -21,6 +33,7 @@ SUITES = {
     "join": join.run,
     "peer": peer.run,
     "signed": signed.run,
+    "coldjoin": coldjoin.run,
 }
 
 

@@ -63,7 +63,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     state_dir = default_state_dir()
     with contextlib.suppress(OSError):  # no usable state dir: the cache stays in memory
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache = open_persistent(state_dir / STATE_CACHE_DIR)
+    cache = open_persistent(state_dir / STATE_CACHE_DIR, records=True)
     try:
         graph = default_graph_validator(enforce_capacity=True, cache=cache)
         report = validate_tree(tree, policy, graph)

@@ -45,9 +45,20 @@ def sync_now(
     )
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
-        with for_terminal(as_json) as progress:
-            shown = replace(options, progress=progress, repair=_make_repairer)
-            results = [sync_root(r, settings.state_dir, shown) for r in chosen]
+        from memsync.validators.cache import STATE_CACHE_DIR, open_records  # noqa: PLC0415
+        from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
+
+        # The lineage and shape records of each root's last validated tree: a fresh process
+        # joins and checks only the files that changed since (a cache: damaged or foreign
+        # records are ignored).
+        cache = open_records(settings.state_dir / STATE_CACHE_DIR)
+        graph = default_graph_validator(cache=cache)
+        try:
+            with for_terminal(as_json) as progress:
+                shown = replace(options, progress=progress, repair=_make_repairer)
+                results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
+        finally:
+            cache.close()
     if as_json:
         from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
 

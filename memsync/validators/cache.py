@@ -9,7 +9,11 @@ summary cached, the file's bytes are not read at all.
 `ParseCache` is a bounded in-memory LRU that is safe to share between threads; the daemon
 keeps the module's `default_cache()` for its lifetime. `open_persistent(directory)` adds a
 store on disk under it for CLI runs (`cachestore.py`: SQLite, no pickle, bounded, safe to
-delete at any time, entries checked and ignored when corrupt or foreign).
+delete at any time, entries checked and ignored when corrupt or foreign), and the lineage
+records of the trees validated (`lineagestore.py`), so that a fresh process joins only the
+files that changed since the tree it follows, and the gate's tree shapes by tree id
+(`shapestore.py`, for the process's `gate.SHAPES`); `open_records(directory)` adds only
+those.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync.atomicfile import private_dir
 from memsync.validators.cachestore import PersistentStore
 from memsync.validators.summary import FileSummary, summarize_bytes
 from memsync.validators.tree import TreeView
@@ -29,7 +34,9 @@ from memsync.validators.tree import TreeView
 if TYPE_CHECKING:
     from memsync.validators.graphmodel import Profile
     from memsync.validators.lineage import Lineage
+    from memsync.validators.lineagestore import LineageStore
     from memsync.validators.problems import Problem
+    from memsync.validators.shapestore import ShapeStore
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 STATE_CACHE_DIR = "cache"  # under the state dir: `<state_dir>/cache/parse-cache.sqlite3`
@@ -109,13 +116,17 @@ class ParseCache:
         *,
         store: PersistentStore | None = None,
         memory: _Memory | None = None,
+        records: LineageStore | None = None,
     ) -> None:
         self.memory = memory or _Memory(max_bytes)
         self.store = store
+        self.records = records  # lineage records on disk, for a fresh process
+        self.shapes: ShapeStore | None = None  # the gate's shape records, while open
         self.hits = 0
         self.misses = 0
         self.joins = 0  # full cross-file passes
         self.steps = 0  # incremental ones (a kept lineage advanced)
+        self.restores = 0  # incremental ones from a lineage record read from disk
 
     def take_lineages(self, profile: Profile) -> list[Lineage]:
         """The kept lineages of `profile`, most recent first, taken out of the cache so that
@@ -167,18 +178,26 @@ class ParseCache:
     def clear(self) -> None:
         self.memory.clear()
 
-    def backed_by(self, store: PersistentStore | None) -> ParseCache:
-        """A cache sharing this one's memory, over `store`."""
-        return ParseCache(store=store, memory=self.memory)
+    def backed_by(
+        self, store: PersistentStore | None, records: LineageStore | None = None
+    ) -> ParseCache:
+        """A cache sharing this one's memory, over `store` (and lineage `records`)."""
+        return ParseCache(store=store, memory=self.memory, records=records)
 
     def session(self) -> CachedSummaries:
         """A summary source for one validation; call `close()` when it is done."""
         return CachedSummaries(self)
 
     def close(self) -> None:
-        """Close the disk store, if any (the memory stays)."""
+        """Close the disk store, if any (the memory stays), and stop recording shapes."""
         if self.store is not None:
             self.store.close()
+        if self.shapes is not None:
+            from memsync.validators.gate import SHAPES  # noqa: PLC0415
+
+            if SHAPES.records is self.shapes:
+                SHAPES.records = None
+            self.shapes = None
 
 
 class CachedSummaries:
@@ -273,8 +292,37 @@ def default_cache() -> ParseCache:
     return _DEFAULT
 
 
-def open_persistent(directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseCache:
+def open_persistent(
+    directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, records: bool = False
+) -> ParseCache:
     """The process's in-memory cache backed by a store on disk under `directory` (created
-    0700 when missing), for CLI runs. A store that cannot be opened leaves it in memory
-    only. Each call opens its own store: `close()` it when done (or let it be collected)."""
-    return default_cache().backed_by(PersistentStore.open(directory, max_bytes=max_bytes))
+    0700 when missing), for CLI runs; with `records`, also the lineage and shape records
+    (`open_records`). A store that cannot be opened leaves it in memory only. Each call
+    opens its own store: `close()` it when done (or let it be collected)."""
+    store = PersistentStore.open(directory, max_bytes=max_bytes)
+    if not records:
+        return default_cache().backed_by(store)
+    return _with_records(directory, store)
+
+
+def open_records(directory: Path) -> ParseCache:
+    """The process's in-memory cache with the records under `directory` only (no summary
+    store: a sync reads the record of the tree it follows, and parses what changed): the
+    lineage records, and the gate's tree shapes (`gate.SHAPES` reads and writes them until
+    this cache is closed). For a CLI process: `close()` it when done."""
+    return _with_records(directory, None)
+
+
+def _with_records(directory: Path, store: PersistentStore | None) -> ParseCache:
+    from memsync.validators.gate import SHAPES  # noqa: PLC0415
+    from memsync.validators.lineagestore import DIRECTORY, LineageStore  # noqa: PLC0415
+    from memsync.validators.shapestore import DIRECTORY as SHAPES_DIRECTORY  # noqa: PLC0415
+    from memsync.validators.shapestore import ShapeStore  # noqa: PLC0415
+
+    try:
+        private_dir(directory)  # the cache's directory is ours alone, as the store makes it
+    except OSError:
+        return default_cache().backed_by(store)
+    cache = default_cache().backed_by(store, LineageStore.open(directory / DIRECTORY))
+    cache.shapes = SHAPES.records = ShapeStore.open(directory / SHAPES_DIRECTORY)
+    return cache

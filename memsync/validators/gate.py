@@ -11,7 +11,9 @@ A sync pays for what changed. The whole-tree name, mode and clash verdict of a t
 `TreeShape`) is kept, per process, by the tree's Git object id; a tree that a git adapter
 derived from another by a diff (`tree_shape`) gets its shape from that tree's shape plus
 the diff, equal to the full recomputation (property-tested), and only the changed paths'
-bytes are read. A tree without an object id is checked from scratch.
+bytes are read. A tree without an object id is checked from scratch. A CLI process, which
+starts with no shapes, may also read and record them on disk (`SHAPES.records`, set by
+`cache.open_records`; `shapestore.py`), by the same tree ids.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memsync.validators.collisions import FoldedTree, case_collisions, duplicate_entries
 from memsync.validators.graph import GraphValidator
@@ -28,6 +31,9 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.tree import BlobSource, Change, Entry, TreeView
+
+if TYPE_CHECKING:
+    from memsync.validators.shapestore import ShapeStore
 
 
 def _order(problem: Problem) -> tuple[str, str, int, str]:
@@ -315,6 +321,7 @@ class _Shapes:
         self._held = 0
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, SyncPolicy], TreeShape] = OrderedDict()
+        self.records: ShapeStore | None = None  # shapes on disk, for a CLI process
 
     def get(self, oid: str, policy: SyncPolicy) -> TreeShape | None:
         with self._lock:
@@ -357,6 +364,11 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
     kept = SHAPES.get(oid, policy)
     if kept is not None:
         return kept
+    records = SHAPES.records
+    kept = records.load(oid, policy, entries) if records is not None else None
+    if kept is not None:
+        SHAPES.put(oid, policy, kept)
+        return kept
     base_oid, delta = getattr(source, "base_oid", None), getattr(source, "delta", None)
     base = SHAPES.get(base_oid, policy) if isinstance(base_oid, str) else None
     shape = (
@@ -365,4 +377,6 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
         else TreeShape.of(entries, policy)
     )
     SHAPES.put(oid, policy, shape)
+    if records is not None:
+        records.save(oid, policy, shape, entries)
     return shape

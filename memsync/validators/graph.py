@@ -15,7 +15,9 @@ Validation does not build the MemoryGraph: `validate_graph` runs the per-file pa
 (`crossfile.py`), whose verdict equals `build_graph`'s problem for problem. `build_graph`
 stays for the readers that need the graph itself (the editor, renders, cycles). With a
 parse cache, the cross-file state of the last trees validated is kept too (`lineage.py`),
-and a tree that changes a few files of one of them is joined from it incrementally.
+and a tree that changes a few files of one of them is joined from it incrementally; a cache
+with lineage records (a CLI process's, `lineagestore.py`) also looks there, and records the
+lineage of the tree it validated for the next process.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from memsync.validators.assembly import _gc_paused, build_graph
 from memsync.validators.cache import CachedSummaries, ParseCache, Uncached, default_cache
 from memsync.validators.crossfile import GraphVerdict, _Join, judge
 from memsync.validators.graphmodel import Profile
-from memsync.validators.lineage import Lineage
+from memsync.validators.lineage import Lineage, Spoiled
 from memsync.validators.problems import Report
 from memsync.validators.tree import TreeView
 
@@ -67,30 +69,55 @@ def validate_graph(
 def _join(
     tree: TreeView, rules: Profile, source: CachedSummaries, cache: ParseCache
 ) -> GraphVerdict:
-    """Advance a kept lineage of this profile that `tree` follows (`lineage.py`), else run
-    the full cross-file pass and keep its lineage for the next tree."""
+    """Advance a kept lineage of this profile that `tree` follows (`lineage.py`), else one
+    from the cache's records on disk, else run the full cross-file pass and keep its lineage
+    for the next tree (and record it, when the cache has records)."""
     taken = cache.take_lineages(rules)
+    records = cache.records
     try:
         for lineage in list(taken):
             changed = lineage.changes(tree, source)
             if changed is None:
                 continue
             taken.remove(lineage)
-            verdict = lineage.advance(tree, source, changed)
+            verdict = _advance(lineage, tree, source, changed)
             if verdict is not None:
                 cache.steps += 1
                 taken.insert(0, lineage)
+                if records is not None:
+                    records.save(tree, lineage, changed=bool(changed))
                 return verdict
             break  # a spoiled lineage is dropped
+        stored = records.load(tree, rules, source) if records is not None else None
+        if records is not None and stored is not None:
+            lineage, changed = stored
+            verdict = _advance(lineage, tree, source, changed)
+            if verdict is not None:
+                cache.restores += 1
+                taken.insert(0, lineage)
+                records.save(tree, lineage, changed=bool(changed))
+                return verdict
         join = _Join(tree, rules, source)
         verdict = join.run()
         cache.joins += 1
         kept = Lineage.keep(join, source)
         if kept is not None:
             taken.insert(0, kept)
+            if records is not None:
+                records.save(tree, kept)
         return verdict
     finally:
         cache.give_lineages(taken)
+
+
+def _advance(
+    lineage: Lineage, tree: TreeView, source: CachedSummaries, changed: list[tuple[int, str]]
+) -> GraphVerdict | None:
+    """`lineage.advance`, None when it cannot be taken or a stored summary was damaged."""
+    try:
+        return lineage.advance(tree, source, changed)
+    except Spoiled:
+        return None
 
 
 class GraphValidator(Protocol):

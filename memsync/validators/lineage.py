@@ -20,6 +20,11 @@ could alter an outcome that depends on the load order or on more than the change
 What remains is local to the changed files and the ids they add or remove: their own
 problems, their edges, the edges elsewhere that name an added or removed id (found through
 an index by target), and Focus (few entries, checked again whole).
+
+A lineage may also come from disk (`lineagestore.py`, for a fresh CLI process): its files'
+summaries are then decoded only when the step reads them, and the files naming an id are
+found in each file's edge targets as text (`named`) instead of an index built from every
+summary. A stored summary that turns out damaged raises `Spoiled`: the step is not taken.
 """
 
 from __future__ import annotations
@@ -34,6 +39,16 @@ from memsync.validators.summary import FileSummary
 from memsync.validators.tree import TreeView
 
 MAX_CHANGED = 64  # beyond this many changed files (or half the files) the full pass runs
+
+
+class Spoiled(Exception):
+    """A lineage read from disk held a damaged summary: drop it and run the full pass."""
+
+
+def named_text(summary: FileSummary) -> bytes:
+    """The targets of a file's pending edges, each between newlines (ids hold none), UTF-8."""
+    text = "\n" + "\n".join(target for _item, _kind, target in summary.pending) + "\n"
+    return text.encode("utf-8", "surrogatepass")
 
 
 class KeyedSource(Protocol):
@@ -63,19 +78,37 @@ def _structure(summary: FileSummary) -> tuple[tuple[str, str, int, tuple[str, ..
 class Lineage:
     """The cross-file state of one validated tree, to validate its successor from."""
 
-    __slots__ = ("join", "keys", "targets", "undecoded", "verdict")
+    __slots__ = ("focus_of", "join", "keys", "named", "targets", "undecoded", "verdict")
 
-    def __init__(self, join: _Join, keys: list[str], undecoded: list[str]) -> None:
+    def __init__(
+        self,
+        join: _Join,
+        keys: list[str],
+        undecoded: list[str],
+        *,
+        named: list[bytes] | None = None,
+        focus_of: dict[int, tuple[tuple[str, int], ...]] | None = None,
+    ) -> None:
+        """`named` and `focus_of` (each file's edge targets and Focus, by load index) are
+        given for a lineage read from disk, whose summaries are not all at hand."""
         join.tree = None  # type: ignore[assignment]  # hold no bytes between validations
         join.source = None  # type: ignore[assignment]
         self.join = join
         self.keys = keys
         self.undecoded = undecoded
         self.verdict: GraphVerdict = join.verdict()
-        # target id -> {load index: how many of that file's pending edges name it}
-        self.targets: dict[str, dict[int, int]] = {}
-        for loaded in join.loaded:
-            self.index_edges(loaded.index, loaded.summary, 1)
+        # target id -> {load index: how many of that file's pending edges name it}; None
+        # when `named` answers instead
+        self.targets: dict[str, dict[int, int]] | None = None if named is not None else {}
+        self.named = named
+        if focus_of is None:
+            focus_of = {
+                loaded.index: loaded.summary.focus for loaded in join.loaded if loaded.summary.focus
+            }
+        self.focus_of = focus_of  # load index -> the file's Focus (target, line), when any
+        if named is None:
+            for loaded in join.loaded:
+                self.index_edges(loaded.index, loaded.summary, 1)
 
     @property
     def profile(self) -> Profile:
@@ -96,6 +129,10 @@ class Lineage:
 
     def index_edges(self, index: int, summary: FileSummary, step: int) -> None:
         targets = self.targets
+        if targets is None:
+            if step > 0 and self.named is not None:
+                self.named[index] = named_text(summary)
+            return
         for _item, _kind, target in summary.pending:
             files = targets.get(target)
             if files is None:
@@ -172,22 +209,41 @@ class Lineage:
                 join.local[loaded.index] = found
             else:
                 join.local.pop(loaded.index, None)
-        for item_id in touched:
-            again.update(self.targets.get(item_id, ()))
+        again |= self.naming(touched)
         for index in again:  # edges read the summaries and the id map, not the tree
             found = join.edges(join.loaded[index])
             if found:
                 join.edge_found[index] = found
             else:
                 join.edge_found.pop(index, None)
-        if join.profile.focus:
+        for loaded, new in fresh:
+            if new.focus:
+                self.focus_of[loaded.index] = new.focus
+            else:
+                self.focus_of.pop(loaded.index, None)
+        if join.profile.focus:  # in load order, each file's in its order (as `record` adds)
             join.focus = [
-                (target, loaded.path, line)
-                for loaded in join.loaded
-                for target, line in loaded.summary.focus
+                (target, join.loaded[index].path, line)
+                for index in sorted(self.focus_of)
+                for target, line in self.focus_of[index]
             ]
             join.focus_found = join.check_focus()
         for index, key in changed:
             self.keys[index] = key
         self.verdict = join.verdict()
         return self.verdict
+
+    def naming(self, ids: set[str]) -> set[int]:
+        """The load indexes of the files whose pending edges name one of `ids`."""
+        if self.targets is not None:
+            found: set[int] = set()
+            for item_id in ids:
+                found.update(self.targets.get(item_id, ()))
+            return found
+        named = self.named or []
+        return {
+            index
+            for needle in (f"\n{item_id}\n".encode("utf-8", "surrogatepass") for item_id in ids)
+            for index, text in enumerate(named)
+            if needle in text
+        }

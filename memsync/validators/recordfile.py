@@ -1,0 +1,109 @@
+"""Record files: the private, bounded, pruned files of the validators' caches on disk.
+
+What the lineage records (`lineagestore.py`) and the tree shape records (`shapestore.py`)
+share: a file is read only when it is a regular file of ours that no one else may read or
+write (never through a link) and within its bound; a directory is used only when it is
+ours and writable by no one else; the most recent files are kept, the rest (and the
+temporary files of crashed writes) removed. Everything here is best effort: an error is a
+miss, never a failure of the validation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_STALE_TEMP = 3600.0  # seconds after which a temporary file of a crashed write goes
+
+
+def private(info: os.stat_result, kind: Callable[[int], bool]) -> bool:
+    """Of that kind (never a symlink: `lstat`), ours, and writable by no one else."""
+    return bool(kind(info.st_mode)) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def private_directory(directory: Path) -> bool:
+    """Make `directory` (0700) when missing; whether it is ours alone."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return private(directory.lstat(), stat.S_ISDIR)
+    except OSError:
+        return False
+
+
+def open_private(path: Path, max_bytes: int) -> tuple[int, int] | None:
+    """A descriptor of the private (0600 or tighter) regular file of ours at `path`, not
+    followed if a link, and its size; None when it is missing, anything else, or larger."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not private(info, stat.S_ISREG) or info.st_mode & 0o077 or info.st_size > max_bytes:
+        os.close(fd)
+        return None
+    return fd, info.st_size
+
+
+def read_private(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of the private file at `path` (see `open_private`), or None."""
+    opened = open_private(path, max_bytes)
+    if opened is None:
+        return None
+    fd, size = opened
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(size + 1)
+    except OSError:
+        return None
+    return data if len(data) == size else None
+
+
+def newest(directory: Path, names: re.Pattern[str]) -> list[str]:
+    """The names in `directory` that `names` matches, the most recently written first."""
+    return [name for name, _ in _newest(directory, names)]
+
+
+def _newest(directory: Path, names: re.Pattern[str]) -> list[tuple[str, int]]:
+    found: list[tuple[int, str, int]] = []
+    try:
+        for entry in os.scandir(directory):
+            if names.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((info.st_mtime_ns, entry.name, info.st_size))
+    except OSError:
+        return []
+    return [(name, size) for _, name, size in sorted(found, reverse=True)]
+
+
+def prune(directory: Path, names: re.Pattern[str], keep: int, max_total: int) -> None:
+    """Keep the `keep` most recent files that `names` matches, fewer when they would hold
+    more than `max_total` bytes in all (the newest is always kept); drop the temporary files
+    (`atomicfile`: `.<name>.<random>.tmp`) of writes that crashed long ago."""
+    total = 0
+    for number, (name, size) in enumerate(_newest(directory, names)):
+        total += size
+        if number == 0 or (number < keep and total <= max_total):
+            continue
+        with contextlib.suppress(OSError):
+            (directory / name).unlink(missing_ok=True)
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            name = entry.name
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            if not names.fullmatch(name[1:].rsplit(".", 2)[0]):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMP:
+                    (directory / name).unlink(missing_ok=True)
