@@ -91,6 +91,7 @@ class HttpError(MemsyncError):
     ) -> None:
         super().__init__(f"{method} {url}: {detail}")
         self.kind = kind
+        self.detail = detail  # the reason alone, without the method and URL
         self.method = method
         self.url = url
         self.status = status
@@ -283,28 +284,42 @@ class HttpClient:
         token: str | None,
         deadline: float,
         max_response: int = 64 * 1024,
+        headers: Mapping[str, str] | None = None,
+        refuse_larger: bool = False,
     ) -> tuple[int, bytes]:
         """POST a JSON document; (status, response body). Like `post_form`: no redirect is
-        followed, nothing is retried."""
+        followed, nothing is retried. The answer is read up to `max_response` bytes: the
+        rest is left unread, or, with `refuse_larger`, a `too-large` error (with the status)
+        as soon as the answer declares or sends more. `headers` must be printable ASCII."""
         body = aiohttp.JsonPayload(dict(document))
-        return await self._post(url, body, token, deadline, max_response)
+        return await self._post(
+            url, body, token, deadline, max_response, headers or {}, refuse_larger
+        )
 
     async def _post(
-        self, url: str, data: object, token: str | None, deadline: float, max_response: int
+        self,
+        url: str,
+        data: object,
+        token: str | None,
+        deadline: float,
+        max_response: int,
+        headers: Mapping[str, str] | None = None,
+        refuse_larger: bool = False,
     ) -> tuple[int, bytes]:
         session = self._open()
         post = "POST"
         target = _parse(url, method=post)
         self.check_url(target, method=post, token=token is not None)
         where = redact_url(target)
-        headers = _bearer(token, where, method=post)
+        sent = _with_headers(_bearer(token, where, method=post), headers or {}, where, post)
         try:
             async with asyncio.timeout_at(deadline):
                 async with session.post(
-                    target, data=data, headers=headers, allow_redirects=False
+                    target, data=data, headers=sent, allow_redirects=False
                 ) as resp:
-                    answer = await resp.content.read(max_response)
-                    return resp.status, answer
+                    if not refuse_larger:
+                        return resp.status, await resp.content.read(max_response)
+                    return resp.status, await _read_capped(resp, where, max_response, post)
         except TimeoutError as exc:
             raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed", method=post) from exc
         except aiohttp.ClientError as exc:
@@ -332,11 +347,7 @@ class HttpClient:
         start = _parse(url)
         self.check_url(start, token=token is not None)
         where = redact_url(start)
-        sent = _bearer(token, where)
-        for name, value in headers.items():
-            if not _HEADER_VALUE.fullmatch(value):
-                raise HttpError(ErrorKind.REFUSED, where, f"unsafe {name} header value")
-            sent[name] = value
+        sent = _with_headers(_bearer(token, where), headers, where)
         sent[hdrs.ACCEPT_ENCODING] = "identity"
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.connect_timeout, sock_read=read_timeout
@@ -534,6 +545,33 @@ def _bearer(token: str | None, where: str, *, method: str = "GET") -> dict[str, 
         detail = "the token holds a character a header cannot carry"
         raise HttpError(ErrorKind.REFUSED, where, detail, method=method)
     return {hdrs.AUTHORIZATION: f"Bearer {token}"}
+
+
+def _with_headers(
+    sent: dict[str, str], headers: Mapping[str, str], where: str, method: str = "GET"
+) -> dict[str, str]:
+    """`sent` plus `headers`, each value printable ASCII (refused otherwise, unquoted)."""
+    for name, value in headers.items():
+        if not _HEADER_VALUE.fullmatch(value):
+            raise HttpError(ErrorKind.REFUSED, where, f"unsafe {name} header value", method=method)
+        sent[name] = value
+    return sent
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, where: str, cap: int, method: str) -> bytes:
+    """The whole answer, or `too-large` (with the status) once it declares or sends more
+    than `cap` bytes: reading stops there, not at the deadline."""
+    declared = resp.content_length
+    if declared is not None and declared > cap:
+        detail = f"answered {declared} bytes (cap {cap})"
+        raise HttpError(ErrorKind.TOO_LARGE, where, detail, resp.status, method=method)
+    received = bytearray()
+    async for chunk in resp.content.iter_any():
+        received += chunk
+        if len(received) > cap:
+            detail = f"answered over {cap} bytes"
+            raise HttpError(ErrorKind.TOO_LARGE, where, detail, resp.status, method=method)
+    return bytes(received)
 
 
 def _status_error(status: int, where: str, retry_after: str | None) -> HttpError:

@@ -25,6 +25,7 @@ from memsync.transports.process import Deadline
 from memsync.views.httpsource import HttpSource
 from memsync.views.source import SourceError
 from tests.e2e.hubs import BADID_BYTES, HostileHub, hostile_hub
+from tests.helpers import settings_for
 
 TOKEN = "msk_follow_s3cret"
 
@@ -152,17 +153,10 @@ def remote_hub() -> Iterator[HostileHub]:
 
 
 def root_settings(tmp_path: Path, hub: str) -> RootSettings:
-    return RootSettings(
-        name="team",
-        path=tmp_path,
-        branch=None,
+    return settings_for(
+        "team",
+        tmp_path,
         max_file_size=1 << 20,
-        watch=False,
-        sync_enabled=True,
-        remote="origin",
-        interval=timedelta(seconds=60),
-        push=True,
-        autocommit=False,
         timeout=timedelta(seconds=20),
         notify_hub=hub,
         notify_token=SecretRef("value", TOKEN),
