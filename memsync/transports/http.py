@@ -158,6 +158,15 @@ class HttpClient:
             await self._session.close()
             self._session = None
 
+    def under(self, *, allow_http: bool) -> HttpClient:
+        """This box's open session under another http-vs-https choice: one connection pool
+        for every view of a pull, each view's own `allow_http`. Closed with this box."""
+        other = HttpClient(
+            allow_http=allow_http, user_agent=self.user_agent, connect_timeout=self.connect_timeout
+        )
+        other._session = self._open()
+        return other
+
     def check_url(
         self,
         url: URL,

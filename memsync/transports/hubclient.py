@@ -75,8 +75,11 @@ class HubClient:
         self._owned = True
 
     @classmethod
-    def over(cls, client: HttpClient) -> HubClient:
-        """A hub client on an open box (the box's own `allow_http` applies)."""
+    def over(cls, client: HttpClient, *, allow_http: bool | None = None) -> HubClient:
+        """A hub client on an open box's session; `allow_http` its own choice (the box's
+        when None). Closed with the box, not by this client."""
+        if allow_http is not None and allow_http != client.allow_http:
+            client = client.under(allow_http=allow_http)
         hub = cls(allow_http=client.allow_http)
         hub._client, hub._owned = client, False
         return hub

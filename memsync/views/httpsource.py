@@ -36,9 +36,12 @@ class HttpSource:
         where: str = "",
         progress: Progress = NO_PROGRESS,
         phase: str = "Downloading package",
+        *,
+        allow_http: bool = False,
     ) -> None:
-        """`progress` is shown the package's bytes as they arrive, as `phase`."""
-        self.hub = HubClient.over(client)
+        """`progress` is shown the package's bytes as they arrive, as `phase`; `allow_http`
+        is the view's own (plain http to a non-loopback host, never with a token)."""
+        self.hub = HubClient.over(client, allow_http=allow_http)
         self.url = url.rstrip("/")
         self.token = token
         self.where = where or "the view's source.token"  # the config key, for messages
