@@ -44,7 +44,7 @@ from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
 from memsync.transports.hubrule import url_problem
 
-__all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "redact_url"]
+__all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "Posted", "redact_url"]
 
 log = logging.getLogger("memsync.http")
 
@@ -97,6 +97,7 @@ class HttpError(MemsyncError):
         self.status = status
         self.transient = kind in _TRANSIENT if transient is None else transient
         self.retry_after = retry_after
+        self.attempts = 1  # how many requests were made before this failure was final
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,15 @@ class Fetched:
     sha256: str | None
     path: Path | None = None
     body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A POST's last answer (`status`, `body`) and how many attempts it took."""
+
+    status: int
+    body: bytes
+    attempts: int
 
 
 def redact_url(url: str | URL) -> str:
@@ -305,6 +315,37 @@ class HttpClient:
             url, body, token, deadline, max_response, headers or {}, refuse_larger
         )
 
+    async def post_json_retrying(
+        self,
+        url: str,
+        *,
+        document: Mapping[str, object],
+        token: str | None,
+        deadline: float,
+        attempts: int,
+        backoff: float,
+    ) -> Posted:
+        """`post_json`, tried up to `attempts` times while a failure may pass (a transient
+        error, a 5xx, a 429): `backoff` seconds before the second attempt, doubled each
+        time, with jitter (x0.5 to x1.5); never a wait that ends past `deadline`. For a
+        receiver that takes the same document twice (a webhook): the final answer, or the
+        final error with its `attempts`."""
+        loop = asyncio.get_running_loop()
+        for attempt in range(1, attempts + 1):
+            try:
+                status, body = await self.post_json(
+                    url, document=document, token=token, deadline=deadline
+                )
+            except HttpError as exc:
+                exc.attempts = attempt
+                if not exc.transient or not await _wait(loop, attempt, attempts, backoff, deadline):
+                    raise
+                continue
+            passing = status >= 500 or status == 429
+            if not passing or not await _wait(loop, attempt, attempts, backoff, deadline):
+                return Posted(status, body, attempt)
+        raise InternalError("internal: post_json_retrying made no attempt")
+
     async def _post(
         self,
         url: str,
@@ -461,6 +502,17 @@ class HttpClient:
         etag_out = resp.headers.get(hdrs.ETAG)
         fetched = Fetched(200, etag_out, sink.size, sink.hexdigest, dest, sink.body())
         return fetched, sink if dest is not None else None
+
+
+async def _wait(
+    loop: asyncio.AbstractEventLoop, attempt: int, attempts: int, backoff: float, deadline: float
+) -> bool:
+    """Sleep before attempt `attempt + 1`; False (no sleep) when there is none to make."""
+    wait = backoff * 2 ** (attempt - 1) * _RANDOM.uniform(0.5, 1.5)
+    if attempt >= attempts or loop.time() + wait >= deadline:
+        return False
+    await asyncio.sleep(wait)
+    return True
 
 
 class _Sink:
