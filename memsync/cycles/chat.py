@@ -15,10 +15,6 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-import aiohttp
-from aiohttp import hdrs
-from yarl import URL
-
 from memsync.config.model import OpenAIRoleSettings
 from memsync.cycles import jsontext
 from memsync.cycles.answers import AnswerError, Proposal, parse_answer
@@ -28,7 +24,7 @@ from memsync.errors import InternalError, SecretError
 from memsync.redaction import redact
 from memsync.roots.faults import fault
 from memsync.secrets import resolve_header
-from memsync.transports.hubrule import is_loopback
+from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.transports.process import Deadline
 
 log = logging.getLogger("memsync.cycles")
@@ -81,8 +77,8 @@ async def ask_openai(
     the answer is unusable. For prune, `known_ids` (the current graph's item ids) makes an
     answer naming an unknown id unusable too. Raises ExecutorFailed (with the record)."""
     started = time.monotonic()
-    url = URL(role.base_url.rstrip("/") + "/chat/completions")
-    shown = redact(str(url))
+    url = role.base_url.rstrip("/") + "/chat/completions"
+    shown = redact(url)
     try:
         key = (
             resolve_header(role.api_key, where=f"roles.{role.name}.api_key", environ=environ)
@@ -99,39 +95,32 @@ async def ask_openai(
     def failed(kind: FailureKind, message: str) -> ExecutorFailed:
         return _openai_failed(role, operation_id, started, state, scrub, kind, message)
 
-    if key and url.scheme == "http" and not is_loopback(url.host or ""):
-        raise failed(
-            FailureKind.REFUSED,
-            f"{shown}: an API key is never sent over plain http to a non-loopback host; use https",
-        )
-    headers: dict[str, str] = {
-        hdrs.CONTENT_TYPE: "application/json",
-        hdrs.ACCEPT: "application/json",
-        hdrs.ACCEPT_ENCODING: "identity",
-    }
-    if key:
-        headers[hdrs.AUTHORIZATION] = f"Bearer {key}"
     seconds = deadline.cap(role.timeout.total_seconds())
     loop = asyncio.get_running_loop()
+    at = loop.time() + max(seconds, 0.0)
     try:
-        async with (
-            asyncio.timeout_at(loop.time() + max(seconds, 0.0)),
-            aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
-                cookie_jar=aiohttp.DummyCookieJar(),
-                trust_env=False,  # no proxies or .netrc from the environment
-                headers={hdrs.USER_AGENT: "memsync"},
-            ) as session,
-        ):
-            chat = _Chat(session, url, headers, role.model, response_cap, state, scrub)
+        # The HTTP box's rule: the key only over https or to loopback; plain http without
+        # a key anywhere (the configuration refused the rest at load); no redirect.
+        async with HttpClient(allow_http=True, connect_timeout=CONNECT_TIMEOUT) as client:
+            chat = _Chat(client, url, key, at, role.model, response_cap, state, scrub)
             proposal = await chat.converse(kind, prompt, known_ids)
     except _Failure as failure:
         raise failed(failure.kind, failure.message) from None
-    except aiohttp.ClientError as exc:  # before TimeoutError: a connect timeout is one too
-        reason = scrub(str(exc)) or type(exc).__name__
+    except HttpError as exc:
+        if exc.status is not None:
+            state.http_status = exc.status
+        if exc.kind is ErrorKind.REFUSED:
+            advice = "; use https" if url.startswith("http:") else ""
+            raise failed(FailureKind.REFUSED, f"{shown}: {exc.detail}{advice}") from None
+        if exc.kind is ErrorKind.TOO_LARGE:
+            raise failed(FailureKind.TOO_LARGE, f"{shown} {exc.detail}") from None
+        if exc.kind is ErrorKind.TIMEOUT and loop.time() >= at:
+            raise failed(
+                FailureKind.TIMEOUT, f"{shown} did not answer within {seconds:g}s"
+            ) from None
+        # Anything else (a connect timeout too) is the endpoint not answering usably.
+        reason = scrub(exc.detail)
         raise failed(FailureKind.CONNECTION, f"{shown} could not be reached: {reason}") from None
-    except TimeoutError:
-        raise failed(FailureKind.TIMEOUT, f"{shown} did not answer within {seconds:g}s") from None
     except (ValueError, RecursionError) as exc:  # an answer no parser should have let by
         raise failed(
             FailureKind.PROTOCOL,
@@ -182,9 +171,10 @@ class _Failure(Exception):
 class _Chat:
     """One conversation with the endpoint: the question, and once more if need be."""
 
-    session: aiohttp.ClientSession
-    url: URL
-    headers: Mapping[str, str]
+    client: HttpClient
+    url: str
+    key: str | None
+    deadline: float  # on the event loop's clock: both requests together
     model: str
     cap: int
     state: _Exchange
@@ -227,35 +217,30 @@ class _Chat:
         """One request; the answer's text. HTTP and protocol problems raise _Failure."""
         state, cap = self.state, self.cap
         state.attempts += 1
-        shown = redact(str(self.url))
+        shown = redact(self.url)
         body = {
             "model": self.model,
             "messages": list(messages),
             "response_format": {"type": "json_object"},
             "stream": False,
         }
-        async with self.session.post(
-            self.url, json=body, headers=self.headers, allow_redirects=False
-        ) as resp:
-            state.http_status = resp.status
-            declared = resp.content_length
-            if declared is not None and declared > cap:
-                raise _Failure(
-                    FailureKind.TOO_LARGE, f"{shown} answered {declared} bytes (cap {cap})"
-                )
-            received = bytearray()
-            async for chunk in resp.content.iter_any():  # stops reading once over the cap
-                received += chunk
-                if len(received) > cap:
-                    raise _Failure(FailureKind.TOO_LARGE, f"{shown} answered over {cap} bytes")
-            raw = bytes(received)
-            fault("cycle-during-executor")  # the model answered; nothing applied or recorded
-            if resp.status != 200:
-                detail = self.scrub(_error_detail(raw))
-                raise _Failure(
-                    FailureKind.HTTP_STATUS,
-                    f"{shown} answered HTTP {resp.status}" + (f": {detail}" if detail else ""),
-                )
+        status, raw = await self.client.post_json(
+            self.url,
+            document=body,
+            token=self.key or None,
+            deadline=self.deadline,
+            max_response=cap,
+            headers={"Accept": "application/json"},
+            refuse_larger=True,
+        )
+        state.http_status = status
+        fault("cycle-during-executor")  # the model answered; nothing applied or recorded
+        if status != 200:
+            detail = self.scrub(_error_detail(raw))
+            raise _Failure(
+                FailureKind.HTTP_STATUS,
+                f"{shown} answered HTTP {status}" + (f": {detail}" if detail else ""),
+            )
         try:
             document = jsontext.loads(raw)
         except jsontext.JSONRefused as exc:

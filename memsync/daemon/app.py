@@ -30,7 +30,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -67,6 +67,7 @@ from memsync.roots.lock import RootLock
 from memsync.roots.result import HELD, SyncResult
 from memsync.status import config_name, status_document
 from memsync.transports.git import Git
+from memsync.transports.hubclient import events_name_root, view_events_url
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import documents
@@ -377,7 +378,7 @@ class Daemon:
             hub_root = str(event.data.get("root", ""))
             for worker in self.roots.values():
                 events = worker.settings.events
-                if events and hub_root in parse_qs(urlsplit(events).query).get("root", [hub_root]):
+                if events and events_name_root(events, hub_root):
                     log.info(
                         "hub event: upstream %s moved; syncing root %s",
                         hub_root,
@@ -645,16 +646,10 @@ def _past_max_stale(views: list[ViewSettings], state_dir: Path) -> list[tuple[st
 
 
 def _view_events_url(view: ViewSettings) -> str | None:
-    """`https://hub/v1/views/auth` -> `https://hub/v1/events?view=auth` (hub sources only)."""
+    """The events of the hub `view` comes from (hub sources only; the hub client's URL)."""
     if not isinstance(view.source, HttpSourceSettings):
         return None
-    parts = urlsplit(view.source.url)
-    marker = "/v1/views/"
-    if marker not in parts.path:
-        return None
-    base = parts.path.split(marker, 1)[0]
-    view_id = parts.path.split(marker, 1)[1].split("/", 1)[0]
-    return f"{parts.scheme}://{parts.netloc}{base}/v1/events?view={view_id}"
+    return view_events_url(view.source.url)
 
 
 def run_daemon(settings: Settings, load: Callable[[], Settings]) -> int:

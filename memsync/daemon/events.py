@@ -8,14 +8,14 @@ bounded and linear: a line over `MAX_LINE`, an event over `MAX_EVENT` bytes are 
 `StreamError`, its buffer never holds more than one line plus one read, and it never
 re-slices that buffer per line (runs of blank lines and comments are skipped in one step).
 
-The follower reads through the HTTP box (`transports/http.py`: the URL and token rule, no
-redirect, no compression) at most `CHUNK` bytes at a time and yields to the event loop after
-each read, so a flood of anything costs bounded work per read and never starves the
-daemon. A connection that breaks a bound, or carries over `MAX_CONNECTION` bytes, is
-dropped and counts as a failure for the back-off. It reconnects with back-off and
-`Last-Event-ID`, and marks the stream connected or not; polling goes on either way, so a
-hub that drops the stream, sends junk or never answers only costs latency. The same
-failure twice in a row is logged once.
+The follower reads through the hub client (`transports/hubclient.py`, on the HTTP box: the
+URL and token rule, no redirect, no compression) at most `CHUNK` bytes at a time and yields
+to the event loop after each read, so a flood of anything costs bounded work per read and
+never starves the daemon. A connection that breaks a bound, or carries over `MAX_CONNECTION`
+bytes, is dropped and counts as a failure for the back-off. It reconnects with back-off and
+`Last-Event-ID`, and marks the stream connected or not; polling goes on either way, so a hub
+that drops the stream, sends junk or never answers only costs latency. The same failure
+twice in a row is logged once.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import aiohttp
 
 from memsync.daemon.triggers import Backoff
 from memsync.redaction import redact
-from memsync.transports.http import HttpClient, HttpError, redact_url
+from memsync.transports.http import HttpError, redact_url
+from memsync.transports.hubclient import HubClient
 
 log = logging.getLogger(__name__)
 
@@ -181,15 +182,12 @@ async def follow(
     last_id: str | None = None
     quiet = _Quiet(_shown(url))
     strained = False  # the last connection broke a bound: it does not reset the back-off
-    async with HttpClient(allow_http=token is None) as client:
+    async with HubClient(allow_http=token is None) as hub:
         while True:
             parser = EventParser(last_id)  # a new connection starts with an empty buffer
-            headers = {"Accept": "text/event-stream"}
-            if last_id:
-                headers["Last-Event-ID"] = last_id
             try:
-                async with client.stream(
-                    url, token=token, headers=headers, read_timeout=READ_TIMEOUT
+                async with hub.events(
+                    url, token=token, last_id=last_id, read_timeout=READ_TIMEOUT
                 ) as body:
                     connected(True)
                     if not strained:

@@ -21,7 +21,6 @@ import asyncio
 import json
 import logging
 import os
-import random
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -187,24 +186,19 @@ async def _webhook(
             token = resolve_header(webhook.token, where=where)
         except ConfigError as exc:
             raise HookFailed(exc.message) from exc
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    problem = "not tried"
-    async with HttpClient() as client:
-        for attempt in range(TRIES):
-            retry = False
-            try:
-                status, _ = await client.post_json(
-                    webhook.url, document=document, token=token, deadline=deadline
-                )
-            except HttpError as exc:
-                problem, retry = exc.message, bool(exc.transient)
-            else:
-                if status < 300:
-                    return
-                problem, retry = f"the server answered {status}", status >= 500 or status == 429
-            wait = BACKOFF * 2**attempt * random.uniform(0.5, 1.5)  # noqa: S311 - jitter
-            if not retry or attempt == TRIES - 1 or loop.time() + wait >= deadline:
-                break
-            await asyncio.sleep(wait)
-    raise HookFailed(f"webhook: {problem} (after {attempt + 1} attempt(s))")
+    deadline = asyncio.get_running_loop().time() + seconds
+    try:
+        async with HttpClient() as client:
+            posted = await client.post_json_retrying(
+                webhook.url,
+                document=document,
+                token=token,
+                deadline=deadline,
+                attempts=TRIES,
+                backoff=BACKOFF,
+            )
+    except HttpError as exc:
+        raise HookFailed(f"webhook: {exc.message} (after {exc.attempts} attempt(s))") from exc
+    if posted.status >= 300:
+        problem = f"the server answered {posted.status}"
+        raise HookFailed(f"webhook: {problem} (after {posted.attempts} attempt(s))")

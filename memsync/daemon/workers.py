@@ -196,20 +196,20 @@ def _key_path(ref: SecretRef) -> Path:
 async def notify_hub(settings: RootSettings, commit: str) -> None:
     """Tell the hub the upstream moved, so its subscribers sync at once; never fails a cycle.
 
-    Through the HTTP box: the token only over https (or loopback http), no redirect."""
-    hub = (settings.notify_hub or "").rstrip("/")
-    url = f"{hub}/v1/roots/{settings.notify_root or settings.name}/notify"
+    Through the hub client: the token only over https (or loopback http), no redirect."""
     where = f"roots.{settings.name}.sync.notify.token"
     token = resolve_token(settings.notify_token, where)
     if settings.notify_token is not None and token is None:
         return  # logged: a notification without its token would only be refused
-    from memsync.transports.http import HttpClient, HttpError  # noqa: PLC0415 - used rarely
+    from memsync.transports.http import HttpError  # noqa: PLC0415 - used rarely
+    from memsync.transports.hubclient import HubClient  # noqa: PLC0415
 
     deadline = asyncio.get_running_loop().time() + NOTIFY_TIMEOUT
+    root = settings.notify_root or settings.name
     try:
-        async with HttpClient() as client:
-            status, _ = await client.post_json(
-                url, document={"commit": commit}, token=token, deadline=deadline
+        async with HubClient() as hub:
+            status = await hub.notify(
+                settings.notify_hub or "", root, commit, token=token, deadline=deadline
             )
     except HttpError as exc:
         log.warning("root %s: could not notify the hub: %s", settings.name, exc.message)

@@ -44,7 +44,7 @@ from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
 from memsync.transports.hubrule import url_problem
 
-__all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "redact_url"]
+__all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "Posted", "redact_url"]
 
 log = logging.getLogger("memsync.http")
 
@@ -91,11 +91,13 @@ class HttpError(MemsyncError):
     ) -> None:
         super().__init__(f"{method} {url}: {detail}")
         self.kind = kind
+        self.detail = detail  # the reason alone, without the method and URL
         self.method = method
         self.url = url
         self.status = status
         self.transient = kind in _TRANSIENT if transient is None else transient
         self.retry_after = retry_after
+        self.attempts = 1  # how many requests were made before this failure was final
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,15 @@ class Fetched:
     sha256: str | None
     path: Path | None = None
     body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A POST's last answer (`status`, `body`) and how many attempts it took."""
+
+    status: int
+    body: bytes
+    attempts: int
 
 
 def redact_url(url: str | URL) -> str:
@@ -156,6 +167,15 @@ class HttpClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    def under(self, *, allow_http: bool) -> HttpClient:
+        """This box's open session under another http-vs-https choice: one connection pool
+        for every view of a pull, each view's own `allow_http`. Closed with this box."""
+        other = HttpClient(
+            allow_http=allow_http, user_agent=self.user_agent, connect_timeout=self.connect_timeout
+        )
+        other._session = self._open()
+        return other
 
     def check_url(
         self,
@@ -283,28 +303,73 @@ class HttpClient:
         token: str | None,
         deadline: float,
         max_response: int = 64 * 1024,
+        headers: Mapping[str, str] | None = None,
+        refuse_larger: bool = False,
     ) -> tuple[int, bytes]:
         """POST a JSON document; (status, response body). Like `post_form`: no redirect is
-        followed, nothing is retried."""
+        followed, nothing is retried. The answer is read up to `max_response` bytes: the
+        rest is left unread, or, with `refuse_larger`, a `too-large` error (with the status)
+        as soon as the answer declares or sends more. `headers` must be printable ASCII."""
         body = aiohttp.JsonPayload(dict(document))
-        return await self._post(url, body, token, deadline, max_response)
+        return await self._post(
+            url, body, token, deadline, max_response, headers or {}, refuse_larger
+        )
+
+    async def post_json_retrying(
+        self,
+        url: str,
+        *,
+        document: Mapping[str, object],
+        token: str | None,
+        deadline: float,
+        attempts: int,
+        backoff: float,
+    ) -> Posted:
+        """`post_json`, tried up to `attempts` times while a failure may pass (a transient
+        error, a 5xx, a 429): `backoff` seconds before the second attempt, doubled each
+        time, with jitter (x0.5 to x1.5); never a wait that ends past `deadline`. For a
+        receiver that takes the same document twice (a webhook): the final answer, or the
+        final error with its `attempts`."""
+        loop = asyncio.get_running_loop()
+        for attempt in range(1, attempts + 1):
+            try:
+                status, body = await self.post_json(
+                    url, document=document, token=token, deadline=deadline
+                )
+            except HttpError as exc:
+                exc.attempts = attempt
+                if not exc.transient or not await _wait(loop, attempt, attempts, backoff, deadline):
+                    raise
+                continue
+            passing = status >= 500 or status == 429
+            if not passing or not await _wait(loop, attempt, attempts, backoff, deadline):
+                return Posted(status, body, attempt)
+        raise InternalError("internal: post_json_retrying made no attempt")
 
     async def _post(
-        self, url: str, data: object, token: str | None, deadline: float, max_response: int
+        self,
+        url: str,
+        data: object,
+        token: str | None,
+        deadline: float,
+        max_response: int,
+        headers: Mapping[str, str] | None = None,
+        refuse_larger: bool = False,
     ) -> tuple[int, bytes]:
         session = self._open()
         post = "POST"
         target = _parse(url, method=post)
         self.check_url(target, method=post, token=token is not None)
         where = redact_url(target)
-        headers = _bearer(token, where, method=post)
+        sent = _with_headers(_bearer(token, where, method=post), headers or {}, where, post)
         try:
             async with asyncio.timeout_at(deadline):
                 async with session.post(
-                    target, data=data, headers=headers, allow_redirects=False
+                    target, data=data, headers=sent, allow_redirects=False
                 ) as resp:
-                    answer = await resp.content.read(max_response)
-                    return resp.status, answer
+                    if not refuse_larger:
+                        return resp.status, await resp.content.read(max_response)
+                    return resp.status, await _read_capped(resp, where, max_response, post)
         except TimeoutError as exc:
             raise HttpError(ErrorKind.TIMEOUT, where, "deadline passed", method=post) from exc
         except aiohttp.ClientError as exc:
@@ -332,11 +397,7 @@ class HttpClient:
         start = _parse(url)
         self.check_url(start, token=token is not None)
         where = redact_url(start)
-        sent = _bearer(token, where)
-        for name, value in headers.items():
-            if not _HEADER_VALUE.fullmatch(value):
-                raise HttpError(ErrorKind.REFUSED, where, f"unsafe {name} header value")
-            sent[name] = value
+        sent = _with_headers(_bearer(token, where), headers, where)
         sent[hdrs.ACCEPT_ENCODING] = "identity"
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.connect_timeout, sock_read=read_timeout
@@ -443,6 +504,17 @@ class HttpClient:
         return fetched, sink if dest is not None else None
 
 
+async def _wait(
+    loop: asyncio.AbstractEventLoop, attempt: int, attempts: int, backoff: float, deadline: float
+) -> bool:
+    """Sleep before attempt `attempt + 1`; False (no sleep) when there is none to make."""
+    wait = backoff * 2 ** (attempt - 1) * _RANDOM.uniform(0.5, 1.5)
+    if attempt >= attempts or loop.time() + wait >= deadline:
+        return False
+    await asyncio.sleep(wait)
+    return True
+
+
 class _Sink:
     """Where a body goes: memory, or a temp file next to `dest` renamed over it at the end.
 
@@ -534,6 +606,33 @@ def _bearer(token: str | None, where: str, *, method: str = "GET") -> dict[str, 
         detail = "the token holds a character a header cannot carry"
         raise HttpError(ErrorKind.REFUSED, where, detail, method=method)
     return {hdrs.AUTHORIZATION: f"Bearer {token}"}
+
+
+def _with_headers(
+    sent: dict[str, str], headers: Mapping[str, str], where: str, method: str = "GET"
+) -> dict[str, str]:
+    """`sent` plus `headers`, each value printable ASCII (refused otherwise, unquoted)."""
+    for name, value in headers.items():
+        if not _HEADER_VALUE.fullmatch(value):
+            raise HttpError(ErrorKind.REFUSED, where, f"unsafe {name} header value", method=method)
+        sent[name] = value
+    return sent
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, where: str, cap: int, method: str) -> bytes:
+    """The whole answer, or `too-large` (with the status) once it declares or sends more
+    than `cap` bytes: reading stops there, not at the deadline."""
+    declared = resp.content_length
+    if declared is not None and declared > cap:
+        detail = f"answered {declared} bytes (cap {cap})"
+        raise HttpError(ErrorKind.TOO_LARGE, where, detail, resp.status, method=method)
+    received = bytearray()
+    async for chunk in resp.content.iter_any():
+        received += chunk
+        if len(received) > cap:
+            detail = f"answered over {cap} bytes"
+            raise HttpError(ErrorKind.TOO_LARGE, where, detail, resp.status, method=method)
+    return bytes(received)
 
 
 def _status_error(status: int, where: str, retry_after: str | None) -> HttpError:

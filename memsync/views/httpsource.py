@@ -1,9 +1,10 @@
 """A view served over HTTP(S): a hub, or any static host of a `views build` export.
 
 `<url>/manifest` is fetched conditionally (`If-None-Match` with the ETag of the last
-answer; a `304` is "unchanged") and `<url>/package` streamed under the cap, both on the
-HTTP box (`transports/http.py`), which owns retries, redirects, the token's origin and the
-byte caps on the wire. Its errors come out as `SourceError`s with the same kind and text.
+answer; a `304` is "unchanged") and `<url>/package` streamed under the cap, both by the
+hub client (`transports/hubclient.py`) on the HTTP box, which own the URLs, retries,
+redirects, the token's origin and the byte caps on the wire. Its errors come out as
+`SourceError`s with the same kind and text.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from memsync.progress import NO_PROGRESS, ByteCounter, Progress
 from memsync.secrets import SecretRef, resolve_header
 from memsync.transports.http import HttpClient, HttpError
+from memsync.transports.hubclient import HubClient
 from memsync.transports.process import Deadline
 from memsync.views.archive import ArchiveLimits
 from memsync.views.manifest import MAX_MANIFEST_BYTES
@@ -34,9 +36,12 @@ class HttpSource:
         where: str = "",
         progress: Progress = NO_PROGRESS,
         phase: str = "Downloading package",
+        *,
+        allow_http: bool = False,
     ) -> None:
-        """`progress` is shown the package's bytes as they arrive, as `phase`."""
-        self.client = client
+        """`progress` is shown the package's bytes as they arrive, as `phase`; `allow_http`
+        is the view's own (plain http to a non-loopback host, never with a token)."""
+        self.hub = HubClient.over(client, allow_http=allow_http)
         self.url = url.rstrip("/")
         self.token = token
         self.where = where or "the view's source.token"  # the config key, for messages
@@ -44,9 +49,8 @@ class HttpSource:
 
     async def manifest(self, *, etag: str | None, deadline: Deadline) -> ManifestFetch:
         try:
-            got = await self.client.get_with_retry(
-                f"{self.url}/manifest",
-                dest=None,
+            got = await self.hub.manifest(
+                self.url,
                 token=self._token(),
                 etag=etag,
                 max_bytes=MAX_MANIFEST_BYTES,
@@ -68,11 +72,10 @@ class HttpSource:
     ) -> PackageFetch:
         counter = ByteCounter(self.progress, self.phase, expected_length)
         try:
-            got = await self.client.get_with_retry(
-                f"{self.url}/package",
-                dest=dest,
+            got = await self.hub.package(
+                self.url,
+                dest,
                 token=self._token(),
-                etag=None,
                 max_bytes=package_cap(limits, None),
                 deadline=_on_loop(deadline),
                 expected_length=expected_length,

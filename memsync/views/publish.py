@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from memsync import timefmt
 from memsync.errors import ProblemError, UsageError
 from memsync.secrets import SecretRef
-from memsync.transports.http import ErrorKind, HttpClient, HttpError
+from memsync.transports.http import ErrorKind, HttpError
+from memsync.transports.hubclient import HubClient, view_url
 from memsync.validators.problems import Problem
 from memsync.views.build import (
     DEFAULT_EXPIRES,
@@ -73,14 +74,13 @@ async def publish_view(
     expires: timedelta = DEFAULT_EXPIRES,
 ) -> Published:
     built = build_package(root, view_id)
-    base = f"{hub.rstrip('/')}/v1/views/{view_id}"
-    async with HttpClient(allow_http=allow_http) as client:
+    base = view_url(hub, view_id)
+    async with HubClient(allow_http=allow_http) as client:
         deadline = asyncio.get_running_loop().time() + DEADLINE
         current: Current | None = None
         try:
-            got = await client.get_with_retry(
-                f"{base}/manifest",
-                dest=None,
+            got = await client.manifest(
+                base,
                 token=token,
                 etag=None,
                 max_bytes=MAX_MANIFEST_BYTES,
@@ -108,14 +108,8 @@ async def publish_view(
                 f"content unchanged; revision {revision} stays current",
             )
         manifest = signed_manifest(built, revision=revision, keys=keys, now=now, expires=expires)
-        status, body = await client.post_form(
-            f"{base}/revisions",
-            fields={
-                "manifest": (manifest, "application/json"),
-                "package": (built.archive, "application/zip"),
-            },
-            token=token,
-            deadline=deadline,
+        status, body = await client.upload(
+            base, manifest=manifest, package=built.archive, token=token, deadline=deadline
         )
     if status in (200, 201):
         what = "renewed the expiry as revision" if decided.renews else "published"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
-from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
+from memsync.config.model import GitSourceSettings, ViewSettings
 from memsync.errors import MemsyncError, ProblemError, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import pause
@@ -98,7 +98,9 @@ def open_source(
         return GitSource(source.url, source.branch, source.path, cache, progress)
     where = f"views.{view.name}.source.token"
     phase = f"{view.name}: Downloading package"
-    return HttpSource(client, source.url, source.token, where, progress, phase)
+    return HttpSource(
+        client, source.url, source.token, where, progress, phase, allow_http=source.allow_http
+    )
 
 
 async def pull_views(
@@ -111,14 +113,12 @@ async def pull_views(
     """Refresh each view (concurrently; each under its own lock). Every view gets a result:
     one view's failure, wherever it happens, never hides the others'. `progress` (a pull
     run from a terminal) is shown each package's bytes and the files checked."""
-    allow_http = any(
-        isinstance(v.source, HttpSourceSettings) and v.source.allow_http for v in views
-    )
     # Parsed package files by content, in memory and under the state dir: a revision that
     # changes one file parses one file, in the daemon and across CLI runs alike.
     cache = await asyncio.to_thread(open_persistent, state_dir / STATE_CACHE_DIR)
     try:
-        async with HttpClient(allow_http=allow_http) as client:
+        # One session for every view; each view's source applies its own `allow_http`.
+        async with HttpClient() as client:
             pulls = (_locked(v, state_dir, client, now, cache, progress) for v in views)
             return list(await asyncio.gather(*pulls))
     finally:

@@ -16,6 +16,7 @@ import pytest
 from yarl import URL
 
 from memsync.transports.http import ErrorKind, HttpClient, HttpError, redact_url
+from tests.e2e.test_daemon_hooks import receiver
 from tests.flaky_server import MANIFEST, PACKAGE, Fault, FlakyServer, etag_of, serve
 
 TOKEN = "msk_abc_s3cretvalue"
@@ -402,3 +403,45 @@ async def test_random_faults_never_leave_a_partial_file(
     assert leftovers(tmp_path) == []
     assert outcomes["ok"] > 10, outcomes
     assert len(outcomes) >= 8, outcomes
+
+
+async def test_a_retrying_post_retries_what_may_pass_and_counts_its_attempts(
+    client: HttpClient,
+) -> None:
+    """`post_json_retrying` (webhooks): a 5xx or 429 is tried again, a 4xx is final, a
+    connection failure is retried and its error says how many attempts were made."""
+    with receiver((500, 429, 200)) as got:
+        posted = await client.post_json_retrying(
+            got.url, document={"a": 1}, token=TOKEN, deadline=soon(), attempts=3, backoff=0.01
+        )
+    assert (posted.status, posted.attempts) == (200, 3)
+    assert [status for _, _, status in got.got] == [500, 429, 200]
+    assert all(body == {"a": 1} for _, body, _ in got.got)
+    with receiver((404, 200)) as got:
+        posted = await client.post_json_retrying(
+            got.url, document={}, token=None, deadline=soon(), attempts=3, backoff=0.01
+        )
+    assert (posted.status, posted.attempts, len(got.got)) == (404, 1, 1)
+    with receiver((503, 503)) as got:
+        posted = await client.post_json_retrying(
+            got.url, document={}, token=None, deadline=soon(), attempts=2, backoff=0.01
+        )
+    assert (posted.status, posted.attempts, len(got.got)) == (503, 2, 2)
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(HttpError) as caught:
+        await client.post_json_retrying(
+            f"http://127.0.0.1:{port}/x",
+            document={},
+            token=None,
+            deadline=soon(),
+            attempts=3,
+            backoff=0.01,
+        )
+    assert (caught.value.kind, caught.value.attempts) == (ErrorKind.CONNECTION, 3)
+    with pytest.raises(HttpError) as caught:  # refused before any I/O: never retried
+        await client.post_json_retrying(
+            "ftp://127.0.0.1/x", document={}, token=None, deadline=soon(), attempts=3, backoff=0
+        )
+    assert (caught.value.kind, caught.value.attempts) == (ErrorKind.REFUSED, 1)

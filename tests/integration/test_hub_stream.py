@@ -15,16 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import RootSettings
+from memsync.config.model import HttpSourceSettings, RootSettings
 from memsync.daemon.events import MAX_EVENT, Event, follow
 from memsync.daemon.triggers import Backoff
 from memsync.daemon.workers import notify_hub
+from memsync.roots.create import init_root
 from memsync.secrets import SecretRef
 from memsync.transports.http import ErrorKind, HttpClient, HttpError
 from memsync.transports.process import Deadline
 from memsync.views.httpsource import HttpSource
+from memsync.views.pull import pull_views
 from memsync.views.source import SourceError
 from tests.e2e.hubs import BADID_BYTES, HostileHub, hostile_hub
+from tests.integration.test_pull import settings as view_settings
 from tests.kit import settings_for
 
 TOKEN = "msk_follow_s3cret"
@@ -191,3 +194,28 @@ async def test_no_token_ever_reaches_plain_http_on_another_host(
 
 def soon() -> float:
     return asyncio.get_running_loop().time() + 5
+
+
+async def test_each_view_of_a_pull_keeps_its_own_plain_http_choice(
+    remote_hub: HostileHub, tmp_path: Path
+) -> None:
+    """One session serves every view of a pull, but `allow_http` is each view's: a view that
+    does not allow plain http is refused before any I/O even when another view allows it."""
+    root = tmp_path / "bob"
+    init_root(root)
+    lenient = view_settings(
+        root,
+        remote_hub.url,
+        name="lenient",
+        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/lenient", allow_http=True),
+    )
+    strict = view_settings(
+        root,
+        remote_hub.url,
+        name="strict",
+        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/strict"),
+    )
+    results = {r.view: r for r in await pull_views([lenient, strict], tmp_path / "state")}
+    assert "plain http to a non-loopback host refused" in results["strict"].message
+    assert "refused" not in results["lenient"].message  # it was asked (the hub has no views)
+    assert "404" in results["lenient"].message
