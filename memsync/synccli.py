@@ -49,9 +49,9 @@ def sync_now(
             shown = replace(options, progress=progress, repair=_make_repairer)
             results = [sync_root(r, settings.state_dir, shown) for r in chosen]
     if as_json:
-        from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
+        from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic
 
-        emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
+        emit(SyncReport(results=[r.model() for r in results]))
     else:
         for r in results:
             clitext.print_result(r)
@@ -77,9 +77,10 @@ def _sync_through_daemon(
         )
     except DaemonUnavailable:
         return None
+    from memsync.roots.result import SyncResult  # noqa: PLC0415
     from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
 
-    return [model.to_result() for model in SyncReport.model_validate(answer).results]
+    return [SyncResult.from_model(m) for m in SyncReport.model_validate(answer).results]
 
 
 def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:

@@ -400,7 +400,7 @@ class Daemon:
         self.metrics.observe_sync(result)
         if result.dry_run:  # a plan, not a state the root is in
             return
-        document = documents.sync_result_document(result)
+        document = documents.sync_result_document(result.document())
         self._changed(
             self.transitions.observe("root", result.root, result.status, result.message, document)
         )
@@ -520,7 +520,7 @@ class Daemon:
             asyncio.shield(self.roots[n].trigger.request(options, explicit=True)) for n in names
         ]
         results = await asyncio.gather(*futures)
-        return documents.sync_report(results)
+        return documents.sync_report(r.document() for r in results)
 
     async def cycle(self, kind: str, request: CycleRequest) -> Answer:
         worker = self.roots.get(request.root)
