@@ -65,12 +65,16 @@ def _sync_through_daemon(
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
 
-    body = {
-        "roots": list(roots),
-        "accept_rewrite": options.accept_rewrite,
-        "dry_run": options.dry_run,
-        "no_push": options.no_push,
-    }
+    def body() -> dict[str, object]:  # made when a daemon may answer (issue 18: cold path)
+        from memsync.wire.requests import SyncRequest  # noqa: PLC0415
+
+        return SyncRequest(
+            roots=list(roots),
+            accept_rewrite=options.accept_rewrite,
+            dry_run=options.dry_run,
+            no_push=options.no_push,
+        ).document()
+
     try:
         answer = call_serving(
             settings.control_socket, settings.config_path, "POST", "/v1/sync", body

@@ -47,7 +47,6 @@ from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
-from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
@@ -70,6 +69,7 @@ from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import documents
+from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest
 
 if TYPE_CHECKING:  # the event stream, view pulls, aiohttp, pydantic: when used (issue 18)
     from aiohttp import web

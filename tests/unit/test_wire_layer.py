@@ -51,3 +51,47 @@ def test_the_check_sees_a_producer() -> None:
         "from memsync import timefmt\nimport memsync.daemon.app\n"
     )
     assert {"memsync.roots.result", "memsync.timefmt", "memsync.daemon.app"} <= found
+
+
+def hand_built_bodies(source: str) -> list[int]:
+    """Lines where a request to the daemon (`call`, `call_serving`) is sent a dict literal,
+    directly or through a name the same function binds to one."""
+    found: list[int] = []
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        dicts = {
+            target.id
+            for node in ast.walk(func)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", getattr(node.func, "attr", None))
+            if name not in ("call", "call_serving"):
+                continue
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(arg, ast.Dict) or (isinstance(arg, ast.Name) and arg.id in dicts):
+                    found.append(node.lineno)
+    return found
+
+
+def test_requests_to_the_daemon_are_wire_documents() -> None:
+    # Every control-socket body the CLI sends is made from wire's one definition
+    # (`wire.requests`, `wire.pause`), never a dict written at the call.
+    package = Path(memsync.wire.__file__).parent.parent
+    for path in sorted(package.rglob("*.py")):
+        lines = hand_built_bodies(path.read_text(encoding="utf-8"))
+        assert not lines, f"{path.relative_to(package)}:{lines} sends a hand-built body"
+
+
+def test_the_check_sees_a_hand_built_body() -> None:
+    source = (
+        "def a():\n    call_serving(s, c, 'POST', '/v1/x', {'k': 1})\n"
+        "def b():\n    body = {'k': 1}\n    client.call(s, 'POST', '/v1/x', body)\n"
+        "def c():\n    call_serving(s, c, 'POST', '/v1/x', Request(k=1).document())\n"
+    )
+    assert hand_built_bodies(source) == [2, 5]
