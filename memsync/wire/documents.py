@@ -76,3 +76,9 @@ def status_report(document: dict[str, Any]) -> Answer:
     from memsync.wire.cli import StatusReport  # noqa: PLC0415
 
     return Answer(StatusReport.model_validate(document).model_dump_json())
+
+
+def control_error(code: str, message: str) -> bytes:
+    """The document every refusal of the control socket is (CONTRACT §6), as the client
+    reads it: `{"error": {"code": ..., "message": ...}}`, written ASCII-escaped."""
+    return json.dumps({"error": {"code": code, "message": message}}).encode()

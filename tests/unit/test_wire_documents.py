@@ -132,3 +132,9 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic
 def test_a_sync_result_comes_back_from_its_model(result: SyncResult) -> None:
     # The CLI prints a daemon's answer through the same value as an in-process result.
     assert SyncResult.from_model(result.model()) == result
+
+
+def test_a_control_socket_refusal_is_written_as_ever() -> None:
+    assert documents.control_error("bad-request", 'no "é"') == (
+        b'{"error": {"code": "bad-request", "message": "no \\"\\u00e9\\""}}'
+    )
