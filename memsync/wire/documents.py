@@ -82,3 +82,13 @@ def control_error(code: str, message: str) -> bytes:
     """The document every refusal of the control socket is (CONTRACT §6), as the client
     reads it: `{"error": {"code": ..., "message": ...}}`, written ASCII-escaped."""
     return json.dumps({"error": {"code": code, "message": message}}).encode()
+
+
+def health() -> dict[str, Any]:
+    """`GET /healthz` (the daemon's `http.listen`, CONTRACT §6): the loop is alive."""
+    return {"status": "ok"}
+
+
+def readiness(reasons: list[str]) -> dict[str, Any]:
+    """`GET /readyz`: `ready`, or `unready` with what keeps the daemon so (answered 503)."""
+    return {"status": "unready", "reasons": reasons} if reasons else {"status": "ready"}

@@ -138,3 +138,12 @@ def test_a_control_socket_refusal_is_written_as_ever() -> None:
     assert documents.control_error("bad-request", 'no "é"') == (
         b'{"error": {"code": "bad-request", "message": "no \\"\\u00e9\\""}}'
     )
+
+
+def test_the_probes_documents() -> None:
+    assert documents.health() == {"status": "ok"}
+    assert documents.readiness([]) == {"status": "ready"}
+    assert documents.readiness(["root bob: offline"]) == {
+        "status": "unready",
+        "reasons": ["root bob: offline"],
+    }
