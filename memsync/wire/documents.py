@@ -2,10 +2,10 @@
 loading pydantic at rest (issue 18).
 
 Producers give their values as plain documents (`SyncResult.document()`, the daemon's
-status blocks); each builder keeps such a document when it has exactly
-the model's shape (`wire.shape.fit`): such a document is what validating it through the
-model and dumping it again gives, key for key. Anything else goes through the model, as
-before (tests/unit/test_wire_documents.py proves both). `Answer` is a document written as
+status blocks); each builder keeps such a document when it has exactly the model's shape
+(`wire.shape.fit`): such a document is what validating it through the model and dumping
+it again gives, key for key. Anything else goes through the model, as before
+(tests/unit/test_wire_documents.py proves both). `Answer` is a document written as
 the model's `model_dump_json` writes it: compact, UTF-8 unescaped.
 """
 
