@@ -22,6 +22,7 @@ def cycle(app: App, kind: str, root: str, force: bool, as_json: bool) -> int:
     full gate before it lands. Goes through the running daemon when one is up.
     """
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
+    from memsync.wire.requests import CycleRequest  # noqa: PLC0415
 
     settings = app.settings()
     if settings.root(root) is None:
@@ -33,7 +34,7 @@ def cycle(app: App, kind: str, root: str, force: bool, as_json: bool) -> int:
             settings.config_path,
             "POST",
             f"/v1/cycles/{kind}",
-            {"root": root, "force": force},
+            CycleRequest(root=root, force=force).document(),
         )
         report = CycleReport.model_validate(answer)
     except DaemonUnavailable:

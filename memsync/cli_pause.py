@@ -39,7 +39,7 @@ def pause(app: App, name: str, duration: str | None, kind: str | None, as_json: 
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
     from memsync.daemon.pause import report, resolve  # noqa: PLC0415
     from memsync.roots import pause as records  # noqa: PLC0415
-    from memsync.wire.pause import PauseReport  # noqa: PLC0415
+    from memsync.wire.pause import PauseReport, PauseRequest  # noqa: PLC0415
 
     settings = app.settings()
     chosen = resolve(
@@ -57,7 +57,7 @@ def pause(app: App, name: str, duration: str | None, kind: str | None, as_json: 
                 hint="leave --for out to pause until `memsync resume`",
             )
         until = records.until_after(span, timefmt.now())
-    body = {"name": name, "kind": chosen, "until": until}
+    body = PauseRequest(name=name, kind=chosen, until=until).model_dump()
     try:
         answer = call_serving(
             settings.control_socket, settings.config_path, "POST", "/v1/pause", body
@@ -80,7 +80,7 @@ def resume(app: App, name: str, kind: str | None, as_json: bool) -> int:
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
     from memsync.daemon.pause import report, resolve  # noqa: PLC0415
     from memsync.roots import pause as records  # noqa: PLC0415
-    from memsync.wire.pause import PauseReport  # noqa: PLC0415
+    from memsync.wire.pause import PauseReport, ResumeRequest  # noqa: PLC0415
 
     settings = app.settings()
     chosen = resolve(
@@ -92,7 +92,7 @@ def resume(app: App, name: str, kind: str | None, as_json: bool) -> int:
             settings.config_path,
             "POST",
             "/v1/resume",
-            {"name": name, "kind": chosen},
+            ResumeRequest(name=name, kind=chosen).model_dump(),
         )
         done = PauseReport.model_validate(answer)
     except DaemonUnavailable:

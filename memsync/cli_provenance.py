@@ -108,7 +108,7 @@ def provenance(
 
 def _one_item(git: Git, layout: RootLayout, root: str, head: str, item_id: str, json: bool) -> int:
     from memsync.roots import provenance as core  # noqa: PLC0415
-    from memsync.wire.provenance import ItemModel, ItemProvenanceReport  # noqa: PLC0415
+    from memsync.wire.provenance import ItemProvenanceReport  # noqa: PLC0415
 
     try:
         found = core.item_provenance(git, layout, head, item_id)
@@ -118,7 +118,7 @@ def _one_item(git: Git, layout: RootLayout, root: str, head: str, item_id: str, 
             [Problem("unknown-item", None, None, str(exc))],
             hint="item ids are the `{#id}` of a heading or the `id` of a node bullet",
         ) from None
-    model = ItemModel.of(found)
+    model = found.model()
     if json:
         emit(ItemProvenanceReport(root=root, head=head, item=model))
         return EXIT_OK
@@ -161,15 +161,15 @@ def _one_signer(
 ) -> int:
     from memsync.roots import provenance as core  # noqa: PLC0415
     from memsync.roots.revocation import revert_items  # noqa: PLC0415
-    from memsync.wire.provenance import ItemModel, RevertModel, SignerReport  # noqa: PLC0415
+    from memsync.wire.provenance import SignerReport  # noqa: PLC0415
 
     found = core.signed_items(git, layout, head, signer, since)
-    items = [ItemModel.of(p) for p in found.items]
+    items = [p.model() for p in found.items]
     reverted = None
     if revert is not None:
         reason = f"remove {len(items)} item(s) introduced by {signer}"
         ids = [i.item for i in items]
-        reverted = RevertModel.of(revert_items(revert.root, revert.state_dir, head, ids, reason))
+        reverted = revert_items(revert.root, revert.state_dir, head, ids, reason).model()
     report = SignerReport(
         root=root,
         head=head,

@@ -155,9 +155,12 @@ def _pull_through_daemon(
 ) -> ViewsPullReport | None:
     """The running daemon's pull verdicts, or None when no daemon serving `config` answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
+    from memsync.wire.requests import PullRequest  # noqa: PLC0415
 
     try:
-        answer = call_serving(socket, config, "POST", "/v1/views/pull", {"views": list(names)})
+        answer = call_serving(
+            socket, config, "POST", "/v1/views/pull", PullRequest(views=list(names)).document()
+        )
     except DaemonUnavailable:
         return None
     return ViewsPullReport.model_validate(answer)

@@ -60,9 +60,9 @@ def sync_now(
         finally:
             cache.close()
     if as_json:
-        from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415 - pydantic
+        from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic
 
-        emit(SyncReport(results=[SyncResultModel.of(r) for r in results]))
+        emit(SyncReport(results=[r.model() for r in results]))
     else:
         for r in results:
             clitext.print_result(r)
@@ -76,21 +76,26 @@ def _sync_through_daemon(
     """The running daemon's verdicts for these roots, or None when no daemon answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
 
-    body = {
-        "roots": list(roots),
-        "accept_rewrite": options.accept_rewrite,
-        "dry_run": options.dry_run,
-        "no_push": options.no_push,
-    }
+    def body() -> dict[str, object]:  # made when a daemon may answer (issue 18: cold path)
+        from memsync.wire.requests import SyncRequest  # noqa: PLC0415
+
+        return SyncRequest(
+            roots=list(roots),
+            accept_rewrite=options.accept_rewrite,
+            dry_run=options.dry_run,
+            no_push=options.no_push,
+        ).document()
+
     try:
         answer = call_serving(
             settings.control_socket, settings.config_path, "POST", "/v1/sync", body
         )
     except DaemonUnavailable:
         return None
+    from memsync.roots.result import SyncResult  # noqa: PLC0415
     from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
 
-    return [model.to_result() for model in SyncReport.model_validate(answer).results]
+    return [SyncResult.from_model(m) for m in SyncReport.model_validate(answer).results]
 
 
 def _choose(settings: Settings, names: Sequence[str]) -> list[RootSettings]:

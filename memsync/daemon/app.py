@@ -47,7 +47,6 @@ from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
-from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.watch import RootWatcher, new_observer
@@ -71,6 +70,7 @@ from memsync.transports.hubclient import events_name_root, view_events_url
 from memsync.validators.policy import SyncPolicy
 from memsync.views.trust import TrustState, trust_path
 from memsync.wire import documents
+from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest
 
 if TYPE_CHECKING:  # the event stream, view pulls, aiohttp, pydantic: when used (issue 18)
     from aiohttp import web
@@ -401,7 +401,7 @@ class Daemon:
         self.metrics.observe_sync(result)
         if result.dry_run:  # a plan, not a state the root is in
             return
-        document = documents.sync_result_document(result)
+        document = documents.sync_result_document(result.document())
         self._changed(
             self.transitions.observe("root", result.root, result.status, result.message, document)
         )
@@ -521,7 +521,7 @@ class Daemon:
             asyncio.shield(self.roots[n].trigger.request(options, explicit=True)) for n in names
         ]
         results = await asyncio.gather(*futures)
-        return documents.sync_report(results)
+        return documents.sync_report(r.document() for r in results)
 
     async def cycle(self, kind: str, request: CycleRequest) -> Answer:
         worker = self.roots.get(request.root)

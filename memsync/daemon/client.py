@@ -69,7 +69,9 @@ class SocketRefused(ConfigError):
 def call(
     socket_path: Path, method: str, path: str, body: object = None, *, timeout: float = 3600
 ) -> Any:
-    """One request to the daemon; the decoded JSON answer.
+    """One request to the daemon; the decoded JSON answer. A callable `body` is called for
+    the document only once a socket is there to send it to (a command with no daemon loads
+    no wire module for a body it never sends).
 
     Raises DaemonUnavailable when nothing listens (the caller falls back to in-process
     work), SocketRefused when the socket is not trustworthy, DaemonTimeout when the daemon
@@ -89,6 +91,8 @@ def call(
             f"memsync will not use the control socket {socket_path}: {refusal}",
             hint=SAFE_SOCKET_HINT,
         )
+    if callable(body):
+        body = body()
     payload = None if body is None else json.dumps(body).encode()
     head = f"{method} {path} HTTP/1.1\r\nHost: memsync\r\nConnection: close\r\n"
     if payload is not None:

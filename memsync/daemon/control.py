@@ -17,7 +17,7 @@ the start-up with a configuration error, and the file is left as it was. Each re
 peer is checked (SO_PEERCRED): only this user and root get an answer.
 
 Served by `daemon.server` (asyncio alone, no web framework at rest); request bodies are
-read by `daemon.requests` and answers are JSON documents (`wire.documents`), so an idle
+read by `wire.requests` and answers are JSON documents (`wire.documents`), so an idle
 daemon holds neither aiohttp nor pydantic (issue 18).
 """
 
@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from memsync.daemon.client import SAFE_SOCKET_HINT
 from memsync.daemon.listen import listen_error
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
-from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest, read
 from memsync.daemon.server import Request, Response, Server, error
 from memsync.errors import ConfigError, UsageError
 from memsync.regularfile import kind_of
+from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest, read
 
 if TYPE_CHECKING:  # pydantic loads when a pause or resume is asked for (issue 18)
     from memsync.wire.pause import PauseRequest, ResumeRequest

@@ -29,6 +29,7 @@ from memsync import __version__
 from memsync.errors import MemsyncError
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
+from memsync.wire import documents
 
 if TYPE_CHECKING:  # aiohttp loads with `http.listen` only (issue 18)
     from aiohttp import web
@@ -175,13 +176,11 @@ def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) 
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def healthz(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        return web.json_response(documents.health())
 
     async def readyz(request: web.Request) -> web.Response:
         reasons = await readiness()
-        if reasons:
-            return web.json_response({"status": "unready", "reasons": reasons}, status=503)
-        return web.json_response({"status": "ready"})
+        return web.json_response(documents.readiness(reasons), status=503 if reasons else 200)
 
     app = web.Application()
     app.router.add_get("/metrics", metrics_page)

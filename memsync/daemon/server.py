@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
+
+from memsync.wire import documents
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def error(status: int, code: str, message: str) -> Response:
     """The error document every refusal of the control socket is."""
-    text = json.dumps({"error": {"code": code, "message": message}})
-    return Response(status, text.encode())
+    return Response(status, documents.control_error(code, message))
 
 
 def reason(status: int) -> str:

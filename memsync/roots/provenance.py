@@ -28,8 +28,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
+from memsync import timefmt
 from memsync.roots import journal
 from memsync.roots.layout import RootLayout
 from memsync.transports import githistory
@@ -39,6 +40,9 @@ from memsync.validators.assembly import build_graph
 from memsync.validators.commitsig import signer_fingerprint
 from memsync.validators.document import Heading, Node, decode, scan
 from memsync.validators.graphmodel import Item, MemoryGraph
+
+if TYPE_CHECKING:  # pydantic loads for the command's output only
+    from memsync.wire.provenance import CommitModel, ItemModel
 
 UNSIGNED = "unsigned"
 TRAILER = "Memsync-Operation"
@@ -74,6 +78,31 @@ class CommitRecord:
     signer: str  # "SHA256:…" or "unsigned"
     admission: Admission | None
 
+    def model(self) -> CommitModel:
+        """The commit as `memsync provenance --json` prints it."""
+        from memsync.wire.provenance import AdmissionModel, CommitModel  # noqa: PLC0415
+
+        admission = self.admission
+        return CommitModel(
+            commit=self.commit,
+            author=self.author_name,
+            author_email=self.author_email,
+            authored_at=timefmt.rfc3339(timefmt.from_timestamp(self.authored_at)),
+            committed_at=timefmt.rfc3339(timefmt.from_timestamp(self.committed_at)),
+            subject=self.subject,
+            signer=self.signer,
+            admission=None
+            if admission is None
+            else AdmissionModel(
+                operation_id=admission.operation_id,
+                kind=admission.kind,
+                relation=admission.relation,
+                phase=admission.phase,
+                role=admission.role,
+                executor=admission.executor,
+            ),
+        )
+
 
 @dataclass(frozen=True)
 class ItemProvenance:
@@ -85,6 +114,20 @@ class ItemProvenance:
     head: str
     last_changed: CommitRecord
     introduced: CommitRecord
+
+    def model(self) -> ItemModel:
+        """The item as `memsync provenance --json` prints it."""
+        from memsync.wire.provenance import ItemModel  # noqa: PLC0415 - pydantic
+
+        return ItemModel(
+            item=self.item,
+            kind=self.kind,
+            anchor=self.anchor,
+            file=self.file,
+            line=self.line,
+            introduced=self.introduced.model(),
+            last_changed=self.last_changed.model(),
+        )
 
 
 class UnknownItem(LookupError):

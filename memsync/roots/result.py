@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from memsync.validators.problems import Problem
+
+if TYPE_CHECKING:  # pydantic loads for `--json` only (issue 18)
+    from memsync.wire.cli import SyncResultModel
 
 
 class SyncStatus(StrEnum):
@@ -49,3 +53,58 @@ class SyncResult:
     @property
     def ok(self) -> bool:
         return self.status in OK
+
+    def document(self) -> dict[str, Any]:
+        """The `sync-now --json` entry as plain JSON values, keys in the wire model's order
+        (`wire.documents` checks its shape; no pydantic)."""
+        return {
+            "root": self.root,
+            "status": self.status.value,
+            "message": self.message,
+            "head": self.head,
+            "upstream": self.upstream,
+            "files": list(self.files),
+            "problems": [
+                {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
+                for p in self.problems
+            ],
+            "rescue_ref": self.rescue_ref,
+            "operation_id": self.operation_id,
+            "duration_ms": self.duration_ms,
+            "dry_run": self.dry_run,
+        }
+
+    def model(self) -> SyncResultModel:
+        """The `sync-now --json` entry as its wire model."""
+        from memsync.wire.cli import ProblemModel, SyncResultModel  # noqa: PLC0415 - pydantic
+
+        return SyncResultModel(
+            root=self.root,
+            status=self.status,
+            message=self.message,
+            head=self.head,
+            upstream=self.upstream,
+            files=list(self.files),
+            problems=[ProblemModel.of(p) for p in self.problems],
+            rescue_ref=self.rescue_ref,
+            operation_id=self.operation_id,
+            duration_ms=self.duration_ms,
+            dry_run=self.dry_run,
+        )
+
+    @classmethod
+    def from_model(cls, model: SyncResultModel) -> SyncResult:
+        """Back from the wire (a daemon's answer, printed like an in-process result)."""
+        return cls(
+            root=model.root,
+            status=SyncStatus(model.status),
+            message=model.message,
+            head=model.head,
+            upstream=model.upstream,
+            files=tuple(model.files),
+            problems=tuple(Problem(p.code, p.path, p.line, p.message) for p in model.problems),
+            rescue_ref=model.rescue_ref,
+            operation_id=model.operation_id,
+            duration_ms=model.duration_ms,
+            dry_run=model.dry_run,
+        )

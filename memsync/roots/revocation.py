@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.config.model import RootSettings
 from memsync.roots import journal, recovery
@@ -32,6 +33,9 @@ from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
+
+if TYPE_CHECKING:  # pydantic loads for the command's output only
+    from memsync.wire.provenance import RevertModel
 
 KIND = "revert"
 LANDED, REFUSED, FAILED, NOOP = "landed", "refused", "failed", "noop"
@@ -63,6 +67,21 @@ class Reverted:
     files: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()  # every id the commit removes (subtrees included)
     problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+    def model(self) -> RevertModel:
+        """The outcome as `memsync provenance --revert --json` prints it."""
+        from memsync.wire.cli import ProblemModel  # noqa: PLC0415 - pydantic
+        from memsync.wire.provenance import RevertModel  # noqa: PLC0415
+
+        return RevertModel(
+            status=self.status,
+            message=self.message,
+            operation_id=self.operation_id,
+            commit=self.commit,
+            files=list(self.files),
+            removed=list(self.removed),
+            problems=[ProblemModel.of(p) for p in self.problems],
+        )
 
 
 def revert_items(

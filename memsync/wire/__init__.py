@@ -2,8 +2,13 @@
 
 Producers and consumers import the same models from here: the CLI's `--json` output
 (`wire.cli`), view manifests (`wire.manifest`) and the hub API (`wire.hub`). The names
-below load on first use, so that `wire.shape` and `wire.documents` (standard library only:
-the daemon's answers, equal to these models' documents) are cheap to import.
+below load on first use, so that `wire.shape`, `wire.documents` (the daemon's answers,
+equal to these models' documents) and `wire.requests` (the control socket's requests) are
+cheap to import: standard library only.
+
+One direction: producers convert their values to these documents (`SyncResult.model()`,
+`.document()`); nothing here imports a producer (pyproject.toml's import-linter contract,
+tests/unit/test_wire_layer.py).
 """
 
 from __future__ import annotations

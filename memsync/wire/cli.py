@@ -1,13 +1,14 @@
 """Wire models of the command line's `--json` documents (sync, validate, init, status).
 
-Tests parse the CLI's output back through these same models.
+Tests parse the CLI's output back through these same models. Producers convert their own
+values to these models (`SyncResult.model()`, `ViewResult.model()`, ...); nothing here
+imports them (a `Problem` is a plain value of the bottom layer, `validators.problems`).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from memsync.roots.result import SyncResult, SyncStatus
 from memsync.validators.problems import Problem
 
 
@@ -38,38 +39,6 @@ class SyncResultModel(_Wire):
     operation_id: str | None
     duration_ms: int
     dry_run: bool = False
-
-    @classmethod
-    def of(cls, result: SyncResult) -> SyncResultModel:
-        return cls(
-            root=result.root,
-            status=result.status,
-            message=result.message,
-            head=result.head,
-            upstream=result.upstream,
-            files=list(result.files),
-            problems=[ProblemModel.of(p) for p in result.problems],
-            rescue_ref=result.rescue_ref,
-            operation_id=result.operation_id,
-            duration_ms=result.duration_ms,
-            dry_run=result.dry_run,
-        )
-
-    def to_result(self) -> SyncResult:
-        """Back to the core's value (a daemon's answer, printed like an in-process one)."""
-        return SyncResult(
-            root=self.root,
-            status=SyncStatus(self.status),
-            message=self.message,
-            head=self.head,
-            upstream=self.upstream,
-            files=tuple(self.files),
-            problems=tuple(Problem(p.code, p.path, p.line, p.message) for p in self.problems),
-            rescue_ref=self.rescue_ref,
-            operation_id=self.operation_id,
-            duration_ms=self.duration_ms,
-            dry_run=self.dry_run,
-        )
 
 
 class SyncReport(_Wire):

@@ -1,10 +1,11 @@
 """The daemon's answers as plain JSON documents: what the wire models would dump, without
 loading pydantic at rest (issue 18).
 
-Each builder makes the document from the core's values and keeps it when it has exactly
-the model's shape (`wire.shape.fit`): such a document is what validating it through the
-model and dumping it again gives, key for key. Anything else goes through the model, as
-before (tests/unit/test_wire_documents.py proves both). `Answer` is a document written as
+Producers give their values as plain documents (`SyncResult.document()`, the daemon's
+status blocks); each builder keeps such a document when it has exactly the model's shape
+(`wire.shape.fit`): such a document is what validating it through the model and dumping
+it again gives, key for key. Anything else goes through the model, as before
+(tests/unit/test_wire_documents.py proves both). `Answer` is a document written as
 the model's `model_dump_json` writes it: compact, UTF-8 unescaped.
 """
 
@@ -14,7 +15,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memsync.roots.result import SyncResult
 from memsync.wire.shape import DAEMON_STATUS, STATUS_REPORT, SYNC_REPORT, SYNC_RESULT, fit
 
 
@@ -35,44 +35,27 @@ class Answer:
         return self._text
 
 
-def _result(result: SyncResult) -> dict[str, Any]:
-    return {
-        "root": result.root,
-        "status": result.status.value,
-        "message": result.message,
-        "head": result.head,
-        "upstream": result.upstream,
-        "files": list(result.files),
-        "problems": [
-            {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
-            for p in result.problems
-        ],
-        "rescue_ref": result.rescue_ref,
-        "operation_id": result.operation_id,
-        "duration_ms": result.duration_ms,
-        "dry_run": result.dry_run,
-    }
-
-
-def sync_result_document(result: SyncResult) -> dict[str, Any]:
-    """`SyncResultModel.of(result).model_dump(mode="json")`."""
-    fitted: dict[str, Any] | None = fit(_result(result), SYNC_RESULT)
+def sync_result_document(document: dict[str, Any]) -> dict[str, Any]:
+    """`SyncResultModel.model_validate(document).model_dump(mode="json")` for a
+    `SyncResult.document()`."""
+    fitted: dict[str, Any] | None = fit(document, SYNC_RESULT)
     if fitted is not None:
         return fitted
     from memsync.wire.cli import SyncResultModel  # noqa: PLC0415 - an odd value only
 
-    return SyncResultModel.of(result).model_dump(mode="json")
+    return SyncResultModel.model_validate(document).model_dump(mode="json")
 
 
-def sync_report(results: Iterable[SyncResult]) -> Answer:
-    """`POST /v1/sync`'s answer: the `sync-now --json` document."""
-    listed = list(results)
-    fitted = fit({"results": [_result(r) for r in listed]}, SYNC_REPORT)
+def sync_report(results: Iterable[dict[str, Any]]) -> Answer:
+    """`POST /v1/sync`'s answer, the `sync-now --json` document, from the results'
+    `SyncResult.document()`s."""
+    report = {"results": list(results)}
+    fitted = fit(report, SYNC_REPORT)
     if fitted is not None:
         return Answer.of(fitted)
-    from memsync.wire.cli import SyncReport, SyncResultModel  # noqa: PLC0415
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
-    return Answer(SyncReport(results=[SyncResultModel.of(r) for r in listed]).model_dump_json())
+    return Answer(SyncReport.model_validate(report).model_dump_json())
 
 
 def daemon_status(document: dict[str, Any]) -> Answer:
@@ -93,3 +76,19 @@ def status_report(document: dict[str, Any]) -> Answer:
     from memsync.wire.cli import StatusReport  # noqa: PLC0415
 
     return Answer(StatusReport.model_validate(document).model_dump_json())
+
+
+def control_error(code: str, message: str) -> bytes:
+    """The document every refusal of the control socket is (CONTRACT §6), as the client
+    reads it: `{"error": {"code": ..., "message": ...}}`, written ASCII-escaped."""
+    return json.dumps({"error": {"code": code, "message": message}}).encode()
+
+
+def health() -> dict[str, Any]:
+    """`GET /healthz` (the daemon's `http.listen`, CONTRACT §6): the loop is alive."""
+    return {"status": "ok"}
+
+
+def readiness(reasons: list[str]) -> dict[str, Any]:
+    """`GET /readyz`: `ready`, or `unready` with what keeps the daemon so (answered 503)."""
+    return {"status": "unready", "reasons": reasons} if reasons else {"status": "ready"}

@@ -1,7 +1,8 @@
 """Wire models of `memsync provenance --json`: one item's origin, and one signer's items.
 
 `ItemProvenanceReport.model_json_schema()` and `SignerReport.model_json_schema()` are the
-documents' JSON schemas; tests parse the CLI's output back through these models.
+documents' JSON schemas; tests parse the CLI's output back through these models. The
+core's values convert themselves (`ItemProvenance.model()`, `Reverted.model()`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memsync import timefmt
-from memsync.roots.provenance import CommitRecord, ItemProvenance
-from memsync.roots.revocation import Reverted
 from memsync.wire.cli import ProblemModel
 
 # A key fingerprint as OpenSSH prints it (`SHA256:` and unpadded base64), or "unsigned".
@@ -45,29 +43,6 @@ class CommitModel(_Wire):
     signer: str = Field(pattern=SIGNER_PATTERN)
     admission: AdmissionModel | None
 
-    @classmethod
-    def of(cls, record: CommitRecord) -> CommitModel:
-        admission = record.admission
-        return cls(
-            commit=record.commit,
-            author=record.author_name,
-            author_email=record.author_email,
-            authored_at=timefmt.rfc3339(timefmt.from_timestamp(record.authored_at)),
-            committed_at=timefmt.rfc3339(timefmt.from_timestamp(record.committed_at)),
-            subject=record.subject,
-            signer=record.signer,
-            admission=None
-            if admission is None
-            else AdmissionModel(
-                operation_id=admission.operation_id,
-                kind=admission.kind,
-                relation=admission.relation,
-                phase=admission.phase,
-                role=admission.role,
-                executor=admission.executor,
-            ),
-        )
-
 
 class ItemModel(_Wire):
     item: str
@@ -77,18 +52,6 @@ class ItemModel(_Wire):
     line: int
     introduced: CommitModel
     last_changed: CommitModel
-
-    @classmethod
-    def of(cls, found: ItemProvenance) -> ItemModel:
-        return cls(
-            item=found.item,
-            kind=found.kind,
-            anchor=found.anchor,
-            file=found.file,
-            line=found.line,
-            introduced=CommitModel.of(found.introduced),
-            last_changed=CommitModel.of(found.last_changed),
-        )
 
 
 class ItemProvenanceReport(_Wire):
@@ -107,18 +70,6 @@ class RevertModel(_Wire):
     files: list[str]
     removed: list[str]  # every id the commit removes (subtrees included)
     problems: list[ProblemModel]
-
-    @classmethod
-    def of(cls, done: Reverted) -> RevertModel:
-        return cls(
-            status=done.status,
-            message=done.message,
-            operation_id=done.operation_id,
-            commit=done.commit,
-            files=list(done.files),
-            removed=list(done.removed),
-            problems=[ProblemModel.of(p) for p in done.problems],
-        )
 
 
 class SignerReport(_Wire):

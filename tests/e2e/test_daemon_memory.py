@@ -54,6 +54,7 @@ NOT_AT_REST = (
     "memsync.config.load",
     "memsync.wire.cli",
     "memsync.wire.pause",
+    "memsync.wire.requestmodels",
 )
 # Measured 39-40 MB with one small root after its first cycle (62 MB with aiohttp and
 # pydantic loaded, 70-73 MB with the view stack too). The module list above is the exact

@@ -1,9 +1,11 @@
-"""The control socket's request bodies read without pydantic (`daemon.requests`) give what
-the pydantic models (`wire.requests`) give: the same values for a body either accepts, the
-same first line of words for one the model refuses (issue 18)."""
+"""The control socket's request bodies read without pydantic (`wire.requests`) give what
+the pydantic models made from the same dataclasses (`wire.requestmodels`) give: the same
+values for a body either accepts, the same first line of words for one the model refuses
+(issue 18). The CLI's bodies are the dataclasses' documents, read back as they were made."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import asdict
@@ -14,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from memsync.daemon.requests import BadRequest, CycleRequest, PullRequest, SyncRequest, read
-from memsync.wire import requests as models
+from memsync.wire.requestmodels import model
+from memsync.wire.requests import BadRequest, CycleRequest, PullRequest, SyncRequest, read
 
 REQUESTS = (SyncRequest, PullRequest, CycleRequest)
 NAMES = ["roots", "views", "root", "force", "accept_rewrite", "dry_run", "no_push", "extra"]
@@ -50,7 +52,7 @@ bodies = (
 
 def by_model(cls: type, data: Any) -> tuple[str, Any]:
     try:
-        valid = getattr(models, cls.__name__).model_validate(data)
+        valid = model(cls).model_validate(data)
     except ValidationError as exc:
         return ("refused", str(exc).splitlines()[0][:200])
     return ("read", repr(valid.model_dump()))  # repr: `1` is not `True`
@@ -89,7 +91,7 @@ def test_what_is_not_exactly_well_formed_is_the_models_to_decide(cls: type, data
 def test_a_well_formed_body_loads_no_pydantic() -> None:
     probe = """
 import sys
-from memsync.daemon.requests import CycleRequest, PullRequest, SyncRequest, read
+from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest, read
 read(SyncRequest, {"roots": ["a"], "accept_rewrite": False, "dry_run": True, "no_push": False})
 read(SyncRequest, {})
 read(PullRequest, {"views": []})
@@ -100,3 +102,33 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+sync_requests = st.builds(
+    SyncRequest,
+    roots=st.lists(st.text(max_size=4), max_size=3),
+    accept_rewrite=st.booleans(),
+    dry_run=st.booleans(),
+    no_push=st.booleans(),
+)
+made = (
+    sync_requests
+    | st.builds(PullRequest, views=st.lists(st.text(max_size=4), max_size=3))
+    | st.builds(CycleRequest, root=st.text(max_size=4), force=st.booleans())
+)
+
+
+@given(made)
+def test_what_the_cli_sends_is_read_back_as_it_was_made(request: Any) -> None:
+    document = json.loads(json.dumps(request.document()))  # as it crosses the socket
+    assert read(type(request), document) == request
+    assert by_model(type(request), document) == ("read", repr(asdict(request)))
+
+
+def test_the_documents_are_the_contracts() -> None:
+    # CONTRACT §6's bodies, key for key and in this order (what the CLI always sent).
+    assert json.dumps(SyncRequest(["a"], dry_run=True).document()) == (
+        '{"roots": ["a"], "accept_rewrite": false, "dry_run": true, "no_push": false}'
+    )
+    assert json.dumps(PullRequest(["v"]).document()) == '{"views": ["v"]}'
+    assert json.dumps(CycleRequest("r", force=True).document()) == '{"root": "r", "force": true}'

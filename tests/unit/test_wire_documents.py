@@ -77,18 +77,18 @@ def test_the_shapes_are_the_wire_models() -> None:
 
 @given(results)
 def test_a_sync_result_is_the_models_document(result: SyncResult) -> None:
-    mine = outcome(lambda: documents.sync_result_document(result))
-    model = outcome(lambda: SyncResultModel.of(result).model_dump(mode="json"))
+    mine = outcome(lambda: documents.sync_result_document(result.document()))
+    model = outcome(lambda: result.model().model_dump(mode="json"))
     assert mine == model
 
 
 @given(st.lists(results, max_size=3))
 def test_a_sync_report_is_the_models_text(listed: list[SyncResult]) -> None:
-    mine = outcome(lambda: documents.sync_report(listed).model_dump_json().encode())
+    mine = outcome(
+        lambda: documents.sync_report(r.document() for r in listed).model_dump_json().encode()
+    )
     model = outcome(
-        lambda: (
-            SyncReport(results=[SyncResultModel.of(r) for r in listed]).model_dump_json().encode()
-        )
+        lambda: SyncReport(results=[r.model() for r in listed]).model_dump_json().encode()
     )
     assert mine == model
 
@@ -118,11 +118,32 @@ import sys
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.wire import documents
 result = SyncResult("r", SyncStatus.CURRENT, "up to date", head="abc")
-documents.sync_result_document(result)
-documents.sync_report([result]).model_dump_json()
+documents.sync_result_document(result.document())
+documents.sync_report([result.document()]).model_dump_json()
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core")))
 """
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+@given(results)
+def test_a_sync_result_comes_back_from_its_model(result: SyncResult) -> None:
+    # The CLI prints a daemon's answer through the same value as an in-process result.
+    assert SyncResult.from_model(result.model()) == result
+
+
+def test_a_control_socket_refusal_is_written_as_ever() -> None:
+    assert documents.control_error("bad-request", 'no "é"') == (
+        b'{"error": {"code": "bad-request", "message": "no \\"\\u00e9\\""}}'
+    )
+
+
+def test_the_probes_documents() -> None:
+    assert documents.health() == {"status": "ok"}
+    assert documents.readiness([]) == {"status": "ready"}
+    assert documents.readiness(["root bob: offline"]) == {
+        "status": "unready",
+        "reasons": ["root bob: offline"],
+    }
