@@ -12,7 +12,7 @@ from typing import TypeVar
 import click
 
 from memsync import timefmt
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
 from memsync.progress import for_terminal

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from memsync import clitext
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, emit
+from memsync.cli import text
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, emit
 from memsync.errors import UsageError
 
 
@@ -45,7 +45,7 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
         if as_json:
             emit(out)
         else:
-            clitext.print_validation(f"{path} at {rev}" if rev else str(path), out)
+            text.print_validation(f"{path} at {rev}" if rev else str(path), out)
         return EXIT_VERDICT
     if rev is not None:
         git = Git(path)
@@ -84,5 +84,5 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
     if as_json:
         emit(out)
     else:
-        clitext.print_validation(f"{path} at {rev}" if rev else str(path), out)
+        text.print_validation(f"{path} at {rev}" if rev else str(path), out)
     return EXIT_VERDICT if problems else EXIT_OK

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import click
 
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import ProblemError, RootError, UsageError, require
 from memsync.validators.problems import Problem
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memsync.clikit import EXIT_OK, App, emit, emit_document
+from memsync.cli.kit import EXIT_OK, App, emit, emit_document
 from memsync.config.paths import find_config_path
 from memsync.errors import ConfigError, StateDirError, UsageError
 
