@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from memsync.roots.faults import VIEW_POINTS
+from memsync.views.archive import ArchiveLimits
+from memsync.views.verify import verify_view
 from memsync.wire import (
     KeyReport,
     StatusReport,
@@ -188,6 +190,34 @@ def test_build_is_deterministic_and_verifies(provider: Path, tmp_path: Path) -> 
     }
     text = (tmp_path / "out1" / "v1" / "views" / "auth" / "package").read_bytes()
     assert b"secret-plan" not in text
+    # The command only parses and renders (issue 20, item 6): `views.verify.verify_view` in
+    # process is what it printed, field for field, for the good key and the wrong one.
+    for key, printed in ((public, checked.stdout), ("ed25519:" + "A" * 42 + "E", wrong.stdout)):
+        check = verify_view(
+            str(tmp_path / "out1" / "v1" / "views" / "auth"),
+            keys=(key,),
+            threshold=1,
+            view_id=None,
+            heading=None,
+            allow_unsigned=False,
+            limits=ArchiveLimits(),
+        )
+        shown = ViewVerifyReport.model_validate_json(printed)
+        assert (check.valid, check.source, check.view_id, check.revision, check.expires) == (
+            shown.valid,
+            shown.source,
+            shown.view_id,
+            shown.revision,
+            shown.expires,
+        )
+        assert (check.files, check.items, list(check.signed_by)) == (
+            shown.files,
+            shown.items,
+            shown.signed_by,
+        )
+        assert [(p.code, p.path, p.line, p.message) for p in check.problems] == [
+            (p.code, p.path, p.line, p.message) for p in shown.problems
+        ]
 
 
 @dataclass
