@@ -16,14 +16,7 @@ from memsync.errors import UsageError
 from memsync.progress import for_terminal
 from memsync.secrets import resolve_header
 from memsync.views.archive import MAX_FILE_CEILING, ArchiveLimits
-from memsync.views.build import (
-    build_package,
-    current_static,
-    next_revision,
-    signed_manifest,
-    static_dir,
-    write_static,
-)
+from memsync.views.build import StaticBuild, build_static
 from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
 from memsync.views.publish import PublishRefused, publish_view, secret_ref
 from memsync.views.pull import pull_views
@@ -283,17 +276,23 @@ def views_build(
     lifetime = parse_duration(expires)
     limits = _file_cap(max_file_size)
     keys_ = [load_private_key(k) for k in key_files]
-    current = current_static(out, view_id)  # refuses an OUT holding what is not ours
-    built = build_package(root_path, view_id, limits=limits)
-    now = timefmt.now()
-    decided = next_revision(built.sha256, current, now=now, expires=lifetime, requested=revision)
-    if decided.unchanged:
-        target = static_dir(out, view_id)
-    else:
-        manifest = signed_manifest(
-            built, revision=decided.revision, keys=keys_, now=now, expires=lifetime
-        )
-        target = write_static(out, built, manifest)
+    done = build_static(
+        root_path,
+        view_id,
+        out,
+        keys=keys_,
+        expires=lifetime,
+        limits=limits,
+        revision=revision,
+        now=timefmt.now(),
+    )
+    _render_build(done, view_id, signed=bool(keys_), as_json=as_json)
+    return EXIT_OK
+
+
+def _render_build(done: StaticBuild, view_id: str, *, signed: bool, as_json: bool) -> None:
+    """The report (CONTRACT §2): the JSON document, or the line a person reads."""
+    built, decided, target = done.built, done.decided, done.target
     report = ViewBuildReport(
         view_id=view_id,
         status="unchanged" if decided.unchanged else "built",
@@ -302,7 +301,7 @@ def views_build(
         package_sha256=built.sha256,
         package_length=len(built.archive),
         files=sorted(built.files),
-        signed=bool(keys_),
+        signed=signed,
     )
     if as_json:
         emit(report)
@@ -312,14 +311,12 @@ def views_build(
             "current (nothing built)"
         )
     else:
-        signed = "signed" if keys_ else "UNSIGNED"
         renewed = " (same content, expiry renewed)" if decided.renews else ""
         click.echo(
             f"{target}: view {view_id} revision {decided.revision}{renewed}, "
             f"{len(built.files)} files, {built.items} items, sha256 {built.sha256[:16]}…, "
-            f"{signed}"
+            f"{'signed' if signed else 'UNSIGNED'}"
         )
-    return EXIT_OK
 
 
 @views.command("publish")
