@@ -2,8 +2,8 @@
 
 `memsync --version` is answered here, before click and the commands load (the systemd timer
 and people's shells start the CLI often), and so is `--help` when click printed that very
-help before under the same conditions (`helpmemo`), and `memsync status` and `sync-now` in their
-plain forms (`plainargs`, without click); everything else is `memsync.cli.main`.
+help before under the same conditions (`cli.helpmemo`), and `memsync status` and `sync-now` in their
+plain forms (`cli.plain`, without click); everything else is `memsync.cli.group.main`.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ def main() -> NoReturn:
         sys.stdout.write(f"memsync, version {__version__}\n")
         sys.exit(0)
     if args and args[-1] in ("--help", "-h"):
-        from memsync import helpmemo  # noqa: PLC0415 - standard library only
+        from memsync.cli import helpmemo  # noqa: PLC0415 - standard library only
 
         out = helpmemo.recall(args) if helpmemo.wanted(args) else None
         if out is not None:
             sys.exit(helpmemo.write(out))
     if "status" in args or "sync-now" in args:
-        from memsync import plainargs  # noqa: PLC0415 - no click
+        from memsync.cli import plain  # noqa: PLC0415 - no click
 
-        plain = plainargs.parse(args)
-        if plain is not None:
-            plainargs.run(plain)
-    from memsync.cli import main as cli_main  # noqa: PLC0415 - click and the commands
+        found = plain.parse(args)
+        if found is not None:
+            plain.run(found)
+    from memsync.cli.group import main as cli_main  # noqa: PLC0415 - click and the commands
 
     cli_main()
 

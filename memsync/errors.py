@@ -1,7 +1,7 @@
 """The one exception tree.
 
 User errors carry structured facts (problems, hints), never finished prose for a person:
-the wording a person reads is produced by the renderer in `memsync.cli`. Third-party
+the wording a person reads is produced by the renderer in `memsync.cli.group`. Third-party
 errors are translated at the transport boundary with `raise ... from exc`.
 """
 

@@ -127,7 +127,7 @@ def formatter(log_format: LogFormat, *, daemon: bool) -> logging.Formatter:
 
 def use_format(log_format: LogFormat, *, daemon: bool = False) -> None:
     """Write memsync's (and the libraries') records in `log_format` from now on; the
-    handlers and their redacting filter stay as `clikit.setup_logging` made them."""
+    handlers and their redacting filter stay as `cli.app.setup_logging` made them."""
     chosen = formatter(log_format, daemon=daemon)
     for handler in logging.getLogger("memsync").handlers:  # the root logger shares it
         handler.setFormatter(chosen)

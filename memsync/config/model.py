@@ -206,6 +206,12 @@ class Settings:
         """The root called `name`, or None."""
         return next((root for root in self.roots if root.name == name), None)
 
+    def root_at(self, path: Path) -> RootSettings | None:
+        """The root configured at `path` (both taken absolute, `~` expanded; the schema
+        refuses two roots sharing a path), or None."""
+        target = path.expanduser().absolute()
+        return next((r for r in self.roots if r.path.expanduser().absolute() == target), None)
+
 
 def root_settings(
     name: str, root: Root, roles: Mapping[str, RoleSettings] | None = None

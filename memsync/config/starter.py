@@ -29,7 +29,7 @@ import os
 import shlex
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -271,3 +271,48 @@ def _make_parent(parent: Path, own_dir: bool) -> None:
             f"{parent} is writable by other users; a config there could be replaced",
             hint=f"pass --out in a directory only you can write (chmod go-w {parent})",
         )
+
+
+@dataclass(frozen=True)
+class Started:
+    """What `start_config` wrote: where, whether it replaced a file, and the roots."""
+
+    path: Path
+    replaced: bool
+    roots: list[StarterRoot]
+
+
+def start_config(
+    root_options: Sequence[str],
+    *,
+    out: Path | None,
+    config_path: str | None,
+    force: bool,
+    environ: Mapping[str, str],
+) -> Started:
+    """`memsync config init`: the roots given (`NAME=PATH`) or found, described, rendered
+    and written to `out`, else `config_path` (`--config`), else `$MEMSYNC_CONFIG`, else
+    `$XDG_CONFIG_HOME/memsync/config.yaml` (default `~/.config/...`)."""
+    from memsync.config.paths import CONFIG_ENV  # noqa: PLC0415
+    from memsync.config.schema import default_state_dir  # noqa: PLC0415 - pydantic
+
+    given = [parse_root_option(text) for text in root_options]
+    home = Path.home()
+    chosen = given or found_roots(home)
+    if not chosen:
+        raise UsageError(
+            "no memory root given, and none found at ~/.rightmemory",
+            hint="pass --root NAME=PATH, or create one with `memsync init ~/.rightmemory`",
+        )
+    roots = [describe_root(name, path) for name, path in chosen]
+    state_dir = default_state_dir()
+    text = render(state_dir, runtime_socket(environ, state_dir), roots)
+    explicit = out or config_path or environ.get(CONFIG_ENV) or None
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    target = Path(explicit).expanduser() if explicit else config_home / "memsync" / "config.yaml"
+    target = target.absolute()
+    replaced = write_config(
+        target, text, force=force, own_dir=target.parent == config_home / "memsync"
+    )
+    return Started(target, replaced, roots)

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memsync.config import settingsmemo
 from memsync.config.paths import MAX_CONFIG_BYTES, read_config
@@ -31,7 +31,6 @@ from memsync.errors import ConfigError, Located
 from memsync.transports.process import run_process
 
 if TYPE_CHECKING:
-    from memsync.cliapp import App
     from memsync.config.model import Settings
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,15 @@ log = logging.getLogger(__name__)
 CHILD_TIMEOUT = 120.0  # seconds: a schema load takes well under one
 MAX_ANSWER = 4 * 1024 * 1024  # the child's error document (its problems, each bounded)
 REFUSED = 2  # the child's exit status when the schema refused the file (JSON on stdout)
+
+
+class App(Protocol):
+    """What loads the configuration for the daemon (the command line's app context, above
+    this layer: it passes itself in)."""
+
+    def config_file(self) -> Path: ...
+
+    def settings(self) -> Settings: ...
 
 
 def daemon_settings(app: App) -> Settings:

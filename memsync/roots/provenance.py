@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from memsync import timefmt
+from memsync.errors import RootError
 from memsync.roots import journal
 from memsync.roots.layout import RootLayout
 from memsync.transports import githistory
@@ -559,3 +560,26 @@ def signed_items(
             found.append(_provenance(history, head, item, last, first))
     found.sort(key=lambda p: (p.file, p.line))
     return SignerItems(head, signer, tuple(theirs), tuple(found))
+
+
+@dataclass(frozen=True)
+class OpenRoot:
+    """A root whose history is read: its git box, its layout and the HEAD it is read at."""
+
+    name: str
+    git: Git
+    layout: RootLayout
+    head: str
+
+
+def open_root(name: str, path: Path, state_dir: Path, *, timeout: float) -> OpenRoot:
+    """The root `name` at `path`, at its HEAD (RootError when it is no Git work tree with
+    commits)."""
+    git = Git(path, timeout=timeout)
+    head = git.rev_parse("HEAD") if git.git_dir() is not None else None
+    if head is None:
+        raise RootError(
+            f"root {name}: {path} is not a Git work tree with commits",
+            hint="`memsync init` it, or fix `path` in the config",
+        )
+    return OpenRoot(name, git, RootLayout.for_root(state_dir, name), head)

@@ -23,7 +23,7 @@ from memsync.roots import journal, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
-from memsync.roots.provenance import TRAILER
+from memsync.roots.provenance import TRAILER, OpenRoot, SignerItems, signed_items
 from memsync.roots.publish import blocking_changes
 from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import Git, GitBlobs
@@ -210,3 +210,30 @@ def _message(reason: str, ids: list[str], removed: tuple[str, ...], operation_id
     lines = [f"revert: {reason}", "", "Removed:"]
     lines += [f"- `{i}`" + ("" if i in asked else " (inside a removed item)") for i in removed]
     return "\n".join(lines) + f"\n\n{TRAILER}: {operation_id}\n"
+
+
+@dataclass(frozen=True)
+class SignerRevocation:
+    """`memsync provenance --signer`: the live items that key introduced and, with
+    `--revert`, what removing them did (None: not asked)."""
+
+    found: SignerItems
+    reverted: Reverted | None
+
+
+def signer_revocation(
+    opened: OpenRoot,
+    signer: str,
+    since: str | None,
+    *,
+    revert: tuple[RootSettings, Path] | None,
+) -> SignerRevocation:
+    """Every live item of `opened` whose introducing commit `signer` signed (since `since`);
+    with `revert` (the root's settings and the state dir), removed in one commit."""
+    found = signed_items(opened.git, opened.layout, opened.head, signer, since)
+    if revert is None:
+        return SignerRevocation(found, None)
+    root, state_dir = revert
+    reason = f"remove {len(found.items)} item(s) introduced by {signer}"
+    ids = [p.item for p in found.items]
+    return SignerRevocation(found, revert_items(root, state_dir, opened.head, ids, reason))

@@ -264,3 +264,39 @@ def write_static(out: Path, built: Built, manifest: bytes) -> Path:
         temp.chmod(0o644)
         temp.replace(target / name)
     return target
+
+
+@dataclass(frozen=True)
+class StaticBuild:
+    """What `build_static` did: the package it built, the revision it decided, and where
+    the view is served from (`unchanged`: nothing was written)."""
+
+    built: Built
+    decided: NextRevision
+    target: Path
+
+
+def build_static(
+    root: Path,
+    view_id: str,
+    out: Path,
+    *,
+    keys: list[Ed25519PrivateKey],
+    expires: timedelta,
+    limits: ArchiveLimits,
+    revision: int | None = None,
+    now: datetime,
+) -> StaticBuild:
+    """`memsync views build`: render the view of `root` into a package and, unless its
+    content is what `out` already serves (and no `revision` is asked for), sign the next
+    revision and write it under `out` in the static layout. An `out` holding what is not
+    a view of ours is refused before anything is built."""
+    current = current_static(out, view_id)  # refuses an OUT holding what is not ours
+    built = build_package(root, view_id, limits=limits)
+    decided = next_revision(built.sha256, current, now=now, expires=expires, requested=revision)
+    if decided.unchanged:
+        return StaticBuild(built, decided, static_dir(out, view_id))
+    manifest = signed_manifest(
+        built, revision=decided.revision, keys=keys, now=now, expires=expires
+    )
+    return StaticBuild(built, decided, write_static(out, built, manifest))

@@ -217,3 +217,39 @@ def test_what_is_not_a_memory_root_is_refused_and_nothing_written(
     assert nothing.returncode == 2
     assert "--root NAME=PATH" in nothing.stderr
     assert not fresh.config.exists()
+
+
+def test_start_config_is_what_the_command_writes_and_prints(
+    team: Team, fresh: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`config init` and `config validate` only parse and render (issue 20, item 6):
+    `starter.start_config` and `filecheck.check_config_file` in process write and report
+    what the commands write and print, in the same environment."""
+    from memsync.config.filecheck import check_config_file  # noqa: PLC0415
+    from memsync.config.starter import start_config  # noqa: PLC0415
+
+    option = f"alice={team.alice.path}"
+    cli_out, ours = tmp_path / "cli.yaml", tmp_path / "ours.yaml"
+    done = memsync(
+        "config", "init", "--root", option, "--out", str(cli_out), "--json", env=fresh.env
+    )
+    assert done.returncode == 0, done.stderr
+    for name, value in fresh.env.items():
+        monkeypatch.setenv(name, value)
+    started = start_config([option], out=ours, config_path=None, force=False, environ=os.environ)
+    assert ours.read_bytes() == cli_out.read_bytes()
+    printed = json.loads(done.stdout)
+    assert printed["roots"] == [
+        {"root": r.name, "path": str(r.path), "remote": r.remote, "sync": bool(r.remote)}
+        for r in started.roots
+    ]
+    assert (started.path, started.replaced) == (ours, False)
+    checked = memsync("config", "validate", str(ours), "--json", env=fresh.env)
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads(checked.stdout)
+    found = check_config_file(ours)
+    assert (report["roots"], report["views"], report["warnings"]) == (
+        len(found.settings.roots),
+        len(found.settings.views),
+        list(found.warnings),
+    )

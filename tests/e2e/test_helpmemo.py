@@ -13,12 +13,12 @@ from pathlib import Path
 import click
 import pytest
 
-from memsync import helpmemo
-from memsync.cli import cli
+from memsync.cli import helpmemo
+from memsync.cli.group import cli
 from tests.e2e.test_startup import HEAVY, probe
 
 # What a help answered by the memo must not import.
-NOT_LOADED = (*HEAVY, "click", "memsync.cli", "memsync.clikit", "memsync.config", "typing")
+NOT_LOADED = (*HEAVY, "click", "memsync.cli.group", "memsync.cli.kit", "memsync.config", "typing")
 
 
 def command_paths() -> list[list[str]]:
@@ -83,7 +83,7 @@ def test_an_entry_made_under_other_conditions_is_never_printed(
 def test_an_edited_source_retires_the_memo(tmp_path: Path) -> None:
     package = tmp_path / "src" / "memsync"
     shutil.copytree(
-        Path(helpmemo.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+        Path(helpmemo.__file__).parent.parent, package, ignore=shutil.ignore_patterns("__pycache__")
     )
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path / "src")}
     first = help_of("--help", env=env, cwd=tmp_path)
@@ -99,12 +99,20 @@ def test_an_edited_source_retires_the_memo(tmp_path: Path) -> None:
             check=True,
         ).stdout
     )  # the copy is the one that runs
-    source = package / "cli.py"
+    source = package / "cli" / "group.py"
     source.write_text(source.read_text().replace("in step with", "level with"))
     code, loaded, out, _ = help_of("--help", env=env, cwd=tmp_path)
     assert (code, "click" in loaded) == (0, True)
     assert "roots level with their" in out
     assert help_of("--help", env=env, cwd=tmp_path)[:3] == (0, [], out)
+    # Any source of the package, not only the command line's own (`cli/`): the help of a
+    # command is built from modules below it too; and every moved command module.
+    for other in ("names.py", "config/schema.py", "cli/views.py", "cli/app.py"):
+        edited = package / other
+        edited.write_text(edited.read_text() + "\n# edited\n")
+        code, loaded, again, _ = help_of("--help", env=env, cwd=tmp_path)
+        assert (code, "click" in loaded, again) == (0, True, out), other
+        assert help_of("--help", env=env, cwd=tmp_path)[:3] == (0, [], out), other
 
 
 def test_a_damaged_or_foreign_entry_is_a_miss(tmp_path: Path) -> None:
@@ -184,6 +192,6 @@ def test_a_closed_pipe_ends_help_as_click_ends_it(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     help_of("--help", env=env)
     assert help_of("--help", env=env)[:2] == (0, [])  # the memo answers
-    through_click = ["-c", "import sys; from memsync.cli import main; main()"]
+    through_click = ["-c", "import sys; from memsync.cli.group import main; main()"]
     assert closed_pipe(["--help"], env, ["-m", "memsync"]) == (1, "")
     assert closed_pipe(["--help"], env, through_click) == (1, "")

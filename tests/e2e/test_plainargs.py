@@ -19,7 +19,7 @@ from tests.e2e.test_startup import STATUS_HEAVY, probe
 from tests.helpers import GIT_ENV, commit, git, push
 
 # The click path itself: `cli.main`, which `__main__` skips for the plain forms.
-THROUGH_CLICK = "import sys; from memsync.cli import main; main()"
+THROUGH_CLICK = "import sys; from memsync.cli.group import main; main()"
 
 
 def run(argv: list[str], env: dict[str, str], *, click: bool) -> tuple[int, str, str]:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from memsync import __version__
-from memsync.cli import _Commands
+from memsync.cli.group import _Commands
 from memsync.config import paths
 from memsync.daemon.client import DaemonError, DaemonUnavailable, call
 from memsync.wire.cli import StatusReport
@@ -58,8 +58,8 @@ COLD_SYNC_HEAVY = (
     "click",
     "git",
     "gitdb",
-    "memsync.cli",
-    "memsync.clikit",
+    "memsync.cli.group",
+    "memsync.cli.kit",
     "pydantic",
     "pydantic_core",
     "yaml",
@@ -141,7 +141,7 @@ def running(team: Team, tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, str]
 
 def test_version_loads_neither_click_nor_the_commands(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    everything = (*HEAVY, "click", "memsync.cli", "memsync.clikit", "memsync.config")
+    everything = (*HEAVY, "click", "memsync.cli.group", "memsync.cli.kit", "memsync.config")
     code, heavy, out, _ = probe("--version", env=env, heavy=everything)
     assert (code, heavy, out) == (0, [], f"memsync, version {__version__}\n")
     assert memsync("--version").stdout == out  # python -m memsync, the same entry
@@ -334,7 +334,7 @@ def documents(shape: Shape) -> st.SearchStrategy[Any]:
 
 
 def dumps(document: Any) -> str:
-    """What `clikit.emit_document` prints (without the newline)."""
+    """What `cli.app.emit_document` prints (without the newline)."""
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -471,17 +471,24 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-cli = sys.modules.get("memsync.cli")
+cli = sys.modules.get("memsync.cli.group")
 held = sorted(cli.cli.commands) if cli is not None else []
-modules = sorted(m for m in sys.modules if m.startswith("memsync.cli_"))
+modules = sorted(m for m in sys.modules if m in COMMAND_MODULES)
 print("PROBE " + repr((code, held, modules)), file=sys.stderr)
 """
+# Every module that defines a command (the group's lazy table names them all).
+COMMAND_MODULES = frozenset(module for module, _ in _Commands.LAZY.values())
 
 
 def commands_loaded(*args: str, env: dict[str, str]) -> tuple[int, list[str], list[str]]:
     """Exit code, the commands defined and the command modules imported by `memsync ARGS`."""
     done = subprocess.run(
-        [sys.executable, "-c", COMMANDS_PROBE, *args],
+        [
+            sys.executable,
+            "-c",
+            f"COMMAND_MODULES = {sorted(COMMAND_MODULES)!r}\n{COMMANDS_PROBE}",
+            *args,
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV, **env},
@@ -511,4 +518,4 @@ def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -
             code, held, modules = commands_loaded("--config", str(config), *args, env=env)
             assert (code, held, modules) == (0, [], []), args
     code, held, modules = commands_loaded("config", "sample", env=env)
-    assert (code, held, modules) == (0, ["config"], ["memsync.cli_config"])
+    assert (code, held, modules) == (0, ["config"], ["memsync.cli.config"])

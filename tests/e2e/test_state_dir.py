@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.cli import error_document
+from memsync.cli.group import error_document
 from memsync.errors import ConfigError, Located, StateDirError
 from memsync.wire import StatusReport, SyncReport
 from memsync.wire.cli import ConfigValidateReport, ErrorReport

@@ -9,11 +9,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from memsync.roots.faults import VIEW_POINTS
+from memsync.views.archive import ArchiveLimits
+from memsync.views.build import build_static
+from memsync.views.keys import load_private_key
+from memsync.views.verify import verify_view
 from memsync.wire import (
     KeyReport,
     StatusReport,
@@ -188,6 +193,34 @@ def test_build_is_deterministic_and_verifies(provider: Path, tmp_path: Path) -> 
     }
     text = (tmp_path / "out1" / "v1" / "views" / "auth" / "package").read_bytes()
     assert b"secret-plan" not in text
+    # The command only parses and renders (issue 20, item 6): `views.verify.verify_view` in
+    # process is what it printed, field for field, for the good key and the wrong one.
+    for key, printed in ((public, checked.stdout), ("ed25519:" + "A" * 42 + "E", wrong.stdout)):
+        check = verify_view(
+            str(tmp_path / "out1" / "v1" / "views" / "auth"),
+            keys=(key,),
+            threshold=1,
+            view_id=None,
+            heading=None,
+            allow_unsigned=False,
+            limits=ArchiveLimits(),
+        )
+        shown = ViewVerifyReport.model_validate_json(printed)
+        assert (check.valid, check.source, check.view_id, check.revision, check.expires) == (
+            shown.valid,
+            shown.source,
+            shown.view_id,
+            shown.revision,
+            shown.expires,
+        )
+        assert (check.files, check.items, list(check.signed_by)) == (
+            shown.files,
+            shown.items,
+            shown.signed_by,
+        )
+        assert [(p.code, p.path, p.line, p.message) for p in check.problems] == [
+            (p.code, p.path, p.line, p.message) for p in shown.problems
+        ]
 
 
 @dataclass
@@ -357,6 +390,35 @@ def test_build_takes_the_next_revision_from_out(
         )
         assert (forced.status, forced.revision) == ("built", 7)
         assert pull() == ("pulled", 7, [])
+
+
+def test_build_static_is_what_the_command_writes_and_prints(
+    copied: Built, provider: Path, tmp_path: Path
+) -> None:
+    """`views build` only parses and renders (issue 20, item 6): `build_static` in process
+    writes the package the command writes and decides the revision it reports."""
+    key = copied.path / "view.key"
+    printed = ViewBuildReport.model_validate_json(build(provider, tmp_path / "cli", key).stdout)
+    ours = tmp_path / "ours"
+    for status, revision in (("built", 1), ("unchanged", 1)):
+        done = build_static(
+            provider,
+            "auth",
+            ours,
+            keys=[load_private_key(key)],
+            expires=timedelta(days=30),
+            limits=ArchiveLimits(),
+            now=datetime.now(UTC),
+        )
+        assert (done.decided.unchanged, done.decided.revision) == (status == "unchanged", revision)
+        assert done.target == ours / "v1" / "views" / "auth"
+        assert (done.built.sha256, sorted(done.built.files)) == (
+            printed.package_sha256,
+            printed.files,
+        )
+    assert (ours / "v1" / "views" / "auth" / "package").read_bytes() == (
+        Path(printed.out) / "package"
+    ).read_bytes()
 
 
 def test_build_refuses_an_out_holding_something_else(provider: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.clikit import App
+from memsync.cli.kit import App
 from memsync.config import settingsmemo
 from memsync.config.load import load_config_bytes
 from memsync.config.model import settings_from
@@ -86,7 +86,7 @@ def test_the_daemons_process_does_not_load_the_schema(tmp_path: Path) -> None:
     path.write_text(GOOD.format(tmp=tmp_path))
     probe = f"""
 import sys
-from memsync.clikit import App
+from memsync.cli.kit import App
 from memsync.daemon.configcheck import daemon_settings
 settings = daemon_settings(App(config_path={str(path)!r}))
 assert [r.name for r in settings.roots] == ["bob", "carol"], settings

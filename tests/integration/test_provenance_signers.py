@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from memsync.errors import RootError
 from memsync.roots.layout import RootLayout
-from memsync.roots.provenance import item_provenance, signed_items
-from memsync.roots.revocation import revert_items
+from memsync.roots.provenance import item_provenance, open_root, signed_items
+from memsync.roots.revocation import revert_items, signer_revocation
 from memsync.secrets import SecretRef
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git
@@ -130,6 +131,32 @@ def test_revert_removes_that_keys_items_and_their_edges_and_nothing_else(
     assert SignerReport.model_validate_json(again.stdout).items == []
     gone = memsync("--config", str(config), "provenance", "alice", "evil", "--json")
     assert gone.returncode == 2 and '"unknown-item"' in gone.stdout
+
+
+def test_the_command_lists_and_reverts_what_signer_revocation_does(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`provenance --signer` only parses and renders (issue 20, item 6): `open_root` and
+    `signer_revocation` in process list what the command lists and revert as it would."""
+    alice, _bob, _day4 = scene(team.alice, tmp_path / "keys", monkeypatch)
+    config = write_config(team, tmp_path)
+    args = ("--config", str(config), "provenance", "alice", "--signer", fingerprint(alice))
+    member = team.alice
+    opened = open_root("alice", member.path, member.state_dir, timeout=30)
+    assert opened.head == git(member.path, "rev-parse", "HEAD")
+    listed = signer_revocation(opened, fingerprint(alice), None, revert=None)
+    shown = SignerReport.model_validate_json(memsync(*args, "--json").stdout)
+    assert listed.reverted is None
+    assert [p.item for p in listed.found.items] == [i.item for i in shown.items]
+    assert len(listed.found.commits) == shown.signed_commits
+    done = signer_revocation(
+        opened, fingerprint(alice), None, revert=(member.settings, member.state_dir)
+    )
+    assert done.reverted is not None and done.reverted.status == "landed"
+    assert sorted(done.reverted.removed) == ["evil", "tabs"]
+    assert SignerReport.model_validate_json(memsync(*args, "--json").stdout).items == []
+    with pytest.raises(RootError, match="not a Git work tree with commits"):
+        open_root("nowhere", tmp_path / "keys", member.state_dir, timeout=30)
 
 
 def test_a_key_that_only_moved_an_item_did_not_introduce_it(

@@ -1,4 +1,4 @@
-"""`cliapp.echo` writes what `click.echo` writes, whatever the text and the stream."""
+"""`cli.app.echo` writes what `click.echo` writes, whatever the text and the stream."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync import cliapp
+from memsync.cli import app
 
 PIECES = st.sampled_from(["\x1b[31m", "\x1b[0m", "\x1b]0;t\x07", "\x1b", "é", "…", "\udcff", "a"])
 TEXTS = st.lists(PIECES | st.text(max_size=5), max_size=6).map("".join)
@@ -45,5 +45,5 @@ def written(echo: object, text: str, encoding: str, errors: str, tty: bool) -> b
 def test_echo_writes_what_click_echo_writes(
     text: str, encoding: str, errors: str, tty: bool
 ) -> None:
-    ours = written(cliapp.echo, text, encoding, errors, tty)
+    ours = written(app.echo, text, encoding, errors, tty)
     assert ours == written(click.echo, text, encoding, errors, tty)

@@ -149,6 +149,30 @@ def test_default_state_dir_and_socket_fallbacks(
     assert load("version: 1\n").state_dir == tmp_path / ".local/state/memsync"
 
 
+def test_root_at_finds_the_root_configured_at_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `memsync init PATH` takes a root's credentials and signing key from."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    config = load(
+        """\
+        version: 1
+        state_dir: /s
+        roots:
+          home: {path: ~/mem}
+          other: {path: /x}
+        """
+    )
+    settings = settings_from(config, Path("/cfg/config.yaml"))
+    for given in (tmp_path / "mem", Path("~/mem"), Path("mem")):
+        found = settings.root_at(given)
+        assert found is not None and found.name == "home", given
+    found = settings.root_at(Path("/x"))
+    assert found is not None and found.name == "other"
+    assert settings.root_at(Path("/y")) is None
+
+
 def test_settings_from(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     config = load(

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.clikit import App, setup_logging
+from memsync.cli.kit import App, setup_logging
 from memsync.logsetup import JsonFormatter, TextFormatter, journald_stderr
 
 TOKEN = "msk_abcdefSECRET0123456789"

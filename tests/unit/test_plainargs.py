@@ -1,4 +1,4 @@
-"""The plain forms of `memsync status` and `sync-now` (`plainargs.parse`): whatever it
+"""The plain forms of `memsync status` and `sync-now` (`cli.plain.parse`): whatever it
 takes, click parses to the same command and values; whatever else it leaves to click."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import click
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.cli import cli
-from memsync.plainargs import COMMANDS, Plain, parse
+from memsync.cli.group import cli
+from memsync.cli.plain import COMMANDS, Plain, parse
 
 # What each command's click parameters are called, by the flag that sets them.
 PARAMS = {"--json": "as_json", "--accept-rewrite": "accept_rewrite", "--no-push": "no_push"}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 import memsync
-from memsync.clikit import error_document
+from memsync.cli.kit import error_document
 from memsync.errors import ConfigError, InternalError, MemsyncError, ProblemError
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveError

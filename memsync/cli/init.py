@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memsync.clikit import EXIT_OK, App, emit
+from memsync.cli.kit import EXIT_OK, App, emit
 from memsync.config.paths import find_config_path
 from memsync.errors import ConfigError
 from memsync.redaction import redact
@@ -34,13 +34,12 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     from memsync.roots.create import init_root  # noqa: PLC0415
     from memsync.wire.cli import InitReport  # noqa: PLC0415
 
-    credentials = signing = None
-    if find_config_path(app.config_path) is not None:
+    configured = None
+    if find_config_path(app.config_path) is not None:  # optional here: a broken one is unused
         with contextlib.suppress(ConfigError):
-            target = path.expanduser().absolute()
-            for root in app.settings().roots:
-                if root.path.expanduser().absolute() == target:
-                    credentials, signing = root.git_credentials, root.signing
+            configured = app.settings().root_at(path)
+    credentials = configured.git_credentials if configured else None
+    signing = configured.signing if configured else None
     with for_terminal(as_json) as progress:
         done = init_root(
             path,

@@ -1,6 +1,6 @@
 """`memsync sync-now` as a command, without click: one sync cycle per root, through the
 running daemon when it serves this configuration, else in this process. The click command
-(`cli_sync`) and the plain forms `__main__` runs without click (`plainargs`) both run
+(`cli.sync`) and the plain forms `__main__` runs without click (`cli.plain`) both run
 `sync_now` here.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memsync import clitext
-from memsync.cliapp import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.cli import text
+from memsync.cli.app import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def sync_now(
         emit(SyncReport(results=[r.model() for r in results]))
     else:
         for r in results:
-            clitext.print_result(r)
+            text.print_result(r)
     # A paused root is held because the operator asked for it: not a failure (exit 0).
     return EXIT_OK if all(r.ok or r.status in HELD for r in results) else EXIT_VERDICT
 

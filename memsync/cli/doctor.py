@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from memsync import clitext
-from memsync.clikit import EXIT_OK, EXIT_USAGE, EXIT_VERDICT, App, emit
+from memsync.cli import text
+from memsync.cli.kit import EXIT_OK, EXIT_USAGE, EXIT_VERDICT, App, emit
 
 
 @click.command()
@@ -29,7 +29,7 @@ def doctor(app: App, as_json: bool) -> int:
         ]
         emit(DoctorReport(ok=found.ok, checks=checks))
     else:
-        clitext.print_diagnosis(found)
+        text.print_diagnosis(found)
     if found.config_error:
         return EXIT_USAGE
     return EXIT_OK if found.ok else EXIT_VERDICT

@@ -1,7 +1,7 @@
 """What the command line's parts share without click: the app context (the configuration,
 the state dir), exit codes, logging, and output (`echo`, the JSON documents).
 
-Click-free, so that `status` and `sync-now` can run without click (`plainargs`); `clikit` adds
+Click-free, so that `status` and `sync-now` can run without click (`cli.plain`); `cli.kit` adds
 the click parts (the lazy command group, the JSON error document).
 """
 

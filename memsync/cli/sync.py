@@ -1,13 +1,13 @@
 """`memsync sync-now [ROOT]...`: one sync cycle per root, through the running daemon when
 it serves this configuration, else in this process (loaded lazily: a timer's `sync-now`
-imports no other command; the plain forms run without click at all: `plainargs`)."""
+imports no other command; the plain forms run without click at all: `cli.plain`)."""
 
 from __future__ import annotations
 
 import click
 
-from memsync import synccli
-from memsync.clikit import App
+from memsync.cli import syncrun
+from memsync.cli.kit import App
 
 
 @click.command("sync-now")
@@ -30,4 +30,4 @@ def sync_now(
     dry_run: bool,
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
-    return synccli.sync_now(app, roots, as_json, accept_rewrite, no_push, dry_run)
+    return syncrun.sync_now(app, roots, as_json, accept_rewrite, no_push, dry_run)

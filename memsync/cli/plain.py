@@ -8,8 +8,8 @@ once) and, for `sync-now`, root names (anything not starting with `-`), in any o
 Anything else (another global option, `--debug`, `--`, `-h`, a repeated flag) goes to
 click, which parses it as always; a test holds every short argument list this takes to
 what click reads from it. What runs is the same function the click command runs, errors
-are worded by the same code (`cli.fail_unparsed`, which loads click only then), and lines
-are printed as `click.echo` prints them (`cliapp.echo`).
+are worded by the same code (`cli.group.fail_unparsed`, which loads click only then), and lines
+are printed as `click.echo` prints them (`cli.app.echo`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from memsync.cliapp import App, setup_logging
+from memsync.cli.app import App, setup_logging
 
 TYPE_CHECKING = False  # `typing` costs more to import than this module
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def run(plain: Plain) -> NoReturn:
     try:
         code = _dispatch(app, plain, as_json)
     except (KeyboardInterrupt, Exception) as exc:
-        from memsync.cli import fail_unparsed  # noqa: PLC0415 - click words errors, as always
+        from memsync.cli.group import fail_unparsed  # noqa: PLC0415 - click words errors, as always
 
         code = fail_unparsed(exc, app, as_json=as_json)
     sys.stdout.flush()
@@ -82,10 +82,10 @@ def run(plain: Plain) -> NoReturn:
 
 def _dispatch(app: App, plain: Plain, as_json: bool) -> int:
     if plain.command == "status":
-        from memsync.statuscli import report  # noqa: PLC0415
+        from memsync.cli.statusrun import report  # noqa: PLC0415
 
         return report(app, as_json)
-    from memsync.synccli import sync_now  # noqa: PLC0415
+    from memsync.cli.syncrun import sync_now  # noqa: PLC0415
 
     flags = plain.flags
     return sync_now(

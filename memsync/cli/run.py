@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from memsync.clikit import App
+from memsync.cli.kit import App
 from memsync.logsetup import use_format
 
 

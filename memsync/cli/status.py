@@ -1,12 +1,12 @@
 """`memsync status`: roots, views, the daemon and pending operations (loaded lazily; the
-plain forms run without click at all: `plainargs`)."""
+plain forms run without click at all: `cli.plain`)."""
 
 from __future__ import annotations
 
 import click
 
-from memsync import statuscli
-from memsync.clikit import App
+from memsync.cli import statusrun
+from memsync.cli.kit import App
 
 
 @click.command()
@@ -14,4 +14,4 @@ from memsync.clikit import App
 @click.pass_obj
 def status(app: App, as_json: bool) -> int:
     """Show roots, views, the daemon and pending operations."""
-    return statuscli.report(app, as_json)
+    return statusrun.report(app, as_json)

@@ -1,6 +1,6 @@
 """`memsync status` as a command, without click: through the running daemon when it serves
-this configuration, else from local facts. The click command (`cli_status`) and the plain
-forms `__main__` runs without click (`plainargs`) both run `report` here.
+this configuration, else from local facts. The click command (`cli.status`) and the plain
+forms `__main__` runs without click (`cli.plain`) both run `report` here.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memsync import clitext
-from memsync.cliapp import EXIT_OK, App, emit_document
+from memsync.cli import text
+from memsync.cli.app import EXIT_OK, App, emit_document
 
 
 def report(app: App, as_json: bool) -> int:
@@ -32,7 +32,7 @@ def report(app: App, as_json: bool) -> int:
     if as_json:
         emit_document(document)
     else:
-        clitext.print_status(document)
+        text.print_status(document)
     return EXIT_OK
 
 

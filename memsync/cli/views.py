@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -12,32 +10,17 @@ from typing import TypeVar
 import click
 
 from memsync import timefmt
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
 from memsync.progress import for_terminal
 from memsync.secrets import resolve_header
-from memsync.transports.http import HttpClient
-from memsync.transports.process import Deadline
-from memsync.validators.problems import Problem
 from memsync.views.archive import MAX_FILE_CEILING, ArchiveLimits
-from memsync.views.build import (
-    build_package,
-    current_static,
-    next_revision,
-    signed_manifest,
-    static_dir,
-    write_static,
-)
-from memsync.views.consumer import check_package
-from memsync.views.dirsource import DirSource
-from memsync.views.httpsource import HttpSource
+from memsync.views.build import StaticBuild, build_static
 from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
-from memsync.views.manifest import ManifestError, parse_manifest, verify_manifest
 from memsync.views.publish import PublishRefused, publish_view, secret_ref
 from memsync.views.pull import pull_views
-from memsync.views.source import ErrorKind, SourceError, ViewSource
-from memsync.views.zipscan import problem as archive_problem
+from memsync.views.verify import ViewCheck, verify_view
 from memsync.wire import (
     KeyReport,
     ProblemModel,
@@ -47,7 +30,6 @@ from memsync.wire import (
     ViewVerifyReport,
 )
 
-VERIFY_DEADLINE = 120.0  # seconds for fetching what `views verify` checks
 FC = TypeVar("FC", bound=Callable[..., object])
 
 
@@ -205,103 +187,42 @@ def views_verify(
                 f"{source} holds no `manifest` and `package`",
                 hint="point at DIR/v1/views/<VIEW_ID> of a static export",
             )
-    limits = _file_cap(max_file_size)
-    scratch = Path(tempfile.mkdtemp(prefix="memsync-verify-"))
-    try:
-        report = asyncio.run(
-            _verify(source, scratch, keys_, threshold, view_id, heading, allow_unsigned, limits)
-        )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    check = verify_view(
+        source,
+        keys=keys_,
+        threshold=threshold,
+        view_id=view_id,
+        heading=heading,
+        allow_unsigned=allow_unsigned,
+        limits=_file_cap(max_file_size),
+    )
+    _render_verify(check, as_json)
+    return EXIT_OK if check.valid else EXIT_VERDICT
+
+
+def _render_verify(check: ViewCheck, as_json: bool) -> None:
+    """The report (CONTRACT §2): the JSON document, or the lines a person reads."""
+    report = ViewVerifyReport(
+        valid=check.valid,
+        source=check.source,
+        view_id=check.view_id,
+        revision=check.revision,
+        expires=check.expires,
+        files=check.files,
+        items=check.items,
+        signed_by=list(check.signed_by),
+        problems=[ProblemModel.of(p) for p in check.problems],
+    )
     if as_json:
         emit(report)
-    else:
-        verdict = "valid" if report.valid else f"{len(report.problems)} problem(s)"
-        click.echo(
-            f"{source}: {verdict} (view {report.view_id}, revision {report.revision}, "
-            f"expires {report.expires}, {report.items} items)"
-        )
-        for p in report.problems:
-            click.echo(f"  {p.code:<22} {p.path or '-'}: {p.message}")
-    return EXIT_OK if report.valid else EXIT_VERDICT
-
-
-async def _verify(
-    source: str,
-    scratch: Path,
-    keys_: tuple[str, ...],
-    threshold: int,
-    view_id: str | None,
-    heading: str | None,
-    allow_unsigned: bool,
-    limits: ArchiveLimits,
-) -> ViewVerifyReport:
-    """Fetch and check the view at `source` as `views pull` would, reporting every problem
-    (a consumer would stop at the first) and importing nothing."""
-    deadline = Deadline.after(VERIFY_DEADLINE)
-    async with HttpClient() as client:
-        view: ViewSource = (
-            HttpSource(client, source)
-            if source.startswith(("http://", "https://"))
-            else DirSource(Path(source))
-        )
-        manifest_bytes = (await view.manifest(etag=None, deadline=deadline)).body or b""
-        try:
-            claimed = parse_manifest(manifest_bytes).signed.view_id
-        except ManifestError:  # verify_manifest reports the exact problem below
-            claimed = view_id or ""
-        verdict = verify_manifest(
-            manifest_bytes,
-            view_id=view_id or claimed,
-            keys=keys_,
-            threshold=threshold,
-            trusted_revision=None,
-            trusted_sha256=None,
-            now=timefmt.now(),
-            allow_unsigned=allow_unsigned,
-        )
-        problems: list[Problem] = list(verdict.problems)
-        files = items = 0
-        manifest = verdict.manifest
-        if manifest is not None:
-            package = scratch / "package"
-            try:
-                fetched = await view.package(
-                    package, limits=limits, expected_length=None, deadline=deadline
-                )
-            except SourceError as exc:
-                if exc.kind is not ErrorKind.TOO_LARGE:
-                    raise
-                why = f"is over {limits.max_archive} bytes, more than a package within the limits"
-                problems.append(archive_problem(None, why))
-            else:
-                checked = await asyncio.to_thread(
-                    check_package,
-                    package,
-                    scratch / "extracted",
-                    manifest=manifest,
-                    length=fetched.length,
-                    sha256=fetched.sha256,
-                    view_id=manifest.signed.view_id,
-                    heading=heading or manifest.signed.view_id,
-                    limits=limits,
-                    thorough=True,
-                    durable=False,
-                )
-                problems += checked.problems
-                files, items = checked.files, checked.items
-    signed = manifest.signed if manifest is not None else None
-    return ViewVerifyReport(
-        valid=not problems,
-        source=source,
-        view_id=signed.view_id if signed else None,
-        revision=signed.revision if signed else None,
-        expires=signed.expires if signed else None,
-        files=files,
-        items=items,
-        signed_by=list(verdict.signed_by),
-        problems=[ProblemModel.of(p) for p in problems],
+        return
+    verdict = "valid" if report.valid else f"{len(report.problems)} problem(s)"
+    click.echo(
+        f"{check.source}: {verdict} (view {report.view_id}, revision {report.revision}, "
+        f"expires {report.expires}, {report.items} items)"
     )
+    for p in report.problems:
+        click.echo(f"  {p.code:<22} {p.path or '-'}: {p.message}")
 
 
 @views.command("build")
@@ -358,17 +279,23 @@ def views_build(
     lifetime = parse_duration(expires)
     limits = _file_cap(max_file_size)
     keys_ = [load_private_key(k) for k in key_files]
-    current = current_static(out, view_id)  # refuses an OUT holding what is not ours
-    built = build_package(root_path, view_id, limits=limits)
-    now = timefmt.now()
-    decided = next_revision(built.sha256, current, now=now, expires=lifetime, requested=revision)
-    if decided.unchanged:
-        target = static_dir(out, view_id)
-    else:
-        manifest = signed_manifest(
-            built, revision=decided.revision, keys=keys_, now=now, expires=lifetime
-        )
-        target = write_static(out, built, manifest)
+    done = build_static(
+        root_path,
+        view_id,
+        out,
+        keys=keys_,
+        expires=lifetime,
+        limits=limits,
+        revision=revision,
+        now=timefmt.now(),
+    )
+    _render_build(done, view_id, signed=bool(keys_), as_json=as_json)
+    return EXIT_OK
+
+
+def _render_build(done: StaticBuild, view_id: str, *, signed: bool, as_json: bool) -> None:
+    """The report (CONTRACT §2): the JSON document, or the line a person reads."""
+    built, decided, target = done.built, done.decided, done.target
     report = ViewBuildReport(
         view_id=view_id,
         status="unchanged" if decided.unchanged else "built",
@@ -377,7 +304,7 @@ def views_build(
         package_sha256=built.sha256,
         package_length=len(built.archive),
         files=sorted(built.files),
-        signed=bool(keys_),
+        signed=signed,
     )
     if as_json:
         emit(report)
@@ -387,14 +314,12 @@ def views_build(
             "current (nothing built)"
         )
     else:
-        signed = "signed" if keys_ else "UNSIGNED"
         renewed = " (same content, expiry renewed)" if decided.renews else ""
         click.echo(
             f"{target}: view {view_id} revision {decided.revision}{renewed}, "
             f"{len(built.files)} files, {built.items} items, sha256 {built.sha256[:16]}…, "
-            f"{signed}"
+            f"{'signed' if signed else 'UNSIGNED'}"
         )
-    return EXIT_OK
 
 
 @views.command("publish")

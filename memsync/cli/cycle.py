@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import UsageError
 from memsync.wire.cli import CycleReport
 

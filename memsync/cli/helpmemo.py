@@ -196,7 +196,7 @@ def key_text(args: list[str]) -> str | None:
         columns = None
         isatty = False
     try:
-        sources = (_sources(os.path.dirname(os.path.abspath(__file__))), _sources(click_dir))
+        sources = (_sources(_memsync_dir()), _sources(click_dir))
     except OSError:
         return None
     parts = (
@@ -210,6 +210,12 @@ def key_text(args: list[str]) -> str | None:
     )
     text = repr(parts)
     return text if "\n" not in text else None
+
+
+def _memsync_dir() -> str:
+    """The whole memsync package (this module is in `memsync/cli/`): every command, and
+    everything a command's help is built from, is below it."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _package_dir(name: str) -> str | None:

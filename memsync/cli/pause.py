@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from memsync.clikit import EXIT_OK, App, emit
+from memsync.cli.kit import EXIT_OK, App, emit
 from memsync.errors import UsageError
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from memsync import timefmt
-from memsync.clikit import EXIT_OK, App, emit
+from memsync.cli.kit import EXIT_OK, App, emit
 from memsync.config.model import HubSettings
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError

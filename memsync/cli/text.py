@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memsync.cliapp import echo
+from memsync.cli.app import echo
 
 if TYPE_CHECKING:
     from memsync.doctor import Diagnosis

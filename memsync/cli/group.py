@@ -13,8 +13,9 @@ from typing import ClassVar, NoReturn, TextIO, cast
 
 import click
 
-from memsync import __version__, helpmemo
-from memsync.clikit import (
+from memsync import __version__
+from memsync.cli import helpmemo
+from memsync.cli.kit import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -39,46 +40,46 @@ class _Commands(LazyGroup):
     # Every command lives in its own module, imported when that command runs (or its help
     # is asked for): `sync-now` from a timer defines no other command.
     LAZY: ClassVar[dict[str, tuple[str, str]]] = {
-        "init": ("memsync.cli_init", "Create a valid RightMemory-format memory root at PATH."),
+        "init": ("memsync.cli.init", "Create a valid RightMemory-format memory root at PATH."),
         "validate": (
-            "memsync.cli_validate",
+            "memsync.cli.validate",
             "Check a root's paths, modes, names and memory graph (work tree, or one commit).",
         ),
         "sync-now": (
-            "memsync.cli_sync",
+            "memsync.cli.sync",
             "Run one sync cycle for each named root (all configured roots when none is named).",
         ),
-        "status": ("memsync.cli_status", "Show roots, views, the daemon and pending operations."),
-        "config": ("memsync.cli_config", "Check or create a configuration file."),
+        "status": ("memsync.cli.status", "Show roots, views, the daemon and pending operations."),
+        "config": ("memsync.cli.config", "Check or create a configuration file."),
         "doctor": (
-            "memsync.cli_doctor",
+            "memsync.cli.doctor",
             "Preflight: git, config, state dir, roots, secrets, keys, inotify, clock, disk, "
             "socket.",
         ),
-        "keys": ("memsync.cli_views", "Ed25519 signing keys for view manifests."),
+        "keys": ("memsync.cli.views", "Ed25519 signing keys for view manifests."),
         "views": (
-            "memsync.cli_views",
+            "memsync.cli.views",
             "Build, publish, verify and pull shared views (signed memory packages).",
         ),
         "hub": (
-            "memsync.cli_hub",
+            "memsync.cli.hub",
             "Run a memsync hub: signed view revisions, tokens, change events.",
         ),
         "run": (
-            "memsync.cli_daemon",
+            "memsync.cli.run",
             "Run the daemon in the foreground: keep every root and view in step by itself.",
         ),
         "pause": (
-            "memsync.cli_pause",
+            "memsync.cli.pause",
             "Hold a root or view: nothing syncs or pulls it until `resume` (or --for runs out).",
         ),
         "resume": (
-            "memsync.cli_pause",
+            "memsync.cli.pause",
             "Let a paused root or view run again (the running daemon syncs it at once).",
         ),
-        "provenance": ("memsync.cli_provenance", "Where an item came from; what one key added."),
+        "provenance": ("memsync.cli.provenance", "Where an item came from; what one key added."),
         "cycle": (
-            "memsync.cli_cycle",
+            "memsync.cli.cycle",
             "Run one prune or insight turn for ROOT now, through the configured role.",
         ),
     }
@@ -178,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def fail_unparsed(exc: BaseException, app: App, *, as_json: bool) -> int:
-    """What `main` makes of `exc` raised by a command running outside click (`plainargs`):
+    """What `main` makes of `exc` raised by a command running outside click (`cli.plain`):
     click's main's own treatment first (an interrupt or end of input is an abort after an
     empty line; a closed pipe exits 1 quietly), then `fail`."""
     if isinstance(exc, EOFError | KeyboardInterrupt):
@@ -201,7 +202,7 @@ def fail(
     exc: KeyboardInterrupt | Exception, app: App, *, debug: bool, as_json: bool
 ) -> tuple[int, BaseException | None]:
     """Say what failed (stderr; the JSON error document on stdout for `--json`): the exit
-    code and the failure (None for click's own exit). `plainargs` ends here too."""
+    code and the failure (None for click's own exit). `cli.plain` ends here too."""
     failure: BaseException | None
     if isinstance(exc, KeyboardInterrupt | click.exceptions.Abort):
         click.echo("memsync: interrupted", err=True)

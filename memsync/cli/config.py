@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from memsync.clikit import EXIT_OK, App, emit, emit_document
+from memsync.cli.kit import EXIT_OK, App, emit, emit_document
 from memsync.config.paths import find_config_path
-from memsync.errors import ConfigError, StateDirError, UsageError
+from memsync.errors import ConfigError
 
 
 @click.group()
@@ -28,20 +28,14 @@ def config_validate(app: App, path: Path | None, as_json: bool) -> int:
     daemon may run as another user) but draws a warning: memsync commands run as this user
     would stop with exit 2.
     """
-    from memsync.config.load import load_config  # noqa: PLC0415
-    from memsync.config.model import settings_from  # noqa: PLC0415
-    from memsync.config.statedir import check_state_dir  # noqa: PLC0415
+    from memsync.config.filecheck import check_config_file  # noqa: PLC0415
     from memsync.wire.cli import ConfigValidateReport  # noqa: PLC0415
 
     target = path or find_config_path(app.config_path)
     if target is None:
         raise ConfigError("no configuration file found", hint="pass the file's PATH")
-    settings = settings_from(load_config(target), target)
-    warnings: list[str] = []
-    try:
-        check_state_dir(settings.state_dir)
-    except StateDirError as exc:
-        warnings.append(f"{exc.message} (memsync commands run as this user stop with exit 2)")
+    checked = check_config_file(target)
+    settings, warnings = checked.settings, list(checked.warnings)
     if as_json:
         report = ConfigValidateReport(
             valid=True,
@@ -88,28 +82,11 @@ def config_init(
     import os  # noqa: PLC0415
 
     from memsync.config import starter  # noqa: PLC0415
-    from memsync.config.paths import CONFIG_ENV  # noqa: PLC0415
-    from memsync.config.schema import default_state_dir  # noqa: PLC0415
 
-    given = [starter.parse_root_option(text) for text in root_options]
-    home = Path.home()
-    chosen = given or starter.found_roots(home)
-    if not chosen:
-        raise UsageError(
-            "no memory root given, and none found at ~/.rightmemory",
-            hint="pass --root NAME=PATH, or create one with `memsync init ~/.rightmemory`",
-        )
-    roots = [starter.describe_root(name, path) for name, path in chosen]
-    state_dir = default_state_dir()
-    text = starter.render(state_dir, starter.runtime_socket(os.environ, state_dir), roots)
-    explicit = out or app.config_path or os.environ.get(CONFIG_ENV) or None
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
-    target = Path(explicit).expanduser() if explicit else config_home / "memsync" / "config.yaml"
-    target = target.absolute()
-    replaced = starter.write_config(
-        target, text, force=force, own_dir=target.parent == config_home / "memsync"
+    done = starter.start_config(
+        root_options, out=out, config_path=app.config_path, force=force, environ=os.environ
     )
+    target, replaced, roots = done.path, done.replaced, done.roots
     if as_json:
         emit_document(
             {

@@ -7,20 +7,18 @@ root lock like any memsync write, so a running daemon waits for it, never races 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import click
 
-from memsync.clikit import EXIT_OK, EXIT_VERDICT, App, emit
-from memsync.errors import ProblemError, RootError, UsageError, require
+from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
+from memsync.errors import ProblemError, UsageError, require
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:
     from memsync.config.model import RootSettings
-    from memsync.roots.layout import RootLayout
-    from memsync.transports.git import Git
+    from memsync.roots.provenance import OpenRoot
     from memsync.wire.provenance import CommitModel
 
 # What `--signer` and `--since` accept (allowlists: nothing else reaches git).
@@ -89,29 +87,27 @@ def provenance(
             [Problem("unknown-root", None, None, f"no root named {root!r} is configured")],
             hint=f"configured roots: {known}",
         )
-    from memsync.roots.layout import RootLayout  # noqa: PLC0415 - git and the graph load here
-    from memsync.transports.git import Git  # noqa: PLC0415
+    from memsync.roots.provenance import open_root  # noqa: PLC0415 - git and the graph load here
 
-    git = Git(settings_root.path, timeout=settings_root.timeout.total_seconds())
-    head = git.rev_parse("HEAD") if git.git_dir() is not None else None
-    if head is None:
-        raise RootError(
-            f"root {root}: {settings_root.path} is not a Git work tree with commits",
-            hint="`memsync init` it, or fix `path` in the config",
-        )
-    layout = RootLayout.for_root(settings.state_dir, root)
+    opened = open_root(
+        root,
+        settings_root.path,
+        settings.state_dir,
+        timeout=settings_root.timeout.total_seconds(),
+    )
     if item_id is not None:
-        return _one_item(git, layout, root, head, item_id, as_json)
-    target = RevertTarget(settings_root, settings.state_dir) if revert else None
-    return _one_signer(git, layout, root, head, require(signer, "--signer"), since, target, as_json)
+        return _one_item(opened, item_id, as_json)
+    target = (settings_root, settings.state_dir) if revert else None
+    return _one_signer(opened, require(signer, "--signer"), since, target, as_json)
 
 
-def _one_item(git: Git, layout: RootLayout, root: str, head: str, item_id: str, json: bool) -> int:
+def _one_item(opened: OpenRoot, item_id: str, json: bool) -> int:
     from memsync.roots import provenance as core  # noqa: PLC0415
     from memsync.wire.provenance import ItemProvenanceReport  # noqa: PLC0415
 
+    root, head = opened.name, opened.head
     try:
-        found = core.item_provenance(git, layout, head, item_id)
+        found = core.item_provenance(opened.git, opened.layout, head, item_id)
     except core.UnknownItem as exc:
         raise UnknownItem(
             f"no item `{item_id}` in root {root}",
@@ -143,33 +139,21 @@ def _commit_line(record: CommitModel) -> str:
     return f"{text}\n  {'':<13}{record.subject}"
 
 
-@dataclass(frozen=True)
-class RevertTarget:
-    root: RootSettings
-    state_dir: Path
-
-
 def _one_signer(
-    git: Git,
-    layout: RootLayout,
-    root: str,
-    head: str,
+    opened: OpenRoot,
     signer: str,
     since: str | None,
-    revert: RevertTarget | None,
+    revert: tuple[RootSettings, Path] | None,
     json: bool,
 ) -> int:
-    from memsync.roots import provenance as core  # noqa: PLC0415
-    from memsync.roots.revocation import revert_items  # noqa: PLC0415
+    from memsync.roots.revocation import signer_revocation  # noqa: PLC0415
     from memsync.wire.provenance import SignerReport  # noqa: PLC0415
 
-    found = core.signed_items(git, layout, head, signer, since)
+    root, head = opened.name, opened.head
+    done = signer_revocation(opened, signer, since, revert=revert)
+    found = done.found
     items = [p.model() for p in found.items]
-    reverted = None
-    if revert is not None:
-        reason = f"remove {len(items)} item(s) introduced by {signer}"
-        ids = [i.item for i in items]
-        reverted = revert_items(revert.root, revert.state_dir, head, ids, reason).model()
+    reverted = done.reverted.model() if done.reverted is not None else None
     report = SignerReport(
         root=root,
         head=head,

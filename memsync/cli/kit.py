@@ -1,5 +1,5 @@
 """What every command module shares: the lazy command group and the JSON error document
-(click's parts), and, from `cliapp`, the app context, exit codes, logging and output.
+(click's parts), and, from `cli.app`, the app context, exit codes, logging and output.
 
 Cheap to import (click and the standard library): `memsync status` through a daemon runs
 with nothing more. The configuration schema and pydantic load when a command asks for them.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import click
 
-from memsync.cliapp import (
+from memsync.cli.app import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
