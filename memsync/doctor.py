@@ -14,7 +14,6 @@ secret and key (`roots.<name>.publish[0].key`, `views.<name>.source.token`),
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import stat
@@ -47,7 +46,8 @@ from memsync.roots.result import SyncStatus
 from memsync.secrets import SecretRef, resolve, resolve_header
 from memsync.transports.commitsign import CommitKey
 from memsync.transports.commitsign import signer as commit_signer
-from memsync.transports.git import Git
+from memsync.transports.git import Git, RemoteBranch
+from memsync.transports.gitparse import parse_version
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
 from memsync.transports.repoconfig import refusing_problems, repo_config_problems
 from memsync.validators.paths import check_name, check_text, within_cap
@@ -116,14 +116,13 @@ def diagnose(config_path: str | None, *, now: datetime | None = None) -> Diagnos
 
 def check_git() -> Check:
     try:
-        done = Git(Path("/"), timeout=30).run("--version", check=False)
+        done = Git(Path("/"), timeout=30).version()
     except MemsyncError as exc:
         return Check("git", FAIL, exc.message, exc.hint)
-    text = done.stdout.decode("utf-8", "replace").strip()
-    found = re.match(r"git version (\d+)\.(\d+)", text)
-    if done.returncode != 0 or found is None:
-        return Check("git", FAIL, f"`git --version` answered {text or done.stderr!r}")
-    version = (int(found.group(1)), int(found.group(2)))
+    text = done.text
+    version = parse_version(text)
+    if not done.ok or version is None:
+        return Check("git", FAIL, f"`git --version` answered {text or done.detail!r}")
     if version < MIN_GIT:
         return Check("git", FAIL, f"{text} is too old", f"install git {MIN_GIT_TEXT} or newer")
     return Check("git", OK, text)
@@ -272,27 +271,19 @@ def _upstream(root: RootSettings, git: Git) -> Check:
     branch = root.branch or git.current_branch() or "main"
     seconds = min(15.0, root.timeout.total_seconds())
     try:
-        done = git.run(
-            "ls-remote",
-            "--exit-code",
-            "--end-of-options",
-            root.remote,
-            f"refs/heads/{branch}",
-            timeout=seconds,
-            check=False,
-        )
+        found, detail = git.remote_branch(root.remote, branch, seconds)
     except GitError as exc:  # a timeout
         return Check(name, FAIL, exc.message, "check the network, or raise sync.timeout")
-    if done.returncode == 0:
+    if found is RemoteBranch.PRESENT:
         return Check(name, OK, f"{root.remote} answers and has branch {branch}")
-    if done.returncode == 2:
+    if found is RemoteBranch.ABSENT:
         return Check(
             name,
             WARN,
             f"{root.remote} answers but has no branch {branch} yet",
             "the first sync pushes it",
         )
-    status, message = unreachable(done.stderr, f"{root.remote} cannot be reached")
+    status, message = unreachable(detail, f"{root.remote} cannot be reached")
     return Check(name, FAIL, message, _UPSTREAM_HINTS[status])
 
 

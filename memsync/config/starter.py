@@ -130,9 +130,7 @@ def describe_root(name: str, path: Path) -> StarterRoot:
 
 
 def _remotes(git: Git) -> list[str]:
-    done = git.run("remote", check=False)
-    text = done.stdout.decode("utf-8", "surrogateescape") if done.returncode == 0 else ""
-    return [line for line in text.splitlines() if line]
+    return git.remotes()
 
 
 def _chosen_remote(tracked: str | None, remotes: list[str]) -> str | None:

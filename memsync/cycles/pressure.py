@@ -128,10 +128,7 @@ class PruneState:
 
 def memory_commits(git: Git, head: str, since: str | None) -> int:
     """Memory-touching commits reachable from `head` and not from `since`."""
-    args = ["rev-list", "--count", head]
-    if since:
-        args.append(f"^{since}")
-    return int(git.out(*args, "--", *MEMORY_PATHS) or 0)
+    return git.count_touching(head, since, MEMORY_PATHS)
 
 
 def count_new(git: Git, path: Path, head: str, points_per_commit: int) -> Pressure:
@@ -164,13 +161,9 @@ class PruneDue:
 
 def prune_due(git: Git, head: str, generation_commits: int) -> PruneDue:
     """Reference §3.2: count memory-touching commits since the latest `prune:` subject."""
-    latest = None
-    raw = git.run("log", "--format=%H%x09%s", head).stdout  # a subject is one line
-    for line in raw.splitlines():
-        sha, _, subject = line.partition(b"\t")
-        if subject.startswith(b"prune:"):
-            latest = sha.decode("ascii")
-            break
+    latest = next(
+        (oid for oid, subject in git.subjects(head) if subject.startswith("prune:")), None
+    )
     count = memory_commits(git, head, latest)
     if latest is not None:
         reason = f"{count}/{generation_commits} commits since the latest prune {latest[:12]}"

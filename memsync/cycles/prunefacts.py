@@ -46,16 +46,11 @@ class PruneFacts:
 
 
 def prune_facts(git: Git, head: str, generation_commits: int, revival_grace: int) -> PruneFacts:
-    subjects = git.run("log", "--format=%H%x09%s", head).stdout.decode("utf-8", "replace")
-    prunes = [
-        line.split("\t", 1)[0]
-        for line in subjects.splitlines()
-        if line.partition("\t")[2].startswith("prune:")
-    ]
+    prunes = [oid for oid, subject in git.subjects(head) if subject.startswith("prune:")]
     boundary = prunes[0] if prunes else None
     body = ""
     if boundary is not None:
-        message = git.out("log", "-1", "--format=%B", boundary)[:BODY_MAX]
+        message = git.commit_message(boundary)[:BODY_MAX]
         body = message.partition("\n")[2].strip()
     previous = parse_ledger(body)
     snapshot_at = boundary or _generation_start(git, head, generation_commits)
@@ -88,12 +83,12 @@ def prune_facts(git: Git, head: str, generation_commits: int, revival_grace: int
 def _generation_start(git: Git, head: str, generation_commits: int) -> str | None:
     """Never pruned: the commit before the last N memory commits (reference §3.2 step 3),
     the oldest memory commit when there are no more than N, the root commit when none."""
-    touching = git.out("rev-list", "--reverse", head, "--", *MEMORY_PATHS).split()
+    touching = git.touching(head, MEMORY_PATHS)
     if len(touching) > generation_commits:
         return touching[len(touching) - generation_commits - 1]
     if touching:
         return touching[0]
-    roots = git.out("rev-list", "--max-parents=0", head).split()
+    roots = git.root_commits(head)
     return roots[-1] if roots else None
 
 

@@ -330,8 +330,8 @@ class Repairer:
         top = box.rev_parse("HEAD")
         if top is None or top == pre:
             return None
-        chain = box.out("rev-list", "--first-parent", f"{pre}..{top}").split()
-        parents = box.out("rev-list", "--parents", "-n1", top).split()[1:]
+        chain = box.first_parent_chain(pre, top)
+        parents = box.parents_of(top)
         if len(chain) != 1:
             raise RepairFailed(
                 f"the role made {len(chain)} commits; a repair is exactly one",
@@ -345,16 +345,13 @@ class Repairer:
             want = "one commit on top of the merge"
         if not shaped:
             raise RepairFailed(f"the role's commit is not {want}")
-        message = box.out("log", "-1", "--format=%B", top).strip()
+        message = box.commit_message(top)
         message = message or f"memsync: repair the merge of upstream {conflict.upstream[:12]}"
         if message.startswith(("prune:", "insight:")):  # not a cycle's: prune counts from them
             message = f"repair: {message}"
         message = f"{message}\n\nMemsync-Operation: {operation}\n"
-        args = ["commit-tree", box.tree_of(top)]
-        for parent in parents:
-            args += ["-p", parent]
-        made = box.run(*args, "-m", message, config=box.identity_config())
-        return sign_commit(box, made.stdout.decode("ascii").strip(), self.root.signing)
+        made = box.commit_tree(box.tree_of(top), parents, message, box.identity_config())
+        return sign_commit(box, made, self.root.signing)
 
     def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:
         git = self.git

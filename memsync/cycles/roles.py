@@ -112,7 +112,7 @@ def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
     root = turn.worktree
     if turn.cycle == "insight":
         logs = sorted((p.name for p in (root / "insight_logs").glob("*.md")), reverse=True)
-        subjects = git.out("log", "-20", "--format=%s").splitlines()
+        subjects = git.recent_subjects(20)
         memory = _memory(root)
         headings = [
             line for text in memory.values() for line in text.splitlines() if line.startswith("#")
@@ -133,7 +133,7 @@ def prompt_for(turn: TurnInput, executor: Executor) -> Prompt:
             generation=facts.generation if facts else int(context.get("generation_number") or 0),
             generation_commits=int(context.get("generation_commits", "0") or 0),
             commits_since_boundary=int(context.get("count", "0") or 0),
-            head=git.out("rev-parse", "HEAD"),
+            head=git.commit_id("HEAD"),
             boundary=boundary,
             latest_prune=boundary,
             previous_ledger=facts.previous_body if facts else "",
@@ -158,7 +158,7 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
     if isinstance(proposal, InsightWrite):
         name = InsightWrite.log_path(timefmt.now())
         _write_inside(turn.worktree, name, proposal.text.encode("utf-8"))
-        git.run("add", "-f", "--", name)
+        git.add([name], force=True)
         _commit(git, proposal.subject)
         return
     graced = set(turn.prune.graced) if turn.prune is not None else set()
@@ -183,11 +183,11 @@ def apply(turn: TurnInput, proposal: Proposal) -> None:
     for path, data in changed.items():
         target = turn.worktree / path
         if data is None:
-            git.run("rm", "-q", "--cached", "--", path)
+            git.remove_cached(path)
             target.unlink(missing_ok=True)
         else:
             _write_inside(turn.worktree, path, data)
-            git.run("add", "-f", "--", path)
+            git.add([path], force=True)
     _commit(git, proposal.message)
 
 
@@ -234,14 +234,11 @@ def _memory(root: Path) -> dict[str, str]:
 
 def _memory_at(git: Git, rev: str) -> dict[str, str]:
     """The active memory files as they were at `rev` (the boundary snapshot)."""
-    names = git.out("ls-tree", "--name-only", rev, "--", "MEMORY.md").split("\n")
-    names += [
-        n for n in git.out("ls-tree", "--name-only", rev).split("\n") if n.startswith("MEMORY_")
-    ]
+    names = git.tree_names(rev, "MEMORY.md")
+    names += [n for n in git.tree_names(rev) if n.startswith("MEMORY_")]
     found: dict[str, str] = {}
     for name in sorted({n for n in names if n.endswith(".md")}):
-        data = git.run("cat-file", "blob", f"{rev}:{name}", check=False).stdout
-        found[name] = data.decode("utf-8", "replace")
+        found[name] = (git.file_at(rev, name) or b"").decode("utf-8", "replace")
     return found
 
 
@@ -251,7 +248,4 @@ def _item_ids(root: Path) -> set[str]:
 
 
 def _commit(git: Git, message: str, *, allow_empty: bool = False) -> None:
-    args = ["commit", "-q", "--no-verify", "-m", message]
-    if allow_empty:
-        args.insert(1, "--allow-empty")
-    git.run(*args, config=git.identity_config())
+    git.commit_index(message, git.identity_config(), allow_empty=allow_empty, verify=False)

@@ -80,16 +80,16 @@ def create(root: Git, path: Path, start: str) -> Git:
     root's objects read-only; its config is memsync's (the root's identity only, so a
     role's `git commit` works as it did in the root). Returns its git box."""
     objects = _objects_dir(root)
-    object_format = root.out("rev-parse", "--show-object-format") or "sha1"
+    object_format = root.object_format()
     path.mkdir(parents=True, exist_ok=False, mode=0o700)
     box = role_box(root, path)
-    box.run("init", "--quiet", "--template=", f"--object-format={object_format}", ".")
+    box.init(empty_template=True, object_format=object_format)
     info = path / ".git" / "objects" / "info"
     info.mkdir(parents=True, exist_ok=True)
     write_bytes(info / "alternates", f"{objects}\n".encode())
     for key, value in root.identity_config():
-        box.run("config", "--local", key, value)
-    box.run("checkout", "--quiet", "--detach", start)
+        box.set_config(key, value, local=True)
+    box.checkout_detached(start)
     return box
 
 
@@ -312,10 +312,6 @@ def _named(entries: dict[Path, _Entry], git_dirs: tuple[Path, ...]) -> set[str]:
 
 def _keep(root: Git, commit: str) -> bool:
     """Pin `commit` under the role-escaped rescue namespace when the root has it."""
-    if root.run("cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode != 0:
+    if not root.has_commit(commit):
         return False
-    ref = f"{ESCAPED_RESCUE}{commit}"
-    return (
-        root.run("update-ref", "-m", "memsync: role-escaped", ref, commit, check=False).returncode
-        == 0
-    )
+    return root.set_ref(f"{ESCAPED_RESCUE}{commit}", commit, "memsync: role-escaped")

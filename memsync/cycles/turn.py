@@ -278,16 +278,12 @@ class _Turn:
         tree = box.tree_of("HEAD")
         if tree == git.tree_of(head) and self.cycle.kind != "prune":
             return None  # commits that change nothing: a no-op
-        message = box.out("log", "-1", "--format=%B", "HEAD").strip()
+        message = box.commit_message("HEAD")
         if facts is not None:  # the ledger records what went and what grace kept
             message = ledger_message(message, facts, removed_items(box, facts, top or head))
         message = owned_subject(self.cycle.kind, message)
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
-        collapsed = (
-            box.run("commit-tree", tree, "-p", head, "-m", message, config=git.identity_config())
-            .stdout.decode("ascii")
-            .strip()
-        )
+        collapsed = box.commit_tree(tree, [head], message, git.identity_config())
         collapsed = sign_commit(box, collapsed, self.root.signing)
         fault("cycle-after-role-commit")
         guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
@@ -315,13 +311,7 @@ class _Turn:
             worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             git.worktree_add(worktree, new_head)
             box = git.at(worktree)
-            box.run(
-                "cherry-pick",
-                "--allow-empty",
-                "--keep-redundant-commits",
-                candidate,
-                config=git.identity_config(),
-            )
+            box.cherry_pick_kept(candidate, git.identity_config())
             return sign_head(box, self.root.signing)
 
         log.info(

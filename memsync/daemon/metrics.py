@@ -16,7 +16,6 @@ offline`, `view NAME: past max_stale (...)`).
 from __future__ import annotations
 
 import platform
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -29,6 +28,7 @@ from memsync import __version__
 from memsync.errors import MemsyncError
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
+from memsync.transports.gitparse import version_token
 from memsync.wire import documents
 
 if TYPE_CHECKING:  # aiohttp loads with `http.listen` only (issue 18)
@@ -158,13 +158,11 @@ def _one_of(gauge: Gauge, name: str, current: str, words: Iterable[str]) -> None
 def git_version() -> str:
     """The git memsync runs (`2.39.5` of `git version 2.39.5`), or `unknown`."""
     try:
-        done = Git(Path("/"), timeout=10).run("--version", check=False)
+        done = Git(Path("/"), timeout=10).version()
     except MemsyncError:
         return "unknown"
-    found = re.match(
-        r"git version ([0-9][0-9A-Za-z.+-]{0,40})", done.stdout.decode("ascii", "replace")
-    )
-    return found.group(1) if found and done.returncode == 0 else "unknown"
+    found = version_token(done.text)
+    return found if found is not None and done.ok else "unknown"
 
 
 def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) -> web.Application:

@@ -55,10 +55,9 @@ def merge_candidate(
     else:
         wt = checkout(path, start)
     fault("after-staging")
-    args = ["merge", "--no-edit", "--no-ff", "-m", f"memsync: merge upstream {upstream[:12]}"]
     identity = git.identity_config()
-    merged = wt.run(*args, upstream, check=False, config=identity)
-    if merged.returncode == 0:
+    merged = wt.merge(upstream, f"memsync: merge upstream {upstream[:12]}", identity)
+    if merged.ok:
         return sign_head(wt, signing)
     conflicted = tuple(wt.unmerged_paths())
     if conflicted == (INBOX,):
@@ -73,7 +72,7 @@ def merge_candidate(
             "the upstream by hand (git merge) and commit, then sync again",
             conflicted,
         )
-    return MergeFailed(f"the merge failed: {last_line(merged.stderr)}", ())
+    return MergeFailed(f"the merge failed: {last_line(merged.detail)}", ())
 
 
 def replay_candidate(
@@ -92,15 +91,8 @@ def replay_candidate(
     wt = git.at(path)
     identity = git.identity_config()
     for commit in commits:
-        picked = wt.run(
-            "cherry-pick",
-            "--no-edit",
-            "--allow-empty-message",
-            commit,
-            check=False,
-            config=identity,
-        )
-        if picked.returncode == 0:
+        picked = wt.cherry_pick(commit, identity)
+        if picked.ok:
             sign_head(wt, signing)
             continue
         conflicted = tuple(wt.unmerged_paths())
@@ -111,9 +103,9 @@ def replay_candidate(
                 conflicted,
             )
         if not wt.status():  # nothing left to change: the upstream already has it
-            wt.run("cherry-pick", "--skip", check=False)
+            wt.skip_cherry_pick()
             continue
-        return MergeFailed(f"replaying {commit[:12]} failed: {last_line(picked.stderr)}", ())
+        return MergeFailed(f"replaying {commit[:12]} failed: {last_line(picked.detail)}", ())
     return require(wt.rev_parse("HEAD"), "the candidate's HEAD")
 
 
@@ -122,5 +114,5 @@ def _merge_inbox(wt: Git, path: Path, identity: list[tuple[str, str]]) -> None:
     sides = [wt.read_stage(INBOX, stage) for stage in (1, 2, 3)]
     merged = merge_inbox(*(None if s is None else s.decode("utf-8") for s in sides))
     (path / INBOX).write_text(merged, encoding="utf-8")
-    wt.run("add", "--", INBOX)
-    wt.run("commit", "--no-edit", "--quiet", config=identity)
+    wt.add([INBOX])
+    wt.conclude_merge(identity)

@@ -185,11 +185,10 @@ def _create(
     signing: CommitKey | None = None,
 ) -> InitResult:
     """Build the root in the empty directory `path` (the staging directory)."""
-    git.run("init", "--quiet", f"--initial-branch={branch}", ".")
+    git.init(branch=branch)
     if upstream is not None:
-        git.run("remote", "add", "--", "origin", upstream)
-        git.run("config", f"branch.{branch}.remote", "origin")
-        git.run("config", f"branch.{branch}.merge", f"refs/heads/{branch}")
+        git.add_remote("origin", upstream)
+        git.track(branch, "origin")
         outcome, detail = git.fetch(
             "origin", branch, f"refs/remotes/origin/{branch}", progress=progress
         )
@@ -210,8 +209,8 @@ def _create(
     (path / ".gitignore").write_text(gitignore_text(), encoding="utf-8")
     (path / "MEMORY.md").write_text(MEMORY_TEMPLATE, encoding="utf-8")
     (path / "PURSUITS.md").write_text(PURSUITS_TEMPLATE, encoding="utf-8")
-    git.run("add", "--", ".gitignore", "MEMORY.md", "PURSUITS.md")
-    git.run("commit", "--quiet", "-m", "memory: initial baseline", config=git.identity_config())
+    git.add([".gitignore", "MEMORY.md", "PURSUITS.md"])
+    git.commit_index("memory: initial baseline", git.identity_config())
     head = sign_head(git, signing)
     pushed = False
     if upstream is not None:
@@ -292,14 +291,13 @@ def _existing(git: Git, path: Path, upstream: str | None, policy: SyncPolicy) ->
     if upstream is not None:
         current = git.remote_url("origin")
         if current is None:
-            git.run("remote", "add", "--", "origin", upstream)
+            git.add_remote("origin", upstream)
         elif current != upstream:
             raise RootError(
                 f"{path} already has a different origin remote",
                 hint="change it with `git remote set-url origin URL`",
             )
-        git.run("config", f"branch.{branch}.remote", "origin")
-        git.run("config", f"branch.{branch}.merge", f"refs/heads/{branch}")
+        git.track(branch, "origin")
     return InitResult(
         path,
         False,

@@ -288,10 +288,7 @@ class _Cycle:
 
         if self.watch is None or not (self.settings.path / RUNTIME_DIR).is_dir():
             return False
-        listed = self.git.run(
-            "ls-files", "-z", "--", RUNTIME_DIR, env={"GIT_LITERAL_PATHSPECS": "1"}
-        )
-        return bool(listed.stdout)
+        return self.git.tracks_under(RUNTIME_DIR)
 
     def _status(self, git_dir: Path) -> WorkState:
         """The preflight's status: the memo's when nothing it read can have changed since
@@ -530,10 +527,10 @@ class _Cycle:
             return local
         if self.git.rev_parse(previous) is None:  # a ref to an object a power cut lost
             return None
-        bases = self.git.run("merge-base", "--all", local, previous, check=False).stdout.split()
+        bases = self.git.merge_bases(local, previous)
         if len(bases) > 1:
             return previous
-        return bases[0].decode("ascii") if bases else None
+        return bases[0] if bases else None
 
     # -- incoming ----------------------------------------------------------------------------
 

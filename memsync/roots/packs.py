@@ -54,7 +54,7 @@ def keep_small(git: Git, timeout: float) -> bool:
     if git_dir is None or not crowded(objects_dir(git_dir)):
         return False
     try:
-        git.run("repack", "-d", "-l", "-q", "--geometric=2", timeout=timeout)
+        git.repack(timeout)
     except GitError as exc:
         log.warning("repacking %s failed: %s", git.cwd, exc.message)
         return False

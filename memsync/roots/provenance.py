@@ -257,8 +257,7 @@ class AdmissionFinder:
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
         key = (ancestor, descendant)
         if key not in self._ancestor:
-            result = self.git.run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
-            self._ancestor[key] = result.returncode == 0
+            self._ancestor[key] = self.git.descends(ancestor, descendant)
         return self._ancestor[key]
 
     def _admission(

@@ -233,7 +233,7 @@ def publish(git: Git, target: Target, policy: SyncPolicy) -> None:
     check_fence(git, target, policy)
     if target.in_place:  # the work tree already holds it: the index only
         _two_tree_merge(git, target, "-m", "-i")
-        git.run("update-index", "-q", "--refresh", check=False)
+        git.refresh_stat()
     elif target.resumed:  # the fence found only the candidate's bytes where they differ
         _two_tree_merge(git, target, "--reset", "-u")
     else:
@@ -246,13 +246,13 @@ def _two_tree_merge(git: Git, target: Target, *flags: str) -> None:
     """`read-tree <flags> start candidate`. Git refuses, under its index lock and before it
     writes anything, an index entry that is neither the start's nor the candidate's: a
     version staged since the fence looked. That is the fence's refusal too."""
-    done = git.run("read-tree", *flags, target.start, target.candidate, check=False)
-    if done.returncode == 0:
+    done = git.two_tree_merge(flags, target.start, target.candidate)
+    if done.ok:
         return
-    if "would be overwritten" in done.stderr:
+    if "would be overwritten" in done.detail:
         staged = foreign_staged(git.status())
         raise staged_refusal(staged or git.changed_paths(target.start, target.candidate))
-    git.run("read-tree", *flags, target.start, target.candidate)  # raises GitError, says why
+    git.two_tree_merge_or_raise(flags, target.start, target.candidate)  # says why
 
 
 def holding_candidate(git: Git, paths: Sequence[str], candidate: str) -> set[str]:

@@ -181,17 +181,13 @@ class _Revert:
                 target.unlink(missing_ok=True)
             else:
                 target.write_bytes(data)
-        box.run("add", "-A", "--", *changes)
-        tree = box.run("write-tree").stdout.decode("ascii").strip()
+        box.add(list(changes), every=True)
+        tree = box.write_tree()
         graph_before, _ = build_graph(before)
         graph_after, _ = build_graph(git.tree_view(tree))
         self.removed = tuple(sorted(set(graph_before.items) - set(graph_after.items)))
         message = _message(reason, ids, self.removed, op.id)
-        made = (
-            box.run("commit-tree", tree, "-p", start, "-m", message, config=git.identity_config())
-            .stdout.decode("ascii")
-            .strip()
-        )
+        made = box.commit_tree(tree, [start], message, git.identity_config())
         return self.sign(box, made) if self.sign is not None else made
 
     def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:

@@ -31,7 +31,10 @@ identity; nothing else of GitPython's outlives a call.
 
 The box is split by noun: `gitenv` (forced config, clean environment, credential pieces),
 `gitcore` (running git, finding the repository), `gitguard` (the config guard), `gitread`
-(GitPython), `gittree` (trees, diffs, logs and blobs); `Git` here adds the rest.
+(GitPython), `gittree` (trees, diffs, logs and blobs), `gitfacts` (history, names, remotes
+and the binary, asked by name), `gitcommits` (repositories, the index and commits made by
+name); `Git` here adds the rest. Nothing outside `transports/` runs git itself: it calls
+one of these named methods (tests/test_git_box_only.py holds that).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from memsync.progress import NO_PROGRESS, GitLines, Progress
 from memsync.redaction import redact
 from memsync.transports import gitparse
 from memsync.transports.credentials import GitCredentials
+from memsync.transports.gitcommits import Attempt, Writes
 from memsync.transports.gitconfig import ConfigEntry, split_key
 from memsync.transports.gitenv import (
     FORCED_VALUES,
@@ -53,6 +57,7 @@ from memsync.transports.gitenv import (
     cause,
     clean_env,
 )
+from memsync.transports.gitfacts import Facts, RemoteBranch, VersionAnswer
 from memsync.transports.gitguard import GUARD
 from memsync.transports.gitparse import StatusEntry, WorkState
 from memsync.transports.gitread import (
@@ -65,16 +70,19 @@ from memsync.transports.gitread import (
     plain_git_dir,
     read_ref,
 )
-from memsync.transports.gittree import GitBlobs, TreeReads
+from memsync.transports.gittree import GitBlobs
 
 __all__ = [
+    "Attempt",
     "FetchOutcome",
     "Git",
     "GitBlobs",
     "GitCredentials",
     "GitResult",
     "PushOutcome",
+    "RemoteBranch",
     "StatusEntry",
+    "VersionAnswer",
     "WorkState",
     "cause",
     "clean_env",
@@ -93,7 +101,7 @@ _FETCH = (
 )
 
 
-class Git(TreeReads):
+class Git(Writes, Facts):
     """git for one repository (or work tree) directory."""
 
     def work_state(self, *, refresh: bool = False, paths: Sequence[str] | None = None) -> WorkState:

@@ -407,3 +407,42 @@ def _first_error(text: str) -> str:
 def last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else "no answer"
+
+
+# -- named answers (the git box's `gitfacts`) ---------------------------------------------------
+
+_VERSION = re.compile(r"git version (\d+)\.(\d+)")
+_VERSION_TOKEN = re.compile(r"git version ([0-9][0-9A-Za-z.+-]{0,40})")
+
+
+def parse_subjects(raw: bytes) -> list[tuple[str, str]]:
+    """`log --format=%H%x09%s` as (commit, subject) pairs, in git's order (newest first).
+
+    A subject is one line; a line without a tab (none of git's) has an empty subject."""
+    found: list[tuple[str, str]] = []
+    for line in raw.splitlines():
+        oid, _, subject = line.partition(b"\t")
+        found.append((oid.decode("ascii", "replace"), subject.decode("utf-8", "replace")))
+    return found
+
+
+def parse_words(raw: bytes) -> list[str]:
+    """Whitespace-separated words (object ids `rev-list` or `merge-base --all` prints)."""
+    return raw.decode("utf-8", "surrogateescape").split()
+
+
+def parse_names(raw: bytes) -> list[str]:
+    """One name a line, `\n`-separated (`ls-tree --name-only`), empty lines left out."""
+    return [line for line in raw.decode("utf-8", "surrogateescape").split("\n") if line]
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) of `git version 2.39.5`, None when the text is not git's version."""
+    found = _VERSION.match(text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def version_token(text: str) -> str | None:
+    """`2.39.5` of `git version 2.39.5` (at most 41 characters), None when there is none."""
+    found = _VERSION_TOKEN.match(text)
+    return found.group(1) if found else None

@@ -98,7 +98,7 @@ class GitSource:
         if not (self.cache / "HEAD").exists():
             private_dir(self.cache)
             with _boxed():
-                git.run("init", "--quiet", "--bare")
+                git.init(bare=True)
         return git
 
     def _manifest(self, etag: str | None, deadline: Deadline) -> ManifestFetch:
@@ -168,10 +168,7 @@ class GitSource:
     @staticmethod
     def _rev_parse(git: Git, name: str) -> str | None:
         with _boxed():
-            found = git.run(
-                "rev-parse", "--verify", "--quiet", "--end-of-options", name, check=False
-            )
-        return found.stdout.decode("ascii").strip() if found.returncode == 0 else None
+            return git.object_id(name)
 
     def _package(
         self, dest: Path, limits: ArchiveLimits, expected_length: int | None, deadline: Deadline
