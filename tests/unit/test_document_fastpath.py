@@ -144,3 +144,6 @@ def test_the_fast_path_is_taken_for_common_lines() -> None:
     assert [type(block) for block in doc.blocks] == [Heading, Node, Node]
     assert doc.blocks[1] == Node(2, "a", (("dep", "t"), ("ext", "b")), (), (14, 26), 0)
     assert nodelines.FAST_RUN.match("- `a` fact → [dep:t, ext:b]") is not None
+    assert any(isinstance(block, NodeRun) for block in scan_blocks(text, "MEMORY.md")[0])
+    with general_path_only():  # the switch reaches the scanner: the reference takes no run
+        assert not any(isinstance(b, NodeRun) for b in scan_blocks(text, "MEMORY.md")[0])
