@@ -208,7 +208,7 @@ class _Scanner:
         elif not parent.first_child:
             parent.first_child = number
         full = ANCHOR.match(line)
-        if full is not None:  # the usual anchor, read here rather than by `anchor`
+        if full is not None:  # the usual anchor, read in place (`unanchored` reads the rest)
             title, kind, item_id, edge_text = full.group(1, 2, 3, 4)
             title = title.strip()
             edge_span = full.span(4) if edge_text is not None else None
