@@ -19,19 +19,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
+from memsync.validators import edgelists, headings, nodelines
 from memsync.validators.blocks import Block, Fence, FocusRef, Heading, Node, NodeRun, Prose, Span
-from memsync.validators.edgelists import EDGE_RE, ID_RE, parse_edge_list
-from memsync.validators.headings import (
-    ANCHOR,
-    FOCUS_HEADING,
-    HEADING,
-    TERMINAL_KINDS,
-    unanchored,
-)
-from memsync.validators.nodelines import BULLET, FAST_NODE, Runs, edge_list
+from memsync.validators.edgelists import EDGE_RE, parse_edge_list
+from memsync.validators.headings import TERMINAL_KINDS, unanchored
+from memsync.validators.nodelines import Runs, edge_list
 from memsync.validators.problems import Problem
 from memsync.validators.scanwords import MESSAGES
 
+# The patterns the scan calls per line, bound by assignment: CPython compiles `NAME.match()`
+# on a name an import bound as an attribute load (a new bound method per call), not as a
+# method call.
+_HEADING, _ANCHOR, _FOCUS_HEADING = headings.HEADING, headings.ANCHOR, headings.FOCUS_HEADING
+_BULLET, _FAST_NODE, _ID_RE = nodelines.BULLET, nodelines.FAST_NODE, edgelists.ID_RE
 _FIELD = re.compile(r"[ \t]*\*\*(State|Next|Done when|Status):\*\*", re.IGNORECASE)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
 
@@ -140,7 +140,7 @@ class _Scanner:
             if not line:  # every other path leaves an empty line alone
                 continue
             first = line[:1]
-            if first == "#" and HEADING.match(line):
+            if first == "#" and _HEADING.match(line):
                 self.heading(number, line)
                 continue
             if first in ("`", "~", " "):
@@ -157,7 +157,7 @@ class _Scanner:
             if not self.in_focus and (run := runs.starting(number)) is not None:
                 number = self.fast_nodes(runs.body, run, number)
                 continue
-            bullet = BULLET.match(line)
+            bullet = _BULLET.match(line)
             if bullet is None:
                 self.prose(number, line)
             elif self.in_focus:
@@ -178,7 +178,7 @@ class _Scanner:
         if self.prose_start:
             self.flush()
         start, end = run.span()
-        ids, lists, gaps = zip(*FAST_NODE.findall(body, start, end), strict=True)
+        ids, lists, gaps = zip(*_FAST_NODE.findall(body, start, end), strict=True)
         numbers = list(accumulate(map(len, gaps[:-1]), initial=at))
         if top is not None and (top.terminal or top.f_owner):
             for number in numbers:
@@ -187,7 +187,7 @@ class _Scanner:
             self.blocks.append(tuple.__new__(NodeRun, (numbers, ids, lists, parent)))
             return numbers[-1]
         findall, new, add = EDGE_RE.findall, tuple.__new__, self.blocks.append
-        for number, fast in zip(numbers, FAST_NODE.finditer(body, start, end), strict=True):
+        for number, fast in zip(numbers, _FAST_NODE.finditer(body, start, end), strict=True):
             listed, first = fast[2], fast.start()
             edges = tuple(findall(listed)) if listed else ()
             span = (fast.start(2) - first, fast.end(2) - first)
@@ -207,7 +207,7 @@ class _Scanner:
             self.first_heading = self.first_heading or number
         elif not parent.first_child:
             parent.first_child = number
-        full = ANCHOR.match(line)
+        full = _ANCHOR.match(line)
         if full is not None:  # the usual anchor, read in place (`unanchored` reads the rest)
             title, kind, item_id, edge_text = full.group(1, 2, 3, 4)
             title = title.strip()
@@ -236,7 +236,7 @@ class _Scanner:
         if self.pursuit:
             self.in_next = False
             if depth <= 2:
-                self.in_focus = FOCUS_HEADING.match(line) is not None
+                self.in_focus = _FOCUS_HEADING.match(line) is not None
         # A Heading without the generated `__new__`'s Python-level call.
         fields = (
             number, number, depth, title, kind, item_id, edges, bad, edge_span,
@@ -260,7 +260,7 @@ class _Scanner:
         if opened is not None and opened.f_owner:
             self.problem("node-under-f", number, "node", opened.f_owner)
         item_id = bullet[1]
-        if not ID_RE.fullmatch(item_id):
+        if not _ID_RE.fullmatch(item_id):
             self.problem("invalid-node-id", number, item_id)
             self.prose(number, line)
             return
@@ -294,7 +294,7 @@ class _Scanner:
             self.problem("node-under-f", number, "node", opened.f_owner)
 
     def focus(self, number: int, line: str, target: str) -> None:
-        if not ID_RE.fullmatch(target):
+        if not _ID_RE.fullmatch(target):
             self.problem("invalid-focus-id", number, target)
             self.prose(number, line)
             return
