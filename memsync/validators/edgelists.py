@@ -1,10 +1,11 @@
 """The edge-list grammar: the `[type:id, ...]` a heading's anchor or a node's arrow carries.
 
 An edge is `(type, target)`; an id is `[A-Za-z0-9_.-]+`, a type starts with a letter. A
-list is split on commas; empty tokens are ignored, a token that is not `type:id` is bad
-(the scanner reports it). Which edge types a profile allows is `EDGE_TYPES`; what an edge
-may point at is the cross-file pass's (`edges.py`). The pattern strings are shared with
-the node-line grammar (`nodelines.py`), whose fast path reads clean lists in one pass.
+list is split on commas; empty tokens are ignored, a token that is not `type:id` is kept
+as bad (its block carries it; `edges.py` reports it). The known edge types are
+`EDGE_TYPES`; what an edge may point at is the cross-file pass's (`edges.py`). The
+pattern strings are shared with the node-line grammar (`nodelines.py`), whose fast path
+reads clean lists in one pass.
 """
 
 from __future__ import annotations
