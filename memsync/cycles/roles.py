@@ -34,7 +34,8 @@ from memsync.cycles.turn import RoleFailed, TurnInput
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
 from memsync.validators.assembly import build_graph
-from memsync.validators.document import FocusRef, Heading, Node, decode, scan
+from memsync.validators.blocks import FocusRef, Heading, Node
+from memsync.validators.document import decode, scan
 from memsync.validators.editor import remove_items
 from memsync.validators.tree import TreeView
 

@@ -38,8 +38,9 @@ from memsync.transports import githistory
 from memsync.transports.git import Git
 from memsync.transports.githistory import CommitFacts
 from memsync.validators.assembly import build_graph
+from memsync.validators.blocks import Heading, Node
 from memsync.validators.commitsig import signer_fingerprint
-from memsync.validators.document import Heading, Node, decode, scan
+from memsync.validators.document import decode, scan
 from memsync.validators.graphmodel import Item, MemoryGraph
 
 if TYPE_CHECKING:  # pydantic loads for the command's output only

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import MappingProxyType
 
-from memsync.validators.document import Document, FocusRef, Heading, Node, decode, scan
+from memsync.validators.blocks import FocusRef, Heading, Node
+from memsync.validators.document import Document, decode, scan
 from memsync.validators.edges import check_edges, check_focus
 from memsync.validators.graphmodel import (
     PURSUIT,

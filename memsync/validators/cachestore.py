@@ -26,7 +26,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsync.validators import document, runedges, scanwords, summary
+from memsync.validators import (
+    blocks,
+    document,
+    edgelists,
+    headings,
+    nodelines,
+    problems,
+    runedges,
+    scanwords,
+    summary,
+)
 from memsync.validators.summary import KIND_CHARS, NODE, UNDECODABLE, FileSummary
 
 FILE_NAME = "parse-cache.sqlite3"
@@ -41,7 +51,8 @@ def parser_digest() -> bytes:
     upgrade never reuses an old verdict."""
     digest = hashlib.blake2b(FORMAT, digest_size=8)
     digest.update(repr(sys.version_info[:2]).encode())
-    for module in (document, summary, runedges, scanwords):
+    modules = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
+    for module in (*modules, problems):
         source = module.__file__
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.digest()

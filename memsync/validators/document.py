@@ -1,15 +1,15 @@
-"""The per-file scanner: one RightMemory Markdown document in, a flat list of blocks out.
+"""One RightMemory Markdown document scanned: its lines in, a flat list of blocks out.
 
-This module owns the document grammar of one file (reference §1.4): addressable headings
-`#{1,4} Title {KIND id}` with an optional `→ [edges]`, plain headings, node bullets
-``- `id` text → [edges]``, prose, fenced code, Pursuit `## Focus` references and legacy
-Pursuit fields, plus the rules that one file alone decides (heading depth and terminal
-placement, ids, edge-list syntax, nodes under F# or terminal headings).
-
-Scanning is one pass over the lines, so its cost is linear in the size of the file.
-Cross-file rules (kinds per profile, duplicate ids, backing files, edges, Focus targets)
-belong to `assembly.py` and `edges.py`. Line numbers are 1-based; a line is what lies
-between two `\\n` (a trailing `\\r` is ignored), never what `str.splitlines` would split.
+This module owns the scan of one file (reference §1.4): one pass over the lines, so its
+cost is linear in the size of the file, that sorts each line into a heading (the heading
+grammar: `headings.py`), a node bullet or a Pursuit `## Focus` reference (the node-line
+grammar and its fast path for runs of common lines: `nodelines.py`; edge lists:
+`edgelists.py`), prose, fenced code or a legacy Pursuit field, and makes the blocks
+(`blocks.py`). It decides the rules that one file alone decides and that need the headings
+above a line: heading depth and terminal placement, nodes and headings under F# or terminal
+headings. Cross-file rules (kinds per profile, duplicate ids, backing files, edges, Focus
+targets) belong to `assembly.py` and `edges.py`. Line numbers are 1-based; a line is what
+lies between two `\\n` (a trailing `\\r` is ignored), never what `str.splitlines` would split.
 """
 
 from __future__ import annotations
@@ -18,130 +18,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import NamedTuple
 
+from memsync.validators import edgelists, headings, nodelines
+from memsync.validators.blocks import Block, Fence, FocusRef, Heading, Node, NodeRun, Prose, Span
+from memsync.validators.edgelists import EDGE_RE, parse_edge_list
+from memsync.validators.headings import TERMINAL_KINDS, unanchored
+from memsync.validators.nodelines import Runs, edge_list
 from memsync.validators.problems import Problem
 from memsync.validators.scanwords import MESSAGES
 
-EDGE_TYPES = frozenset(
-    {"dep", "emb", "bak", "agg", "ver", "ext", "up", "rel", "loc", "run", "cfg", "out"}
-    | {"in", "doc", "todo"}
-)
-ANCHOR_KINDS = frozenset({"#", "F#", "M#", "S#", "MF#", "MQ#"})
-TERMINAL_KINDS = frozenset({"F#", "M#", "S#", "MF#", "MQ#"})
-
-_ID = r"[A-Za-z0-9_.-]+"
-ID_RE = re.compile(_ID)
-_KIND = r"MF#|MQ#|F#|M#|S#|#"
-_HEADING = re.compile(r"(#+)(?:[ \t]|$)")
-# The anchor, then nothing or an edge list: the lazy title finds the first anchor that fits.
-_ANCHOR = re.compile(
-    rf"#+[ \t]+(.*?)\{{({_KIND})({_ID})\}}[ \t]*(?:(?:→|->)[ \t]*\[(.*)\])?[ \t]*$"
-)
-_KNOWN_MARKER = re.compile(rf"\{{({_KIND})([^}}]*)\}}")
-_ANY_MARKER = re.compile(r"\{([A-Za-z]+#)([^}]*)\}")
-_FOCUS_HEADING = re.compile(r"#{1,2}[ \t]+focus[ \t]*$", re.IGNORECASE)
-_BULLET = re.compile(r"[ \t]*-[ \t]+`([^`]+)`(?=[ \t]|$)")
-# Greedy prefix: the last arrow whose bracketed list closes the line is the edge list.
-_NODE_EDGES = re.compile(r".*[ \t](?:→|->)[ \t]*\[(.*)\][ \t]*$")
+# The patterns the scan calls per line, bound by assignment: CPython compiles `NAME.match()`
+# on a name an import bound as an attribute load (a new bound method per call), not as a
+# method call.
+_HEADING, _ANCHOR, _FOCUS_HEADING = headings.HEADING, headings.ANCHOR, headings.FOCUS_HEADING
+_BULLET, _FAST_NODE, _ID_RE = nodelines.BULLET, nodelines.FAST_NODE, edgelists.ID_RE
 _FIELD = re.compile(r"[ \t]*\*\*(State|Next|Done when|Status):\*\*", re.IGNORECASE)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
-_TYPE = r"[A-Za-z][A-Za-z0-9_-]*"
-EDGE_RE = re.compile(rf"({_TYPE}):[ \t]*({_ID})")
-# A whole list of well-formed tokens (the common case), read with one findall.
-_CLEAN_LIST = re.compile(rf"[ \t]*{_TYPE}:[ \t]*{_ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{_ID})*[ \t]*")
-# The same, possessive (no token can give back a character the next one needs): the fast
-# path's pattern, which runs over every common line, does not keep backtracking points.
-_ID_P = r"[A-Za-z0-9_.-]++"
-_TYPE_P = r"[A-Za-z][A-Za-z0-9_-]*+"
-_CLEAN_P = (
-    rf"(?:[ \t]*+{_TYPE_P}:[ \t]*+{_ID_P}(?:[ \t]*+,[ \t]*+{_TYPE_P}:[ \t]*+{_ID_P})*+[ \t]*+)?"
-)
-_AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
-# The common node line: a valid id, then a clean (or empty) edge list closing the line. A
-# clean list holds no arrow or bracket, so its arrow is the line's last one: the same edge
-# list `_edge_list` finds, with no problem to report. Anything else takes the general path
-# (`_BULLET`, `_Scanner.node`). `_FAST_RUN` finds, in one pass over the whole text, each run
-# of such lines with only empty lines between (no part of it matches a `\n`; the arrow is
-# found by the literal with a look-behind for the blank before it, as `.*[ \t](?:→|->)`
-# would, without its backtracking). In a line `_FAST_RUN` took, the first backquoted text is
-# the id and the last `[...]` the edge list: `_FAST_NODE` reads a run's nodes in one
-# `findall` (id, edge list, the empty lines after).
-_FAST_RUN = re.compile(
-    rf"^(?:[ \t]*+-[ \t]++`{_ID_P}`(?=[ \t])(?:.*→(?<=[ \t]→)|.*->(?<=[ \t]->))"
-    rf"[ \t]*+\[{_CLEAN_P}\][ \t]*+$\n*+)++",
-    re.MULTILINE,
-)
-_FAST_NODE = re.compile(r"^[^`]*`([^`]*)`.*\[(.*)\][ \t]*$(\n*)", re.MULTILINE)
-
-Span = tuple[int, int]
-Edge = tuple[str, str]
-
-
-class Heading(NamedTuple):
-    """A heading; `item_id` is None for a plain (unaddressed) heading."""
-
-    line: int
-    end_line: int  # the last line before the next heading of the same or a lower depth
-    depth: int
-    title: str
-    kind: str | None  # the anchor kind, when the anchor parsed with a valid id
-    item_id: str | None
-    edges: tuple[Edge, ...]
-    bad_edges: tuple[str, ...]  # edge-list tokens that are not `type:id`
-    edge_span: Span | None  # columns of the text between the brackets, if any
-    parent: int  # index of the physical parent heading in `blocks`; -1 is the document
-    body: Span | None  # its own prose lines, before its first child heading
-
-
-class Node(NamedTuple):
-    """A node bullet ``- `id` text → [edges]``."""
-
-    line: int
-    item_id: str
-    edges: tuple[Edge, ...]
-    bad_edges: tuple[str, ...]
-    edge_span: Span
-    parent: int
-
-
-class FocusRef(NamedTuple):
-    """A ``- `id` …`` bullet inside a Pursuit `## Focus` section: a reference, not a node."""
-
-    line: int
-    target: str
-    parent: int
-
-
-class Prose(NamedTuple):
-    """A run of body text, from its first to its last non-blank line."""
-
-    line: int
-    end_line: int
-    parent: int
-
-
-class Fence(NamedTuple):
-    """Fenced code; its lines are opaque. An unclosed fence runs to the end of the file."""
-
-    line: int
-    end_line: int
-    parent: int
-    closed: bool
-
-
-Block = Heading | Node | FocusRef | Prose | Fence
-
-
-class NodeRun(NamedTuple):
-    """Nodes of consecutive common lines (empty lines between) under one parent, as the
-    summary pass takes them (`scan_blocks`): what their `Node` blocks would say, with no
-    object per node. Their edge lists are clean (no problem), not yet split into edges."""
-
-    lines: list[int]
-    ids: tuple[str, ...]
-    lists: tuple[str, ...]
-    parent: int
 
 
 @dataclass(frozen=True)
@@ -173,24 +65,6 @@ def split_lines(text: str) -> list[str]:
     if "\r" in text:
         lines = [line.removesuffix("\r") for line in lines]
     return lines
-
-
-def parse_edge_list(text: str) -> tuple[tuple[Edge, ...], tuple[str, ...]]:
-    """Well-formed `(type, target)` pairs and malformed tokens; empty tokens are ignored."""
-    if _CLEAN_LIST.fullmatch(text):
-        return tuple(EDGE_RE.findall(text)), ()
-    edges: list[Edge] = []
-    bad: list[str] = []
-    for raw in text.split(","):
-        token = raw.strip()
-        if not token:
-            continue
-        match = EDGE_RE.fullmatch(token)
-        if match is None:
-            bad.append(token)
-        else:
-            edges.append((match[1], match[2]))
-    return tuple(edges), tuple(bad)
 
 
 class _Open:
@@ -250,10 +124,10 @@ class _Scanner:
         self.blocks[opened.index] = tuple.__new__(Heading, fields)
 
     def run(self, text: str) -> None:
-        """Scan `self.lines`; `text` is what they were split from (for `_Runs`)."""
+        """Scan `self.lines`; `text` is what they were split from (for `Runs`)."""
         fence: tuple[str, int, int, int] | None = None  # char, length, start line, parent
         lines = self.lines
-        runs = _Runs(text)
+        runs = Runs(text)
         number = 0
         while number < len(lines):
             line = lines[number]
@@ -334,12 +208,15 @@ class _Scanner:
         elif not parent.first_child:
             parent.first_child = number
         full = _ANCHOR.match(line)
-        if full is not None:  # the usual anchor, read here rather than by `anchor`
+        if full is not None:  # the usual anchor, read in place (`unanchored` reads the rest)
             title, kind, item_id, edge_text = full.group(1, 2, 3, 4)
             title = title.strip()
             edge_span = full.span(4) if edge_text is not None else None
         else:
-            title, kind, item_id, edge_text, edge_span = self.anchor(number, line)
+            title, kind, item_id, problem = unanchored(line)
+            if problem is not None:
+                self.problem(problem[0], number, problem[1])
+            edge_text, edge_span = "", None
         edges, bad = parse_edge_list(edge_text) if edge_text else ((), ())
         if parent is not None:
             f_owner, terminal = parent.f_owner, parent.terminal
@@ -376,24 +253,6 @@ class _Scanner:
         )
         self.blocks.append(heading)
 
-    def anchor(
-        self, number: int, line: str
-    ) -> tuple[str, str | None, str | None, str, Span | None]:
-        """Title, kind, id, edge-list text and its span of a heading `_ANCHOR` does not
-        match (no anchor, or a bad one: its problems)."""
-        title = line.lstrip("#").strip()
-        known = _KNOWN_MARKER.search(line)
-        if known is not None:
-            if ID_RE.fullmatch(known[2]):
-                self.problem("malformed-edge-list", number, known[2])
-                return line[: known.start()].lstrip("#").strip(), known[1], known[2], "", None
-            self.problem("invalid-id", number, known[2])
-            return title, None, None, "", None
-        unknown = _ANY_MARKER.search(line)
-        if unknown is not None:
-            self.problem("unsupported-marker", number, unknown[1])
-        return title, None, None, "", None
-
     def node(self, number: int, line: str, bullet: re.Match[str]) -> None:
         opened = self.stack[-1] if self.stack else None
         if opened is not None and opened.terminal:
@@ -401,11 +260,11 @@ class _Scanner:
         if opened is not None and opened.f_owner:
             self.problem("node-under-f", number, "node", opened.f_owner)
         item_id = bullet[1]
-        if not ID_RE.fullmatch(item_id):
+        if not _ID_RE.fullmatch(item_id):
             self.problem("invalid-node-id", number, item_id)
             self.prose(number, line)
             return
-        listed = _edge_list(line, bullet.end())
+        listed = edge_list(line, bullet.end())
         if listed is None:
             self.problem("node-missing-edges", number, item_id)
             self.prose(number, line)
@@ -435,46 +294,12 @@ class _Scanner:
             self.problem("node-under-f", number, "node", opened.f_owner)
 
     def focus(self, number: int, line: str, target: str) -> None:
-        if not ID_RE.fullmatch(target):
+        if not _ID_RE.fullmatch(target):
             self.problem("invalid-focus-id", number, target)
             self.prose(number, line)
             return
         self.flush()
         self.blocks.append(FocusRef(number, target, self.parent))
-
-
-def _edge_list(line: str, start: int) -> re.Match[str] | None:
-    """The node's edge list: the last arrow after `start` whose `[...]` ends the line."""
-    arrow = max(line.rfind("→", start), line.rfind("->", start))
-    if arrow > start and line[arrow - 1] in " \t":
-        listed = _AFTER_ARROW.match(line, arrow + (1 if line[arrow] == "→" else 2))
-        if listed is not None:
-            return listed
-    return _NODE_EDGES.match(line, start)
-
-
-class _Runs:
-    """The runs of common node lines of one text, in order, with their first lines."""
-
-    __slots__ = ("at", "body", "coming", "found")
-
-    def __init__(self, text: str) -> None:
-        self.body = text.replace("\r\n", "\n") if "\r" in text else text  # same line numbers
-        self.found = _FAST_RUN.finditer(self.body)
-        self.coming = next(self.found, None)
-        self.at = self.body.count("\n", 0, self.coming.start()) + 1 if self.coming else 0
-
-    def starting(self, number: int) -> re.Match[str] | None:
-        """The run whose first line is `number`, if any. Runs before it are passed over: in a
-        fence, a Focus section or a Pursuit field, a run's lines are all there or all not."""
-        while self.coming is not None and self.at <= number:
-            run, first = self.coming, self.at
-            self.coming = next(self.found, None)
-            if self.coming is not None:
-                self.at += self.body.count("\n", run.start(), self.coming.start())
-            if first == number:
-                return run
-        return None
 
 
 def _closes(line: str, char: str, length: int) -> bool:

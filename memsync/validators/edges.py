@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from memsync.validators.document import EDGE_TYPES
+from memsync.validators.edgelists import EDGE_TYPES
 from memsync.validators.graphmodel import PURSUIT, FocusEntry, Item
 from memsync.validators.problems import Problem
 

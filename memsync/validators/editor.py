@@ -14,7 +14,8 @@ from bisect import bisect_left
 from collections.abc import Collection
 
 from memsync.validators.assembly import build_graph
-from memsync.validators.document import EDGE_RE, FocusRef, Heading, Node
+from memsync.validators.blocks import FocusRef, Heading, Node
+from memsync.validators.edgelists import EDGE_RE
 from memsync.validators.graphmodel import MemoryGraph
 from memsync.validators.tree import TreeView
 

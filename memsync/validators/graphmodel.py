@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from memsync.validators.document import ANCHOR_KINDS, Document, Edge
+from memsync.validators.document import Document
+from memsync.validators.edgelists import Edge
+from memsync.validators.headings import ANCHOR_KINDS
 
 MEMORY = "memory"
 PURSUIT = "pursuit"

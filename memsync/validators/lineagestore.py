@@ -44,11 +44,16 @@ from typing import Any
 from memsync import atomicfile
 from memsync.validators import (
     assembly,
+    blocks,
     cachestore,
     crossfile,
     document,
+    edgelists,
+    edges,
     graphmodel,
+    headings,
     lineage,
+    nodelines,
     problems,
     recordfile,
     runedges,
@@ -82,8 +87,9 @@ def version_digest() -> bytes:
     cross-file pass, to this format or to the Python version makes every record foreign."""
     digest = hashlib.blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
-    modules = (document, summary, runedges, scanwords, crossfile, lineage, graphmodel)
-    for module in (*modules, assembly, problems, tree, cachestore, sys.modules[__name__]):
+    scan = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
+    joins = (crossfile, lineage, graphmodel, edges, assembly, problems, tree, recordfile)
+    for module in (*scan, *joins, cachestore, sys.modules[__name__]):
         source = module.__file__
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.digest()

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from itertools import chain, compress
 from operator import eq, itemgetter, or_
 
-from memsync.validators.document import EDGE_RE, EDGE_TYPES, Edge
+from memsync.validators.edgelists import EDGE_RE, EDGE_TYPES, Edge
 
 # (the first item of a run, each item's clean edge-list text, "" for none)
 RunLists = tuple[int, Sequence[str]]

@@ -25,20 +25,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Final, cast
 
-from memsync.validators.document import (
-    EDGE_TYPES,
-    Block,
-    Document,
-    Edge,
-    Fence,
-    FocusRef,
-    Heading,
-    Node,
-    NodeRun,
-    Prose,
-    decode,
-    scan_blocks,
-)
+from memsync.validators.blocks import Block, Fence, FocusRef, Heading, Node, NodeRun, Prose
+from memsync.validators.document import Document, decode, scan_blocks
+from memsync.validators.edgelists import EDGE_TYPES, Edge
 from memsync.validators.problems import Problem
 from memsync.validators.runedges import Pending, RunLists, expanded, run_edges
 

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 
 from memsync.errors import ProblemError, require
 from memsync.validators.assembly import build_graph
-from memsync.validators.document import EDGE_RE, Block, Document, Fence, Heading, Node, Prose
+from memsync.validators.blocks import Block, Fence, Heading, Node, Prose
+from memsync.validators.document import Document
+from memsync.validators.edgelists import EDGE_RE
 from memsync.validators.graphmodel import MEMORY, MemoryGraph
 from memsync.validators.paths import check_utf8
 from memsync.validators.problems import Problem

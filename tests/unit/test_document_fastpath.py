@@ -1,6 +1,6 @@
-"""The scanner's fast path for common node lines (runs of them found by `document._FAST_RUN`
+"""The scanner's fast path for common node lines (runs of them found by `nodelines.FAST_RUN`
 over the whole text, read by `_Scanner.fast_nodes`) yields exactly what the general path
-(`_BULLET` then `_Scanner.node`) yields for the same document: every block (with its edges
+(`BULLET` then `_Scanner.node`) yields for the same document: every block (with its edges
 and spans) and every problem; and the summary pass, which takes those runs as `NodeRun`
 blocks, summarizes exactly what the general path's blocks say. The general path is the
 reference: the fast one is switched off by a pattern that matches nothing."""
@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memsync.validators import document
-from memsync.validators.document import Document, Node, NodeRun, Prose, scan, scan_blocks
+from memsync.validators import nodelines
+from memsync.validators.blocks import Heading, Node, NodeRun, Prose
+from memsync.validators.document import Document, scan, scan_blocks
 from memsync.validators.summary import summarize, summarize_bytes
 from tests.unit.test_validator_equivalence import lines as soup_lines
 
@@ -24,12 +25,12 @@ NEVER = re.compile(r"(?!)")
 
 @contextmanager
 def general_path_only() -> Iterator[None]:
-    saved = document._FAST_RUN
-    document._FAST_RUN = NEVER
+    saved = nodelines.FAST_RUN
+    nodelines.FAST_RUN = NEVER
     try:
         yield
     finally:
-        document._FAST_RUN = saved
+        nodelines.FAST_RUN = saved
 
 
 @st.composite
@@ -140,6 +141,9 @@ def test_a_run_of_common_lines_is_one_node_run_for_the_summary() -> None:
 def test_the_fast_path_is_taken_for_common_lines() -> None:
     text = "# T {#t}\n- `a` fact → [dep:t, ext:b]\n- `b` → []\n"
     doc = scan(text, "MEMORY.md")
-    assert [type(block) for block in doc.blocks] == [document.Heading, Node, Node]
+    assert [type(block) for block in doc.blocks] == [Heading, Node, Node]
     assert doc.blocks[1] == Node(2, "a", (("dep", "t"), ("ext", "b")), (), (14, 26), 0)
-    assert document._FAST_RUN.match("- `a` fact → [dep:t, ext:b]") is not None
+    assert nodelines.FAST_RUN.match("- `a` fact → [dep:t, ext:b]") is not None
+    assert any(isinstance(block, NodeRun) for block in scan_blocks(text, "MEMORY.md")[0])
+    with general_path_only():  # the switch reaches the scanner: the reference takes no run
+        assert not any(isinstance(b, NodeRun) for b in scan_blocks(text, "MEMORY.md")[0])

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from memsync.roots.create import MEMORY_TEMPLATE, PURSUITS_TEMPLATE
-from memsync.validators.document import Fence, FocusRef, Heading, Node, Prose, scan
+from memsync.validators.blocks import Fence, FocusRef, Heading, Node, Prose
+from memsync.validators.document import scan
 from memsync.validators.gate import validate_tree
 from memsync.validators.graph import MemoryGraphValidator, build_graph
 from memsync.validators.policy import DEFAULT_POLICY

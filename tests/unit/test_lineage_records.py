@@ -23,6 +23,7 @@ from memsync.validators.cache import ParseCache, Uncached
 from memsync.validators.graph import validate_graph
 from memsync.validators.lineagestore import LineageStore
 from memsync.validators.tree import TreeView
+from tests.unit.test_parse_cache import changed_source, validator_imports
 from tests.unit.test_validator_equivalence import edits, git_tree, reference, roots
 from tests.unit.test_validator_incremental import base_root, edit, encoded, node
 
@@ -208,6 +209,18 @@ def test_a_foreign_or_unprivate_record_is_not_read(tmp_path: Path) -> None:
     elsewhere.chmod(0o600)
     record.symlink_to(elsewhere)  # a link is never followed
     assert restores() == 0
+
+
+def test_the_record_version_follows_every_module_of_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change to the source of any module the cross-file verdict is made by (the
+    per-file pass, the join, the edge rules, the record format) makes old records foreign."""
+    before = lineagestore.version_digest()
+    for module in validator_imports("lineagestore"):
+        with monkeypatch.context() as patch:
+            changed_source(module, tmp_path, patch)
+            assert lineagestore.version_digest() != before, module.__name__
 
 
 def test_records_are_private_bounded_and_pruned(

@@ -5,13 +5,17 @@ the verdict of a real validation, which must equal the uncached one."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
 import json
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from memsync.validators import cachestore
 from memsync.validators.cache import ParseCache, Uncached, cache_key, content_id
 from memsync.validators.cachestore import FILE_NAME, FORMAT, PersistentStore, encode
 from memsync.validators.graph import validate_graph
@@ -222,17 +226,44 @@ def test_a_busy_store_is_left_alone(tmp_path: Path) -> None:
     assert rows(tmp_path) == before
 
 
+def validator_imports(name: str) -> list[ModuleType]:
+    """`memsync.validators.<name>` and every validators module it imports, transitively
+    (read from the source, so a module split in two is followed without a list to keep)."""
+    seen: dict[str, ModuleType] = {}
+    waiting = [name]
+    while waiting:
+        module = importlib.import_module(f"memsync.validators.{waiting.pop()}")
+        if module.__name__ in seen:
+            continue
+        seen[module.__name__] = module
+        for node in ast.walk(ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
+                continue
+            if node.module == "memsync.validators":
+                waiting += [alias.name for alias in node.names]
+            elif node.module.startswith("memsync.validators."):
+                waiting.append(node.module.rsplit(".", 1)[1])
+    return list(seen.values())
+
+
+def changed_source(module: ModuleType, tmp_path: Path, patch: pytest.MonkeyPatch) -> None:
+    """`module` seen with one more line of source."""
+    changed = tmp_path / f"{module.__name__}.py"
+    changed.write_bytes(Path(str(module.__file__)).read_bytes() + b"\n# changed\n")
+    patch.setattr(module, "__file__", str(changed))
+
+
 def test_the_parser_digest_follows_every_module_a_summary_depends_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memsync.validators import cachestore, runedges, scanwords  # noqa: PLC0415
-
     before = cachestore.parser_digest()
-    for module in (runedges, scanwords):
-        changed = tmp_path / f"{module.__name__}.py"
-        changed.write_bytes(Path(str(module.__file__)).read_bytes() + b"\n# changed\n")
+    modules = validator_imports("summary")
+    assert {"memsync.validators.document", "memsync.validators.scanwords"} < {
+        module.__name__ for module in modules
+    }
+    for module in modules:
         with monkeypatch.context() as patch:
-            patch.setattr(module, "__file__", str(changed))
+            changed_source(module, tmp_path, patch)
             assert cachestore.parser_digest() != before, module.__name__
 
 
