@@ -312,7 +312,7 @@ class ViewWorker:
     def start(self) -> None:
         """Serve the trigger, pull at once, then keep time."""
         self.task = self.context.spawn(self.trigger.serve(), f"view-{self.settings.name}")
-        self.trigger.request(PullOptions())
+        self.trigger.request(PULL)
         self._keep_time()
 
     def retime(self, settings: ViewSettings) -> None:
