@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 
 from memsync import __version__, timefmt
 from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
@@ -41,6 +40,7 @@ from memsync.config.statedir import ensure_state_dir
 from memsync.cycles.repairer import make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.daemon import transitions
+from memsync.daemon.context import WorkerContext
 from memsync.daemon.control import Answer, ControlSocket, claim
 from memsync.daemon.hooks import Hooks
 from memsync.daemon.listen import listen_error
@@ -49,7 +49,7 @@ from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
-from memsync.daemon.watch import RootWatcher, new_observer
+from memsync.daemon.watch import new_observer
 from memsync.daemon.workers import (
     AUTOMATIC,
     PullOptions,
@@ -114,6 +114,7 @@ class Daemon:
         self._followers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._connected: dict[str, bool] = {}
         self._scheduler: AsyncIOScheduler | None = None
+        self._context: WorkerContext | None = None  # what the workers see of us, in run()
         self._observer = new_observer()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.pauses = PauseDesk(
@@ -150,6 +151,16 @@ class Daemon:
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
+                self._context = WorkerContext(
+                    pool=self.pool,
+                    metrics=self.metrics,
+                    settings=lambda: self.settings,
+                    synced=self.observed,
+                    pulled=self.observed_view,
+                    spawn=lambda coro, name: tasks.create_task(coro, name=name),
+                    scheduler=self._scheduler,
+                    watches=self._observer,
+                )
                 self._apply(self.settings)
                 self.pauses.start()
                 self._scheduler.start()
@@ -171,10 +182,10 @@ class Daemon:
                 hooks.cancel()  # a hook's command thread ends at its own deadline
                 for task in self._followers.values():
                     task.cancel()
-                for name in list(self.roots):
-                    self._drop(self.roots[name], f"sync:{name}")
-                for name in list(self.views):
-                    self._drop(self.views[name], f"view:{name}")
+                for root in self.roots.values():
+                    self._drop(root)
+                for view in self.views.values():
+                    self._drop(view)
                 self._scheduler.shutdown(wait=False)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -234,82 +245,36 @@ class Daemon:
 
     def _apply(self, settings: Settings) -> None:
         """Start, re-time or drop workers so that they match `settings`."""
-        tasks = self._tasks
-        scheduler = self._scheduler
-        assert tasks is not None and scheduler is not None  # noqa: S101 - set by run()
+        context = self._context
+        assert context is not None  # noqa: S101 - set by run()
         wanted_roots = {r.name: r for r in settings.roots}
         for name in list(self.roots):
             if name not in wanted_roots:
-                self._drop(self.roots.pop(name), f"sync:{name}")
+                self._drop(self.roots.pop(name))
         for name, root in wanted_roots.items():
             worker = self.roots.get(name)
             if worker is None:
-                worker = self.roots[name] = RootWorker(self, root)
-                worker.task = tasks.create_task(worker.trigger.serve(), name=f"root-{name}")
-                for kind, cycle in worker.cycles.items():
-                    tasks.create_task(cycle.serve(), name=f"{kind}-{name}")
-                worker.trigger.request(AUTOMATIC)  # catch up at start
-            elif worker.settings != root:
-                if worker.watcher is not None and worker.settings.path != root.path:
-                    worker.watcher.stop()
-                    worker.watcher = None
-                worker.settings = root
-            for kind, cycle in worker.cycles.items():
-                every = root.insight_check_every if kind == "insight" else root.prune_check_every
-                if worker.enabled(kind):
-                    _every(scheduler, f"{kind}:{name}", every.total_seconds(), cycle, False)
-                elif scheduler.get_job(f"{kind}:{name}"):
-                    scheduler.remove_job(f"{kind}:{name}")
-            if root.sync_enabled:
-                _every(scheduler, f"sync:{name}", root.interval.total_seconds(), worker.trigger)
-            elif scheduler.get_job(f"sync:{name}"):
-                scheduler.remove_job(f"sync:{name}")
-            if root.watch and worker.watcher is None and root.path.is_dir():
-                worker.watcher = RootWatcher(
-                    root.path,
-                    self._observer,
-                    _requester(worker.trigger),
-                    asyncio.get_running_loop(),
-                )
-                worker.watcher.start()
-            elif not root.watch and worker.watcher is not None:
-                worker.watcher.stop()
-                worker.watcher = None
+                self.roots[name] = worker = RootWorker(context, root)
+                worker.start()
+            else:
+                worker.retime(root)
         wanted_views = {v.name: v for v in settings.views}
         for name in list(self.views):
             if name not in wanted_views:
-                self._drop(self.views.pop(name), f"view:{name}")
+                self._drop(self.views.pop(name))
         for name, view in wanted_views.items():
             vworker = self.views.get(name)
             if vworker is None:
-                vworker = self.views[name] = ViewWorker(self, view)
-                vworker.task = tasks.create_task(vworker.trigger.serve(), name=f"view-{name}")
-                vworker.trigger.request(PullOptions())
+                self.views[name] = vworker = ViewWorker(context, view)
+                vworker.start()
             else:
-                vworker.settings = view
-            _every(
-                scheduler,
-                f"view:{name}",
-                view.refresh.total_seconds(),
-                vworker.trigger,
-                PullOptions(),
-            )
+                vworker.retime(view)
         self._follow_events(settings)
 
-    def _drop(self, worker: RootWorker | ViewWorker, job: str) -> None:
-        worker.trigger.close()
+    def _drop(self, worker: RootWorker | ViewWorker) -> None:
+        worker.stop()
         what: transitions.Kind = "root" if isinstance(worker, RootWorker) else "view"
         self.transitions.forget(what, worker.settings.name)
-        if isinstance(worker, RootWorker):
-            if worker.watcher is not None:
-                worker.watcher.stop()
-            for kind, cycle in worker.cycles.items():
-                cycle.close()
-                cycle_job = f"{kind}:{worker.settings.name}"
-                if self._scheduler is not None and self._scheduler.get_job(cycle_job):
-                    self._scheduler.remove_job(cycle_job)
-        if self._scheduler is not None and self._scheduler.get_job(job):
-            self._scheduler.remove_job(job)
 
     async def _keepalive(self) -> None:
         """`WATCHDOG=1` at half of `WATCHDOG_USEC`, only while the loop runs; `STATUS=`."""
@@ -397,7 +362,7 @@ class Daemon:
 
     # -- results and the control socket ------------------------------------------------------
 
-    def observed(self, worker: RootWorker, result: SyncResult) -> None:
+    def observed(self, result: SyncResult) -> None:
         self.metrics.observe_sync(result)
         if result.dry_run:  # a plan, not a state the root is in
             return
@@ -579,37 +544,6 @@ def _refused(exc: MemsyncError) -> None:
     )
     for line in said:
         log.error("reload refused: %s", line, extra={"memsync": {"event": "config-problem"}})
-
-
-def _every(
-    scheduler: AsyncIOScheduler,
-    job_id: str,
-    seconds: float,
-    trigger: Trigger,  # type: ignore[type-arg]
-    options: object = AUTOMATIC,
-) -> None:
-    """An interval job (jittered by a tenth, coalesced, one at a time) that feeds `trigger`."""
-
-    async def tick() -> None:
-        trigger.request(options)
-
-    seconds = max(seconds, 1.0)
-    scheduler.add_job(
-        tick,
-        IntervalTrigger(seconds=seconds, jitter=seconds / 10),
-        id=job_id,
-        coalesce=True,
-        max_instances=1,
-        replace_existing=True,
-        misfire_grace_time=int(seconds),
-    )
-
-
-def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:
-    def request() -> None:
-        trigger.request(AUTOMATIC)
-
-    return request
 
 
 def _recover(root: RootSettings, state_dir: Path) -> None:

@@ -3,7 +3,10 @@
 A `RootWorker` runs a sync cycle in the daemon's thread pool, then records metrics, tells
 the hub when it pushed (`notify_hub`) and republishes the root's views when its HEAD moved
 (`publish_views`, team server mode). A `ViewWorker` pulls one view. Each owns the `Trigger`
-that coalesces every request for it; `app.Daemon` creates, schedules and drops them.
+that coalesces every request for it, its interval jobs and (a root) its file watch, and
+sees the daemon only through a `context.WorkerContext`. `app.Daemon` decides which workers
+to `start`, `retime` (new settings: only the jobs whose interval changed are moved) or
+`stop`; the workers do it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +25,7 @@ from memsync import timefmt
 from memsync.config.model import RootSettings, ViewSettings
 from memsync.cycles.repairer import make_repairer
 from memsync.daemon import hostkeys
+from memsync.daemon.context import Jobs, WorkerContext
 from memsync.daemon.triggers import Backoff, Trigger
 from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
@@ -36,7 +41,6 @@ from memsync.transports.git import Git
 # uses them, so an idle daemon without them does not hold their memory (issue 18).
 if TYPE_CHECKING:
     from memsync.cycles.turn import CycleResult
-    from memsync.daemon.app import Daemon
     from memsync.views.pull import ViewResult
 
 log = logging.getLogger("memsync.daemon")
@@ -58,10 +62,17 @@ class PullOptions:
     """A view pull has no options; one value so requests coalesce."""
 
 
+PULL = PullOptions()
+
+
 class RootWorker:
-    def __init__(self, daemon: Daemon, settings: RootSettings) -> None:
-        self.daemon = daemon
+    """One root: its sync trigger and job, its maintenance cycles' triggers and jobs, its
+    file watch."""
+
+    def __init__(self, context: WorkerContext, settings: RootSettings) -> None:
+        self.context = context
         self.settings = settings
+        self.jobs = Jobs(context.scheduler)
         self.trigger: Trigger[SyncOptions, SyncResult] = Trigger(
             f"root {settings.name}", self._run, lambda r: r.status in FAILING, held=self._held
         )
@@ -85,6 +96,63 @@ class RootWorker:
             for kind in CYCLES
         }
 
+    # -- life cycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve the triggers, catch up at once, then keep time and watch."""
+        spawn, name = self.context.spawn, self.settings.name
+        self.task = spawn(self.trigger.serve(), f"root-{name}")
+        for kind, cycle in self.cycles.items():
+            spawn(cycle.serve(), f"{kind}-{name}")
+        self.trigger.request(AUTOMATIC)  # catch up at start
+        self._keep_time()
+
+    def retime(self, settings: RootSettings) -> None:
+        """Run with `settings` from now on: jobs whose interval changed are moved, the watch
+        follows `watch` and the path (and is tried again when the path was not a directory)."""
+        if settings != self.settings:
+            if self.watcher is not None and self.settings.path != settings.path:
+                self.watcher.stop()
+                self.watcher = None
+            self.settings = settings
+        self._keep_time()
+
+    def stop(self) -> None:
+        """No more runs (a running one finishes), no job, no watch."""
+        self.trigger.close()
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        for cycle in self.cycles.values():
+            cycle.close()
+        self.jobs.drop_all()
+
+    def _keep_time(self) -> None:
+        root, name = self.settings, self.settings.name
+        for kind, cycle in self.cycles.items():
+            every = root.insight_check_every if kind == "insight" else root.prune_check_every
+            if self.enabled(kind):
+                self.jobs.every(f"{kind}:{name}", every.total_seconds(), cycle, False)
+            else:
+                self.jobs.drop(f"{kind}:{name}")
+        if root.sync_enabled:
+            self.jobs.every(f"sync:{name}", root.interval.total_seconds(), self.trigger, AUTOMATIC)
+        else:
+            self.jobs.drop(f"sync:{name}")
+        if root.watch and self.watcher is None and root.path.is_dir():
+            self.watcher = RootWatcher(
+                root.path,
+                self.context.watches,
+                _requester(self.trigger),
+                asyncio.get_running_loop(),
+            )
+            self.watcher.start()
+        elif not root.watch and self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+
+    # -- runs ------------------------------------------------------------------------------
+
     def _held(self) -> bool:
         """Automatic syncs wait after `host-key-changed` until the root's configuration or
         a known_hosts file changes."""
@@ -100,12 +168,12 @@ class RootWorker:
         from memsync.cycles.turn import LANDED, NOT_DUE  # noqa: PLC0415
 
         loop = asyncio.get_running_loop()
-        daemon = self.daemon
+        context = self.context
         run = functools.partial(
-            cycle_now, daemon.settings, self.settings.name, kind, force=force, push=False
+            cycle_now, context.settings(), self.settings.name, kind, force=force, push=False
         )
-        result = await loop.run_in_executor(daemon.pool, run)
-        daemon.metrics.cycle_total.labels(self.settings.name, kind, result.status).inc()
+        result = await loop.run_in_executor(context.pool, run)
+        context.metrics.cycle_total.labels(self.settings.name, kind, result.status).inc()
         if result.status != NOT_DUE:
             level = logging.INFO if result.ok else logging.WARNING
             log.log(level, "root %s: %s", self.settings.name, result.message)
@@ -115,7 +183,8 @@ class RootWorker:
 
     async def _run(self, options: SyncOptions) -> SyncResult:
         loop = asyncio.get_running_loop()
-        settings, state_dir = self.settings, self.daemon.settings.state_dir
+        context = self.context
+        settings, state_dir = self.settings, context.settings().state_dir
         if self._memo_for is not settings:
             self.memo, self._memo_for = StatusMemo(), settings
         seen = (settings, hostkeys.stamp(settings))  # before: a fix made meanwhile counts
@@ -124,16 +193,16 @@ class RootWorker:
         run = functools.partial(
             sync_root, settings, state_dir, options, memo=self.memo, watch=watch
         )
-        result = await loop.run_in_executor(self.daemon.pool, run)
+        result = await loop.run_in_executor(context.pool, run)
         self.hold = seen if result.status == SyncStatus.HOST_KEY_CHANGED else None
-        self.daemon.observed(self, result)
-        metrics = self.daemon.metrics
+        context.synced(result)
+        metrics = context.metrics
         if result.status == SyncStatus.SYNCED and self.event_at is not None:
             metrics.propagation.observe(time.monotonic() - self.event_at)
             self.event_at = None
         behind = 0
         if not result.ok and result.head and result.upstream and result.head != result.upstream:
-            behind = await loop.run_in_executor(self.daemon.pool, _behind, settings, result)
+            behind = await loop.run_in_executor(context.pool, _behind, settings, result)
         metrics.behind.labels(settings.name).set(behind)
         if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:
             await notify_hub(settings, result.head)
@@ -145,6 +214,13 @@ class RootWorker:
                 if self.enabled(kind):
                     cycle.request(False)
         return result
+
+
+def _requester(trigger: Trigger[SyncOptions, SyncResult]) -> Callable[[], None]:
+    def request() -> None:
+        trigger.request(AUTOMATIC)
+
+    return request
 
 
 def _cycle_failing(result: CycleResult) -> bool:
@@ -219,9 +295,12 @@ async def notify_hub(settings: RootSettings, commit: str) -> None:
 
 
 class ViewWorker:
-    def __init__(self, daemon: Daemon, settings: ViewSettings) -> None:
-        self.daemon = daemon
+    """One view: its pull trigger and its refresh job."""
+
+    def __init__(self, context: WorkerContext, settings: ViewSettings) -> None:
+        self.context = context
         self.settings = settings
+        self.jobs = Jobs(context.scheduler)
         self.trigger: Trigger[PullOptions, ViewResult] = Trigger(
             f"view {settings.name}",
             self._run,
@@ -230,14 +309,34 @@ class ViewWorker:
         )
         self.task: asyncio.Task[None] | None = None
 
+    def start(self) -> None:
+        """Serve the trigger, pull at once, then keep time."""
+        self.task = self.context.spawn(self.trigger.serve(), f"view-{self.settings.name}")
+        self.trigger.request(PULL)
+        self._keep_time()
+
+    def retime(self, settings: ViewSettings) -> None:
+        """Pull with `settings` from now on; the job moves only when `refresh` changed."""
+        self.settings = settings
+        self._keep_time()
+
+    def stop(self) -> None:
+        self.trigger.close()
+        self.jobs.drop_all()
+
+    def _keep_time(self) -> None:
+        view = self.settings
+        self.jobs.every(f"view:{view.name}", view.refresh.total_seconds(), self.trigger, PULL)
+
     async def _run(self, options: PullOptions) -> ViewResult:
         from memsync.views.pull import pull_views  # noqa: PLC0415 - views load when used
         from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415
 
-        state_dir = self.daemon.settings.state_dir
+        context = self.context
+        state_dir = context.settings().state_dir
         (result,) = await pull_views([self.settings], state_dir)
-        self.daemon.observed_view(result)
-        metrics = self.daemon.metrics
+        context.pulled(result)
+        metrics = context.metrics
         metrics.observe_view(result)
         if result.revision is not None:
             metrics.view_revision.labels(self.settings.name).set(result.revision)

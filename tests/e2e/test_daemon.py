@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.daemon.client import call
 from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
@@ -185,6 +186,36 @@ def test_a_killed_daemon_restarts_and_converges(team: Team, tmp_path: Path, star
     wait_for(lambda: head(team.bob.path) == upstream, 20, "bob to converge after a restart")
     assert git(team.bob.path, "status", "--porcelain") == ""
     assert second.status().roots[0].pending_operations == 0
+
+
+def test_a_reload_moves_only_the_jobs_whose_interval_changed(
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
+) -> None:
+    """SIGHUP re-times a root whose interval changed; an unchanged root keeps its next run
+    (re-adding it would draw a new time, jittered by six minutes here)."""
+    roots = {"alice": {"path": team.alice.path, "interval": "1h"}}
+    roots["bob"] = {"path": team.bob.path, "interval": "1h"}
+    config = write_config(tmp_path, roots)
+    daemon = start(config)
+
+    def next_runs() -> dict[str, str]:
+        block = call(daemon.socket, "GET", "/v1/daemon")
+        return {e["name"]: e["next_run_at"] for e in block["schedule"]}
+
+    before = next_runs()
+    roots["alice"]["interval"] = "3h"
+    write_config(tmp_path, roots)
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "configuration reloaded" in daemon.log.read_text(), 30, "the reload")
+    after = next_runs()
+    assert after["bob"] == before["bob"]
+    assert after["alice"] > before["bob"]  # 3h from now, not 1h
+    roots["bob"]["watch"] = "true"  # a change that is no interval moves no job either
+    write_config(tmp_path, roots)
+    daemon.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: daemon.log.read_text().count("configuration reloaded") == 2, 30, "again")
+    assert next_runs() == after
+    assert daemon.proc.poll() is None
 
 
 def test_a_root_that_disappears_is_unconfigured_and_the_rest_go_on(
