@@ -43,19 +43,23 @@ def help_of(
     return probe(*args, env=env, heavy=NOT_LOADED, cwd=cwd)
 
 
-def test_every_help_is_answered_from_the_memo_as_click_printed_it(tmp_path: Path) -> None:
+def test_every_command_path_is_asked_for_its_help() -> None:
+    assert len(command_paths()) > 20  # every subcommand, not only the top level
+
+
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "memsync")
+def test_every_help_is_answered_from_the_memo_as_click_printed_it(
+    tmp_path: Path, path: list[str]
+) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "80"}
-    paths = command_paths()
-    assert len(paths) > 20, paths  # every subcommand, not only the top level
-    for path in paths:
-        for flag in ("--help", "-h") if len(path) < 2 else ("--help",):
-            code, loaded, first, err = help_of(*path, flag, env=env)
-            assert (code, err) == (0, ""), (path, err)
-            assert "click" in loaded, path  # click printed it
-            code, loaded, again, err = help_of(*path, flag, env=env)
-            assert (code, loaded, err) == (0, [], ""), (path, loaded)
-            assert again == first, path
-            assert again.startswith(f"Usage: memsync {' '.join(path)}".rstrip()), again
+    for flag in ("--help", "-h") if len(path) < 2 else ("--help",):
+        code, loaded, first, err = help_of(*path, flag, env=env)
+        assert (code, err) == (0, ""), (path, err)
+        assert "click" in loaded, path  # click printed it
+        code, loaded, again, err = help_of(*path, flag, env=env)
+        assert (code, loaded, err) == (0, [], ""), (path, loaded)
+        assert again == first, path
+        assert again.startswith(f"Usage: memsync {' '.join(path)}".rstrip()), again
 
 
 @pytest.mark.parametrize(
