@@ -5,6 +5,7 @@ help is a change to that file, made on purpose."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,12 @@ def test_every_commands_help_is_unchanged(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
+    # The group's callback sets up logging for a process (its handler, levels, propagation):
+    # in this test process that is put back afterwards, or later tests' caplog sees nothing.
+    for logger in (logging.getLogger(), logging.getLogger("memsync")):
+        monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+        monkeypatch.setattr(logger, "level", logger.level)
+        monkeypatch.setattr(logger, "propagate", logger.propagate)
     expected = golden()
     rendered: dict[str, str] = {}
     for path in command_paths():
