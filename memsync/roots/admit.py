@@ -171,6 +171,8 @@ class Admitter:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
         fault("after-merge")
         files = git.changed_paths(op.start, candidate)
+        if checks.tree == "none":  # nothing is published without its tree checked
+            checks = replace(checks, tree="changed")
         report = checks.check(git, self.policy, op.start, candidate, files)
         fault("after-validation")
         if not report.ok:

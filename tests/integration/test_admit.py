@@ -99,3 +99,25 @@ def test_an_exception_while_staging_settles_the_record(team: Team) -> None:
         admitter.admit(Admission("repair", "main", start), explode, Checks(grants="repair"))
     assert records.unsettled() == []
     assert git(team.bob.path, "for-each-ref", "refs/memsync/candidates") == ""
+
+
+def test_the_transaction_always_checks_the_candidates_tree(team: Team) -> None:
+    """Checks that ask for no tree (the incoming history check before staging) still get
+    the candidate's tree checked when handed to the transaction: nothing is published
+    unchecked."""
+    start = git(team.bob.path, "rev-parse", "HEAD")
+    (team.bob.path / "MEMORY_bad.md").write_bytes(b"# Bad\n\n\xff\xfe not utf-8\n")
+    git(team.bob.path, "add", "MEMORY_bad.md")
+    git(team.bob.path, "commit", "-q", "-m", "bad")
+    candidate = git(team.bob.path, "rev-parse", "HEAD")
+    git(team.bob.path, "reset", "-q", "--hard", start)
+    admitter, _records = _admitter(team)
+    before = snapshot(team.bob.path)
+    outcome = admitter.admit(
+        Admission("sync", "main", start, key="k3"),
+        lambda op, wt: candidate,
+        Checks(history=False, tree="none"),
+    )
+    assert isinstance(outcome, Invalid)
+    assert [(p.code, p.path) for p in outcome.report.problems] == [("not-utf8", "MEMORY_bad.md")]
+    assert snapshot(team.bob.path) == before
