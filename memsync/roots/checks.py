@@ -68,12 +68,12 @@ class Checks:
             if changes is None:
                 _count, changes = git.changes(candidate, start)
             history = History(changes, GitBlobs(git), git.ls_tree)
-        content = None
+        content: Sequence[str] | Callable[[], Sequence[str]] | None = None
         if self.tree == "changed":
-            content = files if files is not None else git.changed_paths(base, candidate)
-        tree = None
-        if self.tree != "none":
-            tree = view if view is not None else git.tree_view(candidate)
+            content = files if files is not None else lambda: git.changed_paths(base, candidate)
+        tree: TreeView | Callable[[], TreeView] | None = None
+        if self.tree != "none":  # read only when the checks before it passed
+            tree = view if view is not None else lambda: git.tree_view(candidate)
         return check_candidate(
             tree,
             policy,

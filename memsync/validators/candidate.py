@@ -13,7 +13,7 @@ candidate that passes: a check is left out only by the caller not asking for it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from memsync.validators.gate import TreePaths, validate_changes, validate_tree
@@ -34,11 +34,11 @@ class History:
 
 
 def check_candidate(
-    tree: TreeView | None,
+    tree: TreeView | Callable[[], TreeView] | None,
     policy: SyncPolicy,
     *,
     graph: GraphValidator | None = None,
-    content_paths: Collection[str] | None = None,
+    content_paths: Collection[str] | Callable[[], Collection[str]] | None = None,
     history: History | None = None,
     grants: str | None = None,
     diff: Sequence[tuple[str, str]] = (),
@@ -50,7 +50,9 @@ def check_candidate(
     alone when they find any; then `history`; then the `tree` (its graph included; bytes
     only of `content_paths` when given) when the history passed; then `signatures`.
 
-    The report's counts are the tree's when a tree is checked, else the history's files."""
+    `tree` and `content_paths` may be given as functions, called only when the tree is
+    checked (a refused history reads no tree). The report's counts are the tree's when a
+    tree is checked, else the history's files."""
     first: list[Problem] = []
     if grants is not None:
         first += check_grants(grants, diff, policy)
@@ -64,7 +66,9 @@ def check_candidate(
         problems += report.problems
         files = report.files
     if tree is not None and not problems:
-        report = validate_tree(tree, policy, graph, content_paths=content_paths)
+        view = tree() if callable(tree) else tree
+        paths = content_paths() if callable(content_paths) else content_paths
+        report = validate_tree(view, policy, graph, content_paths=paths)
         problems += report.problems
         files, items = report.files, report.items
     problems += signatures

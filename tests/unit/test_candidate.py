@@ -92,3 +92,18 @@ def test_a_history_that_dropped_a_forbidden_file_is_refused_with_a_valid_tree() 
     assert check_candidate(tree, P).ok
     report = check_candidate(tree, P, history=History(changes, NoBlobs()))
     assert [(p.code, p.path) for p in report.problems] == [("path-not-allowed", "notes.txt")]
+
+
+def test_a_refused_history_reads_no_tree() -> None:
+    """The tree is the costliest check: after a refused history it is not even read."""
+    read: list[str] = []
+
+    def tree() -> TreeView:
+        read.append("tree")
+        return TreeView({path: _entry(data) for path, data in GOOD.items()})
+
+    bad = [Change(C1, "notes.txt", _entry(b"x\n"))]
+    assert not check_candidate(tree, P, history=History(bad, NoBlobs())).ok
+    assert read == []
+    assert check_candidate(tree, P, history=History([], NoBlobs())).ok
+    assert read == ["tree"]
