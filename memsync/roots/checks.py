@@ -63,11 +63,11 @@ class Checks:
         (the paths changed from `start`), `changes` (`git.changes(candidate, start)`),
         `view` (`git.tree_view(candidate)`)."""
         base = start or EMPTY_TREE
-        history = None
-        if self.history:
-            if changes is None:
-                _count, changes = git.changes(candidate, start)
-            history = History(changes, GitBlobs(git), git.ls_tree)
+
+        def history() -> History:
+            listed = changes if changes is not None else git.changes(candidate, start)[1]
+            return History(listed, GitBlobs(git), git.ls_tree)
+
         content: Sequence[str] | Callable[[], Sequence[str]] | None = None
         if self.tree == "changed":
             content = files if files is not None else lambda: git.changed_paths(base, candidate)
@@ -79,7 +79,7 @@ class Checks:
             policy,
             graph=self.graph,
             content_paths=content,
-            history=history,
+            history=history if self.history else None,
             grants=self.grants,
             diff=git.tree_diff(base, candidate) if self.grants is not None else (),
             also=self.also(base, candidate) if self.also is not None else (),

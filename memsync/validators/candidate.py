@@ -39,7 +39,7 @@ def check_candidate(
     *,
     graph: GraphValidator | None = None,
     content_paths: Collection[str] | Callable[[], Collection[str]] | None = None,
-    history: History | None = None,
+    history: History | Callable[[], History] | None = None,
     grants: str | None = None,
     diff: Sequence[tuple[str, str]] = (),
     also: Sequence[Problem] = (),
@@ -50,8 +50,9 @@ def check_candidate(
     alone when they find any; then `history`; then the `tree` (its graph included; bytes
     only of `content_paths` when given) when the history passed; then `signatures`.
 
-    `tree` and `content_paths` may be given as functions, called only when the tree is
-    checked (a refused history reads no tree). The report's counts are the tree's when a
+    `history`, `tree` and `content_paths` may be given as functions, called only when
+    that check runs (a change outside the grants reads no history, a refused history no
+    tree). The report's counts are the tree's when a
     tree is checked, else the history's files."""
     first: list[Problem] = []
     if grants is not None:
@@ -62,7 +63,8 @@ def check_candidate(
     problems: list[Problem] = []
     files, items = 0, 0
     if history is not None:
-        report = validate_changes(history.changes, history.source, policy, trees=history.trees)
+        commits = history() if callable(history) else history
+        report = validate_changes(commits.changes, commits.source, policy, trees=commits.trees)
         problems += report.problems
         files = report.files
     if tree is not None and not problems:

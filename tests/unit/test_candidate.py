@@ -107,3 +107,20 @@ def test_a_refused_history_reads_no_tree() -> None:
     assert read == []
     assert check_candidate(tree, P, history=History([], NoBlobs())).ok
     assert read == ["tree"]
+
+
+def test_a_change_outside_the_grants_reads_no_history_nor_tree() -> None:
+    read: list[str] = []
+
+    def history() -> History:
+        read.append("history")
+        return History([], NoBlobs())
+
+    def tree() -> TreeView:
+        read.append("tree")
+        return TreeView({path: _entry(data) for path, data in GOOD.items()})
+
+    refused = check_candidate(tree, P, history=history, grants=INSIGHT, diff=[("M", "MEMORY.md")])
+    assert [p.code for p in refused.problems] == ["grant-violation"] and read == []
+    assert check_candidate(tree, P, history=history, grants=PRUNE, diff=[("M", "MEMORY.md")]).ok
+    assert read == ["history", "tree"]
