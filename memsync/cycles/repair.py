@@ -39,17 +39,17 @@ from memsync.errors import ProblemError
 from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published, Unstaged
 from memsync.roots.candidate import MergeFailed, merge_candidate
+from memsync.roots.checks import Checks
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.repairing import Conflict, NotRepaired, Repaired
 from memsync.roots.result import SyncStatus
 from memsync.transports.commitsign import sign_commit, signer
-from memsync.transports.git import Git, GitBlobs
+from memsync.transports.git import Git
 from memsync.transports.process import Deadline
-from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.grants import REPAIR, check_grants
+from memsync.validators.grants import REPAIR
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem, Report
+from memsync.validators.problems import Problem
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,8 @@ class Repairer:
         self.layout = layout
         self.policy = policy
         self.graph = graph
+        # A repair passes the repair role's grants (the synchronized paths) and the gate.
+        self._checks = Checks(graph, grants=REPAIR)
         self.branch = branch
         self.clock = clock
         self.records = journal.Journal(layout.journal_dir)
@@ -202,7 +204,7 @@ class Repairer:
             outcome = self._admitter().admit(
                 Admission(KIND, self.branch, conflict.start, conflict.upstream, key=key, once=True),
                 lambda op, worktree: self._stage(op, worktree, conflict, role, prompt),
-                lambda candidate, files: self._validate(conflict.start, candidate, files),
+                self._checks,
             )
         except RepairFailed as exc:
             return self._failed(conflict, key, exc.message, exc.problems)
@@ -353,17 +355,6 @@ class Repairer:
         made = box.commit_tree(box.tree_of(top), parents, message, box.identity_config())
         return sign_commit(box, made, self.root.signing)
 
-    def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:
-        git = self.git
-        problems = check_grants(REPAIR, git.tree_diff(start, candidate), self.policy)
-        if problems:
-            return Report(problems=tuple(problems))
-        _count, changes = git.changes(candidate, start)
-        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
-        if not report.ok:
-            return report
-        return validate_tree(git.tree_view(candidate), self.policy, self.graph, content_paths=files)
-
     # -- answers without running the model ---------------------------------------------------
 
     def _settled_before(
@@ -395,7 +386,7 @@ class Repairer:
         outcome = self._admitter().admit(
             Admission(KIND, self.branch, conflict.start, conflict.upstream, key=key),
             lambda _op, _worktree: candidate,
-            lambda commit, files: self._validate(conflict.start, commit, files),
+            self._checks,
         )
         if isinstance(outcome, Published):
             return Repaired(outcome.operation_id, candidate, outcome.files, role.name, again=True)

@@ -47,17 +47,16 @@ from memsync.roots.admit import (
     Unstaged,
 )
 from memsync.roots.candidate import MergeFailed
+from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.publish import blocking_changes
 from memsync.transports.commitsign import SigningKeyError, sign_commit, sign_head, signer
-from memsync.transports.git import Git, GitBlobs
+from memsync.transports.git import Git
 from memsync.transports.process import Deadline
-from memsync.validators.gate import validate_changes, validate_tree
-from memsync.validators.grants import check_grants
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem, Report
+from memsync.validators.problems import Problem
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.wire.cli import CycleReport, ProblemModel
 
@@ -231,7 +230,7 @@ class _Turn:
             outcome = Admitter(git, self.records, self.layout, self.policy).admit(
                 Admission(self.cycle.kind, branch, head, key=key, once=True),
                 lambda op, worktree: self._stage(op, worktree, head, context),
-                lambda candidate, files: self._validate(head, candidate, files),
+                self._checks(),
             )
             if isinstance(outcome, Fenced) and outcome.candidate is not None:
                 outcome = self._replay(outcome, head, branch, key)
@@ -320,24 +319,17 @@ class _Turn:
         return Admitter(git, self.records, self.layout, self.policy).admit(
             Admission(self.cycle.kind, branch, new_head, key=f"{key}-replay", once=True),
             stage,
-            lambda replayed, files: self._validate(new_head, replayed, files),
+            self._checks(),
         )
 
-    def _validate(self, head: str, candidate: str, files: tuple[str, ...]) -> Report:
-        git = self.git
-        problems = check_grants(self.cycle.kind, git.tree_diff(head, candidate), self.policy)
-        if self.cycle.kind == "prune":
-            facts = self.facts(head)
-            problems += grace_problems(facts, removed_items(git, facts, candidate))
-        if problems:
-            return Report(problems=tuple(problems))
-        _count, changes = git.changes(candidate, head)
-        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
-        if not report.ok:
-            return report
-        return validate_tree(
-            git.tree_view(candidate), self.policy, default_graph_validator(), content_paths=files
-        )
+    def _checks(self) -> Checks:
+        """A landing passes the role's grants, prune's revival grace and the whole gate."""
+        also = self._grace if self.cycle.kind == "prune" else None
+        return Checks(default_graph_validator(), grants=self.cycle.kind, also=also)
+
+    def _grace(self, head: str, candidate: str) -> list[Problem]:
+        facts = self.facts(head)
+        return grace_problems(facts, removed_items(self.git, facts, candidate))
 
     def facts(self, head: str) -> PruneFacts:
         """The prune facts at `head` (computed once per head a turn meets)."""

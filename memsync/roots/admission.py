@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
 MAX_NAMED = 20  # commits named one by one in a refusal; the rest are counted
 BATCH = 1000  # commit objects read per `cat-file` process (bounds what one read holds)
 RECORD = "admission.json"
+# The codes `judge` reports (`validators.commitsig.CODES`, named here without loading it).
+CODES = frozenset({"unsigned-commit", "untrusted-signer", "bad-signature"})
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@
     journal record (running) -> stage a candidate commit -> pin it under a candidate ref
     -> validate -> record `prepared` -> publish through the fence -> settle
 
-Sync, autocommit, cycle landings and the repair role all come through `admit`; only it
-calls `publish.publish`. The caller supplies what differs (how to stage the candidate, how
-to validate it) and gets back one plain outcome; every path settles its journal record,
-removes its candidate, and leaves the active root either untouched or at the validated
-candidate. An exception while staging settles the record as failed; one after `prepared`
-leaves it for the next cycle's recovery, which finishes or refuses the publication.
+Sync, autocommit, cycle landings, revocation and the repair role all come through
+`admit`; only it calls `publish.publish`. The caller supplies how to stage the candidate
+and which checks apply to it (`roots.checks.Checks`: its policy, never the steps: the
+transaction runs the gate itself) and gets back one plain outcome; every path settles
+its journal record, removes its candidate, and leaves the active root either untouched or
+at the validated candidate. An exception while staging settles the record as failed; one
+after `prepared` leaves it for the next cycle's recovery, which finishes or refuses the
+publication.
 
 Operation keys are the caller's (`journal.operation_key`): a key that already settled as
 committed or no_change is answered `AlreadyDone` without staging anything again.
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.roots import journal, recovery
+from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.publish import FenceBroken, Target, publish
@@ -48,9 +51,8 @@ class Admission:
 
 # Stage: given the open record and a worktree path it may use, the candidate commit, None
 # when there is nothing to land (a role that chose to change nothing), or why none could
-# be made. Validate: the candidate and its changed paths, to a report.
+# be made.
 Stage = Callable[[journal.Operation, Path], "str | MergeFailed | None"]
-Validate = Callable[[str, tuple[str, ...]], Report]
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class Admitter:
         self,
         admission: Admission,
         stage: Stage,
-        validate: Validate,
+        checks: Checks,
         *,
         dry_run: bool = False,
         before_publish: Callable[[], None] | None = None,
@@ -141,7 +143,7 @@ class Admitter:
             admission.kind, admission.branch, admission.start, admission.upstream, key=key
         )
         try:
-            return self._run(op, stage, validate, dry_run, before_publish, admission.in_place)
+            return self._run(op, stage, checks, dry_run, before_publish, admission.in_place)
         except BaseException:
             latest = self.journal.load(op.id)
             if latest is not None and latest.phase == journal.RUNNING:
@@ -152,7 +154,7 @@ class Admitter:
         self,
         op: journal.Operation,
         stage: Stage,
-        validate: Validate,
+        checks: Checks,
         dry_run: bool,
         before_publish: Callable[[], None] | None,
         in_place: bool,
@@ -169,7 +171,9 @@ class Admitter:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
         fault("after-merge")
         files = git.changed_paths(op.start, candidate)
-        report = validate(candidate, files)
+        if checks.tree == "none":  # nothing is published without its tree checked
+            checks = replace(checks, tree="changed")
+        report = checks.check(git, self.policy, op.start, candidate, files)
         fault("after-validation")
         if not report.ok:
             self._settle(op, journal.FAILED, "the candidate failed validation", files=files)

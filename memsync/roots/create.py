@@ -26,12 +26,11 @@ from pathlib import Path
 from memsync.errors import RootError, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat
+from memsync.roots.checks import Checks
 from memsync.roots.reach import unreachable
 from memsync.transports.commitsign import CommitKey, sign_head
-from memsync.transports.git import FetchOutcome, Git, GitBlobs, GitCredentials, PushOutcome, cause
-from memsync.validators.gate import validate_changes, validate_tree
+from memsync.transports.git import FetchOutcome, Git, GitCredentials, PushOutcome, cause
 from memsync.validators.policy import SyncPolicy, gitignore_text
-from memsync.validators.rightmemory import default_graph_validator
 
 MEMORY_TEMPLATE = """\
 # User Context
@@ -65,6 +64,7 @@ class InitResult:
 
 
 STAGING_PREFIX = ".memsync-init-"
+WHOLE_TREE = Checks(history=False, tree="whole")  # every file's bytes, the graph's default
 
 
 def init_root(
@@ -236,11 +236,13 @@ def _join(
     count, history = git.changes(commit, None)
     checking = "Validating history"
     progress.show(checking, 0, len(history), unit="changes", detail=_commits(count))
-    changes = validate_changes(history, GitBlobs(git), policy)
+    # Init joins a root's whole history: every commit, every file's bytes (one report
+    # with both, in two steps only to show progress for each).
+    changes = Checks(tree="none").check(git, policy, None, commit, changes=history)
     progress.show(checking, len(history), len(history), unit="changes", detail=_commits(count))
     tree = git.tree_view(commit)
     progress.show("Validating files", 0, len(tree.entries), unit="files")
-    report = validate_tree(tree, policy, default_graph_validator())
+    report = WHOLE_TREE.check(git, policy, None, commit, view=tree)
     progress.show(
         "Validating files",
         len(tree.entries),
@@ -280,7 +282,9 @@ def _existing(git: Git, path: Path, upstream: str | None, policy: SyncPolicy) ->
             f"{path} is not empty and is not a memory root",
             hint="choose an empty directory or an existing memory root",
         )
-    report = validate_tree(git.tree_view(head), policy, default_graph_validator())
+    # An existing repository's own history is this machine's: it is checked as it is
+    # pushed; its tree is checked whole now.
+    report = WHOLE_TREE.check(git, policy, None, head)
     if not report.ok:
         codes = ", ".join(sorted(report.codes()))
         raise RootError(

@@ -22,6 +22,7 @@ from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import admission, indexstat, journal, packs, pause, recovery, statusmemo
 from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
+from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
@@ -33,13 +34,12 @@ from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
 from memsync.transports.commitsign import sign_commit
-from memsync.transports.git import FetchOutcome, Git, GitBlobs
+from memsync.transports.git import FetchOutcome, Git
 from memsync.transports.gitparse import WorkState, fsck_findings
 from memsync.transports.process import Deadline
-from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem, Report
+from memsync.validators.problems import Problem
 from memsync.validators.rightmemory import default_graph_validator
 
 if TYPE_CHECKING:
@@ -322,17 +322,10 @@ class _Cycle:
             made = git.commit_paths(start, dirty, message, worktree / "index")
             return sign_commit(git, made, self.settings.signing)
 
-        def validate(candidate: str, files: tuple[str, ...]) -> Report:
-            _count, changes = git.changes(candidate, start)
-            report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
-            if not report.ok:
-                return report
-            return validate_tree(
-                git.tree_view(candidate), self.policy, self.graph, content_paths=files
-            )
-
         outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
-            Admission("autocommit", self.branch, start, in_place=True), stage, validate
+            Admission("autocommit", self.branch, start, in_place=True),
+            stage,
+            Checks(graph=self.graph),  # a person's edits: no role's grants
         )
         if isinstance(outcome, Published):
             log.info("root %s: autocommitted %d file(s)", self.settings.name, len(outcome.files))

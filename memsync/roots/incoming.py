@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
+from memsync.roots.admission import CODES as SIGNATURE_CODES
 from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import (
     Admission,
@@ -28,14 +29,14 @@ from memsync.roots.admit import (
     Outcome,
     Unstaged,
 )
+from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
 from memsync.roots.repairing import Conflict, Repaired, Settler
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.commitsign import CommitKey
-from memsync.transports.git import Git, GitBlobs
-from memsync.validators.gate import validate_changes, validate_tree
+from memsync.transports.git import Git
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
@@ -73,13 +74,17 @@ class Incoming:
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
-        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
+        # The upstream's commits, each one, before anything is staged (the candidate's tree
+        # is checked by the admission below).
+        history = Checks(self.graph, signed=self.admission, tree="none")
+        report = history.check(git, self.policy, local, upstream, changes=changes)
         self.progress.show(checking, len(changes), len(changes), unit="changes", detail=commits)
-        unsigned = self.admission.judge(git, upstream, local) if self.admission else ()
-        if not report.ok or unsigned:
-            why = "break the path rules" if not report.ok else "lack a pinned signer's signature"
-            problems = (*report.problems, *unsigned)
-            return self._refuse(problems, upstream, local, f"{count} incoming commit(s) {why}")
+        if not report.ok:
+            path_rules = not report.codes() <= SIGNATURE_CODES
+            why = "break the path rules" if path_rules else "lack a pinned signer's signature"
+            return self._refuse(
+                report.problems, upstream, local, f"{count} incoming commit(s) {why}"
+            )
         kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
 
         def keep_previous_head() -> None:
@@ -89,9 +94,9 @@ class Incoming:
         outcome = Admitter(git, self.records, self.layout, self.policy).admit(
             Admission("sync", self.branch, local, upstream),
             lambda _op, worktree: self._stage(plan, worktree),
-            lambda candidate, files: validate_tree(
-                git.tree_view(candidate), self.policy, self.graph, content_paths=files
-            ),
+            # The upstream's commits passed above; the staged merge or replay is checked
+            # as a tree (the replayed commits are this root's own, checked when pushed).
+            Checks(self.graph, history=False),
             dry_run=self.dry_run,
             before_publish=keep_previous_head,
         )
@@ -247,7 +252,8 @@ class Incoming:
         return merge_candidate(self.git, worktree, plan.local, upstream, signing=self.signing)
 
     def _valid(self, commit: str) -> bool:
-        return validate_tree(self.git.tree_view(commit), self.policy, self.graph).ok
+        whole = Checks(self.graph, history=False, tree="whole")
+        return whole.check(self.git, self.policy, None, commit).ok
 
     def _refuse(
         self,

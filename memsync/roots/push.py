@@ -12,17 +12,15 @@ from dataclasses import dataclass
 
 from memsync.roots import journal
 from memsync.roots.admission import SignedAdmission
+from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.reach import unreachable
 from memsync.roots.result import SyncStatus
-from memsync.transports.git import Git, GitBlobs, PushOutcome
+from memsync.transports.git import Git, PushOutcome
 from memsync.transports.gitparse import last_line
-from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
-
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA-1 repos)
 
 
 @dataclass(frozen=True)
@@ -54,24 +52,18 @@ class Outgoing:
         """Validate `upstream..head`, then push `head` to the upstream branch, never forced."""
         git = self.git
         count, changes = git.changes(head, upstream)
-        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
         files = tuple(sorted({c.path for c in changes}))
-        if report.ok:
-            report = validate_tree(
-                git.tree_view(head),
-                self.policy,
-                self.graph,
-                content_paths=git.changed_paths(upstream or EMPTY_TREE, head),
-            )
-        unsigned = self.admission.judge(git, head, upstream) if self.admission else ()
-        if not report.ok or unsigned:
-            problems = (*report.problems, *unsigned)
+        # Every outgoing commit, and the tree pushed as a whole (its changed files' bytes).
+        checks = Checks(self.graph, signed=self.admission)
+        report = checks.check(git, self.policy, upstream, head, changes=changes)
+        if not report.ok:
+            problems = report.problems
             codes = ", ".join(sorted({p.code for p in problems}))
             return Pushed(
                 "refused",
                 f"refused to push: {count} local commit(s) break the memory rules ({codes}); "
                 "nothing was pushed",
-                tuple(sorted({p.path for p in report.problems if p.path})),
+                tuple(sorted({p.path for p in problems if p.path})),
                 problems,
             )
         if dry_run:

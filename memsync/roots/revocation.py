@@ -21,18 +21,17 @@ from typing import TYPE_CHECKING
 from memsync.config.model import RootSettings
 from memsync.roots import journal, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published
+from memsync.roots.checks import Checks
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.provenance import TRAILER, OpenRoot, SignerItems, signed_items
 from memsync.roots.publish import blocking_changes
 from memsync.transports.commitsign import sign_commit
-from memsync.transports.git import Git, GitBlobs
+from memsync.transports.git import Git
 from memsync.validators.assembly import build_graph
 from memsync.validators.editor import remove_items
-from memsync.validators.gate import validate_changes, validate_tree
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem, Report
-from memsync.validators.rightmemory import default_graph_validator
+from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:  # pydantic loads for the command's output only
     from memsync.wire.provenance import RevertModel
@@ -133,7 +132,7 @@ class _Revert:
         outcome = Admitter(git, self.records, self.layout, self.policy).admit(
             Admission(KIND, state.branch, start, key=key),
             lambda op, worktree: self._stage(op, worktree, start, ids, reason),
-            lambda candidate, files: self._validate(start, candidate, files),
+            Checks(),  # a person's revert: no role's grants
         )
         if isinstance(outcome, Published):
             return Reverted(
@@ -189,16 +188,6 @@ class _Revert:
         message = _message(reason, ids, self.removed, op.id)
         made = box.commit_tree(tree, [start], message, git.identity_config())
         return self.sign(box, made) if self.sign is not None else made
-
-    def _validate(self, start: str, candidate: str, files: tuple[str, ...]) -> Report:
-        git = self.git
-        _count, changes = git.changes(candidate, start)
-        report = validate_changes(changes, GitBlobs(git), self.policy, trees=git.ls_tree)
-        if not report.ok:
-            return report
-        return validate_tree(
-            git.tree_view(candidate), self.policy, default_graph_validator(), content_paths=files
-        )
 
 
 def _message(reason: str, ids: list[str], removed: tuple[str, ...], operation_id: str) -> str:

@@ -9,11 +9,10 @@ import pytest
 from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, AlreadyDone, DryRun, Invalid, Published
 from memsync.roots.candidate import MergeFailed
+from memsync.roots.checks import Checks
 from memsync.roots.layout import RootLayout
 from memsync.transports.git import Git
-from memsync.validators.gate import validate_tree
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Problem, Report
 from tests.conftest import Team
 from tests.helpers import commit, git, snapshot
 
@@ -32,12 +31,6 @@ def _admitter(team: Team) -> tuple[Admitter, journal.Journal]:
     return Admitter(Git(team.bob.path), records, layout, SyncPolicy()), records
 
 
-def _valid(git_box: Git) -> object:
-    return lambda candidate, files: validate_tree(
-        git_box.tree_view(candidate), SyncPolicy(), content_paths=files
-    )
-
-
 def test_any_kind_is_admitted_once_per_key(team: Team) -> None:
     start, candidate = _made_aside(team.bob.path, {"insight_logs/2026.md": "# Insight\n"})
     admitter, records = _admitter(team)
@@ -49,13 +42,13 @@ def test_any_kind_is_admitted_once_per_key(team: Team) -> None:
 
     key = journal.operation_key("insight", start, None, "turn-1")
     admission = Admission("insight", "main", start, key=key, once=True)
-    first = admitter.admit(admission, stage, _valid(admitter.git))  # type: ignore[arg-type]
+    first = admitter.admit(admission, stage, Checks(grants="insight"))
     assert isinstance(first, Published) and first.files == ("insight_logs/2026.md",)
     assert git(team.bob.path, "rev-parse", "HEAD") == candidate
     assert (team.bob.path / "insight_logs" / "2026.md").read_text() == "# Insight\n"
     assert records.done(key) == first.operation_id
     # After a crash the caller asks again: the settled operation is not run again.
-    again = admitter.admit(admission, stage, _valid(admitter.git))  # type: ignore[arg-type]
+    again = admitter.admit(admission, stage, Checks(grants="insight"))
     assert isinstance(again, AlreadyDone) and again.operation_id == first.operation_id
     assert staged == [first.operation_id]
     assert git(team.bob.path, "for-each-ref", "refs/memsync/candidates") == ""
@@ -69,7 +62,7 @@ def test_a_dry_run_does_not_claim_the_key(team: Team) -> None:
     dry = admitter.admit(
         admission,
         lambda op, wt: candidate,
-        _valid(admitter.git),  # type: ignore[arg-type]
+        Checks(grants="prune"),
         dry_run=True,
     )
     assert isinstance(dry, DryRun) and snapshot(team.bob.path) == before
@@ -79,14 +72,16 @@ def test_a_dry_run_does_not_claim_the_key(team: Team) -> None:
 def test_an_invalid_candidate_settles_failed_and_leaves_the_root(team: Team) -> None:
     start, candidate = _made_aside(team.bob.path, {"MEMORY_x.md": "# X\n"})
     admitter, records = _admitter(team)
-    problem = Problem("grant-violation", "MEMORY_x.md", None, "not granted")
     before = snapshot(team.bob.path)
-    outcome = admitter.admit(
+    outcome = admitter.admit(  # the transaction runs the gate itself: the role's grants
         Admission("insight", "main", start, key="k2", once=True),
         lambda op, wt: candidate,
-        lambda c, files: Report(problems=(problem,)),
+        Checks(grants="insight"),
     )
-    assert isinstance(outcome, Invalid) and outcome.report.problems == (problem,)
+    assert isinstance(outcome, Invalid)
+    assert [(p.code, p.path) for p in outcome.report.problems] == [
+        ("grant-violation", "MEMORY_x.md")
+    ]
     assert snapshot(team.bob.path) == before
     assert records.done("k2") is None and records.unsettled() == []
     settled = records.load(outcome.operation_id)
@@ -101,6 +96,28 @@ def test_an_exception_while_staging_settles_the_record(team: Team) -> None:
         raise RuntimeError("the executor crashed")
 
     with pytest.raises(RuntimeError):
-        admitter.admit(Admission("repair", "main", start), explode, _valid(admitter.git))  # type: ignore[arg-type]
+        admitter.admit(Admission("repair", "main", start), explode, Checks(grants="repair"))
     assert records.unsettled() == []
     assert git(team.bob.path, "for-each-ref", "refs/memsync/candidates") == ""
+
+
+def test_the_transaction_always_checks_the_candidates_tree(team: Team) -> None:
+    """Checks that ask for no tree (the incoming history check before staging) still get
+    the candidate's tree checked when handed to the transaction: nothing is published
+    unchecked."""
+    start = git(team.bob.path, "rev-parse", "HEAD")
+    (team.bob.path / "MEMORY_bad.md").write_bytes(b"# Bad\n\n\xff\xfe not utf-8\n")
+    git(team.bob.path, "add", "MEMORY_bad.md")
+    git(team.bob.path, "commit", "-q", "-m", "bad")
+    candidate = git(team.bob.path, "rev-parse", "HEAD")
+    git(team.bob.path, "reset", "-q", "--hard", start)
+    admitter, _records = _admitter(team)
+    before = snapshot(team.bob.path)
+    outcome = admitter.admit(
+        Admission("sync", "main", start, key="k3"),
+        lambda op, wt: candidate,
+        Checks(history=False, tree="none"),
+    )
+    assert isinstance(outcome, Invalid)
+    assert [(p.code, p.path) for p in outcome.report.problems] == [("not-utf8", "MEMORY_bad.md")]
+    assert snapshot(team.bob.path) == before

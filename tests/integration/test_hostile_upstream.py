@@ -7,8 +7,12 @@ untouched, and the same shapes are never pushed outgoing.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from memsync.errors import RootError
+from memsync.roots.create import init_root
 from tests.conftest import Team
 from tests.helpers import commit, git, push, snapshot
 
@@ -76,3 +80,26 @@ def test_a_case_collision_inside_local_history_is_never_pushed(team: Team) -> No
     assert result.status == "rejected"
     assert "case-collision" in {p.code for p in result.problems}
     assert git(team.upstream, "rev-parse", "main") == upstream_before
+
+
+def test_init_refuses_a_history_clash_after_an_empty_commit_as_sync_does(
+    team: Team, tmp_path: Path
+) -> None:
+    """A case collision only inside the history, made on top of an empty commit (git
+    lists no diff for it, so its tree must be looked up): joining by init is refused like
+    syncing into a root is (init used to assume an empty tree there and let it in)."""
+    alice = team.alice.path
+    commit(alice, {"MEMORY_x.md": "# x\n"}, "x")
+    git(alice, "commit", "-q", "--allow-empty", "-m", "empty")
+    commit(alice, {"MEMORY_X.md": "# X\n"}, "clash")
+    commit(alice, {"MEMORY_X.md": None}, "gone")
+    push(alice)
+    joining = tmp_path / "carol"
+    with pytest.raises(RootError, match=r"case-collision MEMORY_X\.md"):
+        init_root(joining, upstream=str(team.upstream))
+    assert not joining.exists() or not any(joining.iterdir())
+    before = snapshot(team.bob.path)
+    result = team.bob.sync()
+    assert result.status == "rejected", result.message
+    assert "case-collision" in {p.code for p in result.problems}
+    assert snapshot(team.bob.path) == before
