@@ -101,6 +101,7 @@ def diagnose(config_path: str | None, *, now: datetime | None = None) -> Diagnos
             checks += check_root(root)
         checks += check_secrets(config)
         checks += [c for n, r in config.roots.items() if (c := check_admission(n, r.model_dump()))]
+        checks += [c for r in settings.roots if (c := check_own_key_pinned(r))]
         checks += check_trust(config)
         checks.append(check_inotify(settings, WATCHES_FILE))
     checks.append(check_clock(now or timefmt.now()))
@@ -506,6 +507,37 @@ def check_admission(name: str, root: Mapping[str, object]) -> Check | None:
         "admission.require: signed without signing.key: a merge memsync makes here would "
         "be unsigned and refused before push",
         "add signing: {key: {file: PATH}} with a key listed in admission.signers",
+    )
+
+
+def check_own_key_pinned(root: RootSettings) -> Check | None:
+    """`roots.<name>.admission.own-key`: with `require: signed` and a `signing.key`, the
+    commits memsync makes here (merges, autocommits, cycle landings, reverts) pass the
+    outgoing check only when that key is one of `admission.signers`. Nothing to say when
+    either is unusable: their own checks say why."""
+    if root.admission.require != "signed" or root.signing is None:
+        return None
+    from memsync.roots.admission import SignedAdmission  # noqa: PLC0415 - cryptography
+
+    try:
+        pinned = SignedAdmission.of(root.name, root.admission)
+        own = commit_signer(root.signing)
+    except MemsyncError:
+        return None
+    if pinned is None:
+        return None
+    where = f"roots.{root.name}.admission.own-key"
+    if own.fingerprint in pinned.signers.fingerprints():
+        return Check(where, OK, f"memsync's signing key {own.fingerprint} is a pinned signer")
+    public = " ".join(own.public_key.split(" ")[:2])
+    return Check(
+        where,
+        FAIL,
+        f"memsync's signing key {own.fingerprint} is not in admission.signers: every commit "
+        "memsync makes here (merges, autocommits, cycle landings) would be refused before "
+        "push",
+        "add its public key line to admission.signers",
+        details=(f"public key line: {public} memsync",),
     )
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from memsync.config.load import load_config_text
-from memsync.doctor import FAIL, OK, check_secrets
+from memsync.config.model import AdmissionSettings
+from memsync.doctor import FAIL, OK, check_own_key_pinned, check_secrets
+from memsync.secrets import SecretRef
+from memsync.transports.commitsign import CommitKey
+from tests.kit import settings_for
+from tests.sigkeys import make_key
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ7h8xTigm2v/w5U+5CnLNnLi5f9v3tn9o8mV1E2t4cJ a@x"
 
@@ -48,3 +53,33 @@ def test_a_missing_file_fails(tmp_path: Path) -> None:
     )
     (check,) = [c for c in check_secrets(config) if ".admission." in c.name]
     assert check.status == FAIL and "does not exist" in check.message
+
+
+def own_key_check(tmp_path: Path, *pinned: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """doctor's check that memsync's own signing key is one of the pinned signers."""
+
+    ours = make_key(tmp_path / "keys", "memsync")
+    signers = tuple(ours.public if p == "ours" else p for p in pinned)
+    root = settings_for(
+        "team",
+        tmp_path,
+        admission=AdmissionSettings("signed", signers),
+        signing=CommitKey("roots.team.signing.key", SecretRef("file", str(ours.private))),
+    )
+    check = check_own_key_pinned(root)
+    assert check is not None
+    return check.name, check.status, check.message, check.details
+
+
+def test_memsyncs_own_key_among_the_signers_passes(tmp_path: Path) -> None:
+    name, status, message, _ = own_key_check(tmp_path, KEY, "ours")
+    assert (name, status) == ("roots.team.admission.own-key", OK), message
+
+
+def test_memsyncs_own_key_missing_from_the_signers_fails_with_its_line(tmp_path: Path) -> None:
+    """Its merges would be refused before every push: doctor says so and gives the line."""
+    name, status, message, details = own_key_check(tmp_path, KEY)
+    assert (name, status) == ("roots.team.admission.own-key", FAIL)
+    assert "would be refused before push" in message
+    ours = (tmp_path / "keys" / "memsync.pub").read_text().split()
+    assert details == (f"public key line: {ours[0]} {ours[1]} memsync",)
