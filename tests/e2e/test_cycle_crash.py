@@ -199,12 +199,9 @@ git -c user.name=insight -c user.email=insight@localhost commit -q -m 'insight: 
 """
 
 
-def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
-    team: Team, tmp_path: Path
-) -> None:
-    """SIGKILL of `memsync cycle` while the agent itself is still running (blocked on a
-    fifo): nothing lands, nothing is left open, and the next run asks the agent again and
-    lands exactly one insight."""
+def holding_insight(team: Team, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Bob's insight role is HOLDING_AGENT (blocked on a fifo until `released` exists), with
+    notes to think about; (the config, the agent's pidfile, the release file)."""
     fifo, pidfile, released = tmp_path / "hold", tmp_path / "agent.pid", tmp_path / "released"
     os.mkfifo(fifo)
     script = tmp_path / "insight.sh"
@@ -218,6 +215,16 @@ def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
         team, tmp_path, "insight", f"insight: {{executor: command, command: [{script}]}}"
     )
     commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
+    return cfg, pidfile, released
+
+
+def test_a_cycle_killed_while_its_agent_runs_converges_on_the_next_run(
+    team: Team, tmp_path: Path
+) -> None:
+    """SIGKILL of `memsync cycle` while the agent itself is still running (blocked on a
+    fifo): nothing lands, nothing is left open, and the next run asks the agent again and
+    lands exactly one insight."""
+    cfg, pidfile, released = holding_insight(team, tmp_path)
     before = git(team.bob.path, "rev-parse", "HEAD")
     kill_while_agent_holds(["--config", str(cfg), "cycle", "insight", "bob", "--force"], pidfile)
     assert git(team.bob.path, "rev-parse", "HEAD") == before
@@ -234,19 +241,7 @@ def test_an_agent_left_running_by_a_killed_cycle_is_ended_by_the_next_one(
 ) -> None:
     """The killed `memsync cycle` recorded its agent's group; the next run ends that group
     (the agent and the `cat` it is blocked in) before its own turn, then lands."""
-    fifo, pidfile, released = tmp_path / "hold", tmp_path / "agent.pid", tmp_path / "released"
-    os.mkfifo(fifo)
-    script = tmp_path / "insight.sh"
-    script.write_text(
-        HOLDING_AGENT.format(
-            counter=tmp_path / "runs", released=released, pidfile=pidfile, fifo=fifo
-        )
-    )
-    script.chmod(0o755)
-    cfg = configure(
-        team, tmp_path, "insight", f"insight: {{executor: command, command: [{script}]}}"
-    )
-    commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
+    cfg, pidfile, released = holding_insight(team, tmp_path)
     args = ["--config", str(cfg), "cycle", "insight", "bob", "--force"]
     agent = kill_while_agent_holds(args, pidfile, end_agent=False)
     group = os.getpgid(agent)
