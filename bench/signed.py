@@ -144,7 +144,7 @@ def scenario(base: Path, count: int) -> dict[str, Any]:
     SignedAdmission.of("bench", signed)  # the import of cryptography: once, as in the daemon
     off, on = [], []
     for i in range(RUNS):
-        order = [(off, AdmissionSettings()), (on, signed)]
+        order = [(off, AdmissionSettings("off", ())), (on, signed)]
         for times, admission in order if i % 2 == 0 else order[::-1]:
             times.append(_timed_sync(pristine, base / "run", admission))
     # The gate alone, over the fetched range of a root that has it.

@@ -209,13 +209,16 @@ class Hub:
             heading="bench",
             view_id="bench",
             source=HttpSourceSettings(
-                f"{self.url}/v1/views/bench", token=SecretRef.parse({"env": "BENCH_TOKEN"})
+                f"{self.url}/v1/views/bench",
+                token=SecretRef.parse({"env": "BENCH_TOKEN"}),
+                allow_http=False,
             ),
             keys=(public_key_text(KEY),),
             threshold=1,
             allow_unsigned=False,
             refresh=timedelta(minutes=5),
             max_stale=timedelta(days=7),
+            max_file_size=1024 * 1024,
         )
 
 

@@ -10,7 +10,7 @@ import click
 
 from memsync import timefmt
 from memsync.cli.kit import EXIT_OK, App, emit
-from memsync.config.model import HubSettings
+from memsync.config.model import default_hub
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
 from memsync.hub.guard import Limits
@@ -122,7 +122,7 @@ def hub_serve(
     """
     data_dir = _hub_dir(app, data)
     settings = app.settings().hub if data is None else None
-    base = settings or HubSettings(data_dir, "127.0.0.1:8765")
+    base = settings or default_hub(data_dir)
     limits = Limits(
         header_timeout=_seconds("--header-timeout", header_timeout, base.header_timeout),
         idle_timeout=_seconds("--idle-timeout", idle_timeout, base.idle_timeout),

@@ -37,8 +37,8 @@ class AdmissionSettings:
     """`roots.*.admission`: `signed` admits only commits signed by one of `signers`
     (OpenSSH public key lines, or references to files of them, read at each sync)."""
 
-    require: Literal["off", "signed"] = "off"
-    signers: tuple[str | SecretRef, ...] = ()
+    require: Literal["off", "signed"]
+    signers: tuple[str | SecretRef, ...]
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ class HttpSourceSettings:
     """A view served over HTTP(S) by a hub or any static host: `<url>/manifest`, `<url>/package`."""
 
     url: str
-    token: SecretRef | None = None
-    allow_http: bool = False  # plain http:// to a non-loopback host
+    token: SecretRef | None
+    allow_http: bool  # plain http:// to a non-loopback host
     kind: Literal["http"] = "http"
 
 
@@ -99,7 +99,7 @@ class GitSourceSettings:
 
     url: str
     path: str
-    branch: str = "main"
+    branch: str
     kind: Literal["git"] = "git"
 
 
@@ -121,7 +121,7 @@ class ViewSettings:
     allow_unsigned: bool
     refresh: timedelta
     max_stale: timedelta
-    max_file_size: int = 1024 * 1024  # the per-file cap of its packages (`too-large`)
+    max_file_size: int  # the per-file cap of its packages (`too-large`)
 
 
 @dataclass(frozen=True)
@@ -153,17 +153,17 @@ RoleSettings = CommandRoleSettings | OpenAIRoleSettings
 class HubSettings:
     data_dir: Path
     listen: str
-    header_timeout: float = 10.0
-    idle_timeout: float = 60.0
-    max_connections: int | None = None
-    max_streams_per_token: int = 16
-    log_interval: float = 60.0
+    header_timeout: float
+    idle_timeout: float
+    max_connections: int | None
+    max_streams_per_token: int
+    log_interval: float
 
 
 @dataclass(frozen=True)
 class WebhookSettings:
     url: str
-    token: SecretRef | None = None
+    token: SecretRef | None
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ class HookSettings:
     views: frozenset[str] | None
     command: tuple[str, ...] | None
     webhook: WebhookSettings | None
-    timeout: timedelta = timedelta(seconds=30)
+    timeout: timedelta
 
     def wants(self, kind: str, name: str, status: str) -> bool:
         """Whether a `kind` ("root"/"view") called `name` entering `status` runs it."""
@@ -269,6 +269,16 @@ def default_root(name: str, path: Path, **overrides: object) -> RootSettings:
     from memsync.config.schema import Root  # noqa: PLC0415 - pydantic, only here
 
     return replace(root_settings(name, Root(path=path)), **overrides)  # type: ignore[arg-type]
+
+
+def default_hub(data_dir: Path) -> HubSettings:
+    """The `hub:` section's settings with only `data_dir` given (every default the
+    schema's): `hub serve --data DIR` reads no configuration."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from memsync.config.schema import Hub  # noqa: PLC0415 - pydantic, only here
+
+    return replace(_hub(Hub(data_dir=data_dir)), data_dir=data_dir)  # the path as given
 
 
 def _git_credentials(name: str, root: Root) -> GitCredentials | None:

@@ -90,7 +90,7 @@ def test_a_git_share_hiding_text_is_unavailable(root: Path, tmp_path: Path) -> N
     (share / "shares" / "auth" / "share.toml").write_text('id = "auth"\n')
     git(share, "add", ".")
     git(share, "commit", "-q", "-m", "share")
-    view = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
+    view = settings(root, "", source=GitSourceSettings(str(share), "shares/auth", "main"))
     [result] = asyncio.run(pull_views([replace(view, allow_unsigned=True)], tmp_path / "state"))
     assert result.status == "unavailable"
     refusal(result, "hidden-text")

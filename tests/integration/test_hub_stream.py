@@ -207,13 +207,13 @@ async def test_each_view_of_a_pull_keeps_its_own_plain_http_choice(
         root,
         remote_hub.url,
         name="lenient",
-        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/lenient", allow_http=True),
+        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/lenient", None, allow_http=True),
     )
     strict = view_settings(
         root,
         remote_hub.url,
         name="strict",
-        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/strict"),
+        source=HttpSourceSettings(f"{remote_hub.url}/v1/views/strict", None, allow_http=False),
     )
     results = {r.view: r for r in await pull_views([lenient, strict], tmp_path / "state")}
     assert "plain http to a non-loopback host refused" in results["strict"].message

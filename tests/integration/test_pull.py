@@ -74,12 +74,13 @@ def settings(root: Path, url: str, **over: object) -> ViewSettings:
         root_path=root,
         heading="team-auth",
         view_id="auth",
-        source=HttpSourceSettings(f"{url}/v1/views/auth"),
+        source=HttpSourceSettings(f"{url}/v1/views/auth", None, allow_http=False),
         keys=(public_key_text(KEY),),
         threshold=1,
         allow_unsigned=False,
         refresh=timedelta(minutes=5),
         max_stale=timedelta(days=7),
+        max_file_size=1024 * 1024,
     )
     values.update(over)
     return ViewSettings(**values)  # type: ignore[arg-type]
@@ -255,7 +256,7 @@ def test_git_share_pull(root: Path, tmp_path: Path) -> None:
     (share / "shares" / "auth" / "manifest.json").write_bytes(manifest)
     git(share, "add", ".")
     git(share, "commit", "-q", "-m", "share")
-    view = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
+    view = settings(root, "", source=GitSourceSettings(str(share), "shares/auth", "main"))
     [result] = asyncio.run(pull_views([view], tmp_path / "state"))
     assert result.status == "pulled", result.message
     assert imported(root) == expected("from git")
@@ -271,7 +272,7 @@ def test_unsigned_rightmemory_share_needs_allow_unsigned(root: Path, tmp_path: P
     (share / "shares" / "auth" / "share.toml").write_text('id = "auth"\n')
     git(share, "add", ".")
     git(share, "commit", "-q", "-m", "share")
-    strict = settings(root, "", source=GitSourceSettings(str(share), "shares/auth"))
+    strict = settings(root, "", source=GitSourceSettings(str(share), "shares/auth", "main"))
     [refused] = asyncio.run(pull_views([strict], tmp_path / "state"))
     assert refused.status == "unavailable"
     refusal(refused, "untrusted-key")

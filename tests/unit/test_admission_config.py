@@ -33,7 +33,7 @@ def problems(admission: str) -> list[Located]:
 
 def test_off_by_default_and_the_yaml_word_off() -> None:
     config = load_config_text("version: 1\nroots: {team: {path: /r}}\n", Path("/cfg"))
-    assert settings_from(config, None).roots[0].admission == AdmissionSettings()
+    assert settings_from(config, None).roots[0].admission == AdmissionSettings("off", ())
     assert settings("{require: off}") == AdmissionSettings("off", ())
     assert settings('{require: "off"}') == AdmissionSettings("off", ())
 
