@@ -18,12 +18,12 @@ demo: $(STAMP)
 # The whole suite, as CI runs it: property tests take the thorough, derandomized `ci`
 # profile (tests/conftest.py) unless MEMSYNC_HYPOTHESIS names another.
 test: $(STAMP)
-	MEMSYNC_HYPOTHESIS=$${MEMSYNC_HYPOTHESIS:-ci} $(BIN)/pytest -n 2 --dist worksteal -q
+	MEMSYNC_HYPOTHESIS=$${MEMSYNC_HYPOTHESIS:-ci} $(BIN)/pytest -n 3 --dist worksteal -q
 
 # The inner loop: everything but the long fault suites marked `slow` (make test runs them),
 # property tests on the small `dev` profile unless MEMSYNC_HYPOTHESIS names another.
 test-fast: $(STAMP)
-	$(BIN)/pytest -n 2 --dist worksteal -q -m "not slow"
+	$(BIN)/pytest -n 3 --dist worksteal -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check memsync tests bench
