@@ -8,14 +8,13 @@ PATH that logs each run (`test_git_refs._spy`); the process box's own counter mu
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
-from tests.helpers import GIT_ENV, commit, git, push
+from tests.e2e.test_startup import probe_counting
+from tests.helpers import commit, git, push
 from tests.integration.test_git_refs import _runs, _spy
 
 # The git processes of a cold fast-forward of one incoming one-file commit, at most (12
@@ -54,37 +53,20 @@ NOT_IMPORTED = (
     "memsync.views",
 )
 
-_CHILD = """
-import sys
-from memsync.__main__ import main
-from memsync.transports import process
-watched = sys.argv[1].split(",")
-sys.argv[1:] = sys.argv[2:]
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-loaded = sorted(m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in watched))
-print("COLD " + repr((code, process.started(), loaded)), file=sys.stderr)
-"""
-
 
 def _cold_sync(config: Path, env: dict[str, str]) -> tuple[int, int, list[str], str]:
     """Exit code, processes the box started, watched modules loaded, and stdout."""
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, ",".join(NOT_IMPORTED), "--config", str(config), "sync-now"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **GIT_ENV, **env},
+    code, loaded, started, out, rest = probe_counting(
+        "--config",
+        str(config),
+        "sync-now",
+        env=env,
+        heavy=NOT_IMPORTED,
         cwd=Path(__file__).parents[2],
         timeout=120,
-        check=False,
     )
-    rest, _, last = done.stderr.rstrip("\n").rpartition("\n")
-    assert last.startswith("COLD "), done.stderr
-    code, started, loaded = eval(last.removeprefix("COLD "))  # noqa: S307 - our own repr
-    assert code == 0, (done.stdout, rest)
-    return code, started, loaded, done.stdout
+    assert code == 0, (out, rest)
+    return code, started, loaded, out
 
 
 def _one_incoming_commit(team: Team, turn: int) -> None:

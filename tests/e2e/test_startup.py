@@ -92,7 +92,8 @@ try:
 except SystemExit as exc:
     code = exc.code
 heavy = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in watched))
-print("PROBE " + repr((code, heavy)), file=sys.stderr)
+box = sys.modules.get("memsync.transports.process")  # read after the list: loads nothing
+print("PROBE " + repr((code, heavy, box.started() if box else 0)), file=sys.stderr)
 """
 
 
@@ -100,19 +101,31 @@ def probe(
     *args: str, env: dict[str, str], heavy: tuple[str, ...] = HEAVY, cwd: Path | None = None
 ) -> tuple[int, list[str], str, str]:
     """Exit code, heavy modules imported, stdout and the rest of stderr of `memsync ARGS`."""
+    code, found, _started, out, rest = probe_counting(*args, env=env, heavy=heavy, cwd=cwd)
+    return code, found, out, rest
+
+
+def probe_counting(
+    *args: str,
+    env: dict[str, str],
+    heavy: tuple[str, ...] = HEAVY,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> tuple[int, list[str], int, str, str]:
+    """`probe`, and how many processes the process box started."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, ",".join(heavy), *args],
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV, **env},
         cwd=cwd,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
     rest, _, last = done.stderr.rstrip("\n").rpartition("\n")
     assert last.startswith("PROBE "), done.stderr
-    code, found = eval(last.removeprefix("PROBE "))  # noqa: S307 - our own repr of (int, list)
-    return code, found, done.stdout, rest
+    code, found, started = eval(last.removeprefix("PROBE "))  # noqa: S307 - our own repr
+    return code, found, started, done.stdout, rest
 
 
 def no_uptime(text: str) -> str:
