@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings, ViewSettings
-from memsync.cycles.pressure import Pressure, PruneState
+from memsync.cycles.records import Pressure, PruneState
 from memsync.errors import GitError
 from memsync.roots import admission, pause
 from memsync.roots.journal import Journal

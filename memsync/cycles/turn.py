@@ -23,7 +23,7 @@ from typing import Protocol
 from memsync.config.model import RootSettings
 from memsync.cycles import sandbox
 from memsync.cycles.ledger import DEFAULT_REVIVAL_GRACE
-from memsync.cycles.pressure import Pressure, PruneState, count_new, prune_due
+from memsync.cycles.pressure import count_new, prune_due
 from memsync.cycles.prunefacts import (
     PruneFacts,
     grace_problems,
@@ -31,6 +31,7 @@ from memsync.cycles.prunefacts import (
     prune_facts,
     removed_items,
 )
+from memsync.cycles.records import Pressure, PruneState
 from memsync.cycles.sandbox import ROLE_ESCAPED, RoleEscaped, RootGuard
 from memsync.errors import LockBusy, ProblemError
 from memsync.roots import journal, recovery

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -68,7 +67,8 @@ def operation_key(kind: str, start: str, upstream: str | None, *inputs: str) -> 
 
 def new_operation_id(kind: str) -> str:
     stamp = timefmt.now().strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{kind}-{uuid.uuid4().hex[:12]}"
+    # uuid4's first six bytes, without importing uuid (which imports platform)
+    return f"{stamp}-{kind}-{os.urandom(6).hex()}"
 
 
 class Journal:

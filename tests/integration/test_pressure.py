@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsync.cycles.pressure import Pressure, count_new, prune_due
+from memsync.cycles.pressure import count_new, prune_due
+from memsync.cycles.records import Pressure
 from memsync.transports.git import Git
 from tests.conftest import Team
 from tests.helpers import commit, git
