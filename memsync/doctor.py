@@ -44,12 +44,12 @@ from memsync.regularfile import kind_of
 from memsync.roots.reach import unreachable
 from memsync.roots.result import SyncStatus
 from memsync.secrets import SecretRef, resolve, resolve_header
-from memsync.transports.commitsign import CommitKey
 from memsync.transports.commitsign import signer as commit_signer
 from memsync.transports.git import Git, RemoteBranch
 from memsync.transports.gitparse import parse_version
 from memsync.transports.gitversion import MIN_GIT, MIN_GIT_TEXT
 from memsync.transports.repoconfig import refusing_problems, repo_config_problems
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.paths import check_name, check_text, within_cap
 from memsync.validators.policy import SyncPolicy, gitignore_text
 from memsync.views.keys import load_private_key, parse_public_key, public_key_text

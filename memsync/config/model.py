@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memsync.secrets import SecretRef
-from memsync.transports.commitsign import CommitKey
-from memsync.transports.credentials import GitCredentials
+from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
     from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View

@@ -40,8 +40,7 @@ from memsync.config.model import (
 )
 from memsync.regularfile import read_regular
 from memsync.secrets import SecretRef
-from memsync.transports.commitsign import CommitKey
-from memsync.transports.credentials import GitCredentials
+from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 DIR_NAME = "settings"
 MAX_BYTES = 4 * 1024 * 1024  # 1,000 roots of settings fit many times over

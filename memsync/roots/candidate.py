@@ -13,9 +13,10 @@ from pathlib import Path
 
 from memsync.errors import require
 from memsync.roots.faults import fault
-from memsync.transports.commitsign import CommitKey, sign_head
+from memsync.transports.commitsign import sign_head
 from memsync.transports.git import Git
 from memsync.transports.gitparse import last_line
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.inbox import InboxConflict, merge_inbox
 
 INBOX = "AGENT_GUIDANCE_INBOX.md"

@@ -28,8 +28,9 @@ from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import indexstat
 from memsync.roots.checks import Checks
 from memsync.roots.reach import unreachable
-from memsync.transports.commitsign import CommitKey, sign_head
+from memsync.transports.commitsign import sign_head
 from memsync.transports.git import FetchOutcome, Git, GitCredentials, PushOutcome, cause
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.policy import SyncPolicy, gitignore_text
 
 MEMORY_TEMPLATE = """\

@@ -35,8 +35,8 @@ from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
 from memsync.roots.repairing import Conflict, Repaired, Settler
 from memsync.roots.result import SyncResult, SyncStatus
-from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem

@@ -21,11 +21,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError, require
-from memsync.secrets import SecretRef, resolve
+from memsync.secrets import resolve
+from memsync.transports.rootkeys import CommitKey
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
@@ -54,18 +54,6 @@ class SigningKeyError(SecretError, GitError):
     an OpenSSH private key), named by where it is configured and where the secret lives,
     never by its content. A secret problem (exit 2, `secret-unavailable`) met in the git
     box: a cycle reports it as `error`, as it does a token it cannot read."""
-
-
-@dataclass(frozen=True)
-class CommitKey:
-    """A root's commit-signing key: `where` it is configured (`roots.<name>.signing.key`)
-    and the reference to the private key (resolved at each signature)."""
-
-    where: str
-    key: SecretRef
-
-    def describe(self) -> str:
-        return f"{self.where} ({self.key.describe()})"
 
 
 class CommitSigner:

@@ -1,6 +1,6 @@
 """How the git box authenticates a root to its upstream, without the secret leaving memory.
 
-A root names its credentials by reference (`GitCredentials`): an HTTPS username and token,
+A root names its credentials by reference (`rootkeys.GitCredentials`): an HTTPS username and token,
 an SSH key file and a `known_hosts` file. The box reads them at each network call (a rotated
 token file or systemd credential is picked up on the next fetch) and hands them to git so
 that the token is never on a command line (`/proc/*/cmdline` is world-readable), never in a
@@ -66,23 +66,7 @@ _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-# -- what a root authenticates with ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GitCredentials:
-    """A root's upstream credentials, by reference (nothing here is a secret).
-
-    `where` names the config location for messages (`roots.personal.sync`). `ssh` is true
-    when the root configures SSH at all: then host keys are checked strictly.
-    """
-
-    where: str
-    username: str | None = None
-    token: SecretRef | None = None
-    ssh: bool = False
-    ssh_key: SecretRef | None = None  # {file: PATH} or {credential: NAME}
-    known_hosts: Path | None = None
+# -- what a root authenticates with (`rootkeys.GitCredentials` names it) -----------------------
 
 
 def check_ssh_path(path: str) -> str:

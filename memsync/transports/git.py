@@ -7,7 +7,7 @@ attributes name: see `gitconfig.py`), object checking on fetch, and `-z` output 
 bytes (parsers in `gitparse`). Credentials in URLs are redacted from every message this
 module produces.
 
-A root's own credentials (`credentials.GitCredentials`: an HTTPS token, an SSH key and
+A root's own credentials (`rootkeys.GitCredentials`: an HTTPS token, an SSH key and
 `known_hosts`) are read at each network call (`fetch`, `push`, `ls-remote`) and handed to
 git by memsync's own credential helper and a forced `core.sshCommand`: never on a command
 line, in a file or in an environment (see `credentials.py`); whatever git prints is
@@ -46,7 +46,6 @@ from memsync.errors import GitError
 from memsync.progress import NO_PROGRESS, GitLines, Progress
 from memsync.redaction import redact
 from memsync.transports import gitparse
-from memsync.transports.credentials import GitCredentials
 from memsync.transports.gitcommits import Attempt, Writes
 from memsync.transports.gitconfig import ConfigEntry, split_key
 from memsync.transports.gitenv import (
@@ -71,6 +70,7 @@ from memsync.transports.gitread import (
     read_ref,
 )
 from memsync.transports.gittree import GitBlobs
+from memsync.transports.rootkeys import GitCredentials
 
 __all__ = [
     "Attempt",

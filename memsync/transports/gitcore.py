@@ -11,17 +11,11 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.progress import without_progress
 from memsync.redaction import redact
-from memsync.transports.credentials import (
-    DEFAULT_USERNAME,
-    CredentialServer,
-    GitCredentials,
-    Origin,
-)
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitenv import (
     DEFAULT_TIMEOUT,
@@ -39,6 +33,10 @@ from memsync.transports.gitguard import GUARD
 from memsync.transports.gitread import HANDLES, Read, plain_git_dir
 from memsync.transports.gitversion import MIN_GIT_TEXT
 from memsync.transports.process import Deadline, Session, run_process
+from memsync.transports.rootkeys import GitCredentials
+
+if TYPE_CHECKING:  # the credential server (tempfile, sockets): a call with a token loads it
+    from memsync.transports.credentials import Origin
 
 
 class GitCore:
@@ -213,6 +211,11 @@ class GitCore:
                 hint="use an https:// URL for the upstream (plain http:// only on loopback)",
             )
         token = token_of(creds)
+        from memsync.transports.credentials import (  # noqa: PLC0415 - a token: load it now
+            DEFAULT_USERNAME,
+            CredentialServer,
+        )
+
         try:
             server = CredentialServer(origins, creds.username or DEFAULT_USERNAME, token)
             server.__enter__()
@@ -229,6 +232,8 @@ class GitCore:
     def _http_origins(self, args: Sequence[str]) -> frozenset[Origin]:
         """The http(s) origin of the remote a network command names (its url, as git reads
         the repository's config), or of the URL it names."""
+        from memsync.transports.credentials import Origin  # noqa: PLC0415 - a token only
+
         remote = remote_argument(args)
         if remote is None:
             return frozenset()

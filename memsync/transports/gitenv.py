@@ -13,9 +13,9 @@ from enum import Enum
 from memsync.errors import GitError, SecretError
 from memsync.secrets import resolve
 from memsync.transports import gitparse
-from memsync.transports.credentials import GitCredentials, key_path, ssh_command
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
+from memsync.transports.rootkeys import GitCredentials
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -228,6 +228,9 @@ def token_of(creds: GitCredentials) -> str:
 def strict_ssh_command(creds: GitCredentials) -> str:
     """The strict `core.sshCommand` for a root's SSH settings; GitError when a file is
     missing (a clear message instead of ssh's own after a connection attempt)."""
+    # the key and hosts file rules: only a root with SSH settings loads them
+    from memsync.transports.credentials import key_path, ssh_command  # noqa: PLC0415
+
     where = f"{creds.where}.ssh"
     key = None
     if creds.ssh_key is not None:

@@ -22,7 +22,6 @@ from memsync.cycles.turn import run_cycle
 from memsync.roots.create import init_root
 from memsync.secrets import SecretRef
 from memsync.transports.commitsign import (
-    CommitKey,
     SigningKeyError,
     insert_header,
     sign_commit,
@@ -30,6 +29,7 @@ from memsync.transports.commitsign import (
     unsigned_payload,
 )
 from memsync.transports.git import Git
+from memsync.transports.rootkeys import CommitKey
 from memsync.wire.cli import DoctorReport
 from tests.conftest import Member, Team
 from tests.e2e.test_cli import memsync

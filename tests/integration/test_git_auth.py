@@ -37,9 +37,10 @@ from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from memsync.secrets import SecretRef
-from memsync.transports.credentials import CredentialServer, GitCredentials, Origin
+from memsync.transports.credentials import CredentialServer, Origin
 from memsync.transports.gitenv import clean_env
 from memsync.transports.repoconfig import repo_config_problems
+from memsync.transports.rootkeys import GitCredentials
 from memsync.wire import SyncReport
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_cli import memsync

@@ -23,7 +23,7 @@ from memsync.roots.create import init_root
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult
 from memsync.secrets import SecretRef
-from memsync.transports.credentials import GitCredentials
+from memsync.transports.rootkeys import GitCredentials
 from memsync.wire.cli import DoctorReport
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_cli import memsync

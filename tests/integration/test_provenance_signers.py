@@ -14,8 +14,8 @@ from memsync.roots.layout import RootLayout
 from memsync.roots.provenance import item_provenance, open_root, signed_items
 from memsync.roots.revocation import revert_items, signer_revocation
 from memsync.secrets import SecretRef
-from memsync.transports.commitsign import CommitKey
 from memsync.transports.git import Git
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.commitsig import signer_fingerprint
 from memsync.wire.provenance import SignerReport
 from tests.conftest import Member, Team

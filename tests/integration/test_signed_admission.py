@@ -18,7 +18,7 @@ from memsync.roots.admission import MAX_NAMED
 from memsync.roots.layout import RootLayout
 from memsync.secrets import SecretRef
 from memsync.status import root_document
-from memsync.transports.commitsign import CommitKey
+from memsync.transports.rootkeys import CommitKey
 from memsync.validators.commitsig import parse_signer, signer_fingerprint
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, push, snapshot

@@ -8,7 +8,7 @@ from memsync.config.load import load_config_text
 from memsync.config.model import AdmissionSettings
 from memsync.doctor import FAIL, OK, check_own_key_pinned, check_secrets
 from memsync.secrets import SecretRef
-from memsync.transports.commitsign import CommitKey
+from memsync.transports.rootkeys import CommitKey
 from tests.kit import settings_for
 from tests.sigkeys import make_key
 

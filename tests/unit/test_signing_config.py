@@ -17,7 +17,7 @@ from memsync.config import SecretRef, load_config_text, settings_from
 from memsync.config.schema import reference_problems, signing_problem
 from memsync.doctor import check_admission
 from memsync.errors import ConfigError
-from memsync.transports.commitsign import CommitKey
+from memsync.transports.rootkeys import CommitKey
 
 
 def load(text: str) -> Any:
