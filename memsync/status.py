@@ -15,15 +15,13 @@ from memsync.config.model import RootSettings, Settings, ViewSettings
 from memsync.cycles.records import Pressure, PruneState
 from memsync.errors import GitError
 from memsync.roots import admission, pause
+from memsync.roots.edits import blocking_changes
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
-from memsync.roots.publish import blocking_changes
 from memsync.roots.result import SyncStatus
 from memsync.roots.state import RootState
-from memsync.transports.git import Git
+from memsync.transports.gitstatus import WorkStates
 from memsync.validators.policy import SyncPolicy
-from memsync.views.layout import import_dir
-from memsync.views.trust import TrustState, trust_path
 from memsync.wire.shape import STATUS_REPORT, fit
 
 if TYPE_CHECKING:  # the wire models (pydantic) load only for the daemon or an odd value
@@ -53,7 +51,8 @@ def root_document(
     dirty: bool | None = None
     ahead = behind = None
     message = state.last_message
-    git = Git(settings.path, timeout=settings.timeout.total_seconds(), resident=resident)
+    # the box's `git status` alone (the same runner as `Git`'s: environment, config, guard)
+    git = WorkStates(settings.path, timeout=settings.timeout.total_seconds(), resident=resident)
     try:
         if settings.path.is_dir() and git.git_dir() is not None:
             work = git.work_state()
@@ -110,6 +109,9 @@ def view_status(view: ViewSettings, state_dir: Path) -> ViewStatus:
 def view_document(view: ViewSettings, state_dir: Path) -> dict[str, Any]:
     """A view's state from its trust record and import directory (no network), as the
     `ViewStatus` model's JSON document."""
+    from memsync.views.layout import import_dir  # noqa: PLC0415 - a configuration with views
+    from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415
+
     trust = TrustState.load(trust_path(state_dir, view.name))
     active = import_dir(view.root_path, view.heading)
     status = trust.status(now=timefmt.now(), max_stale=view.max_stale, has_import=active.is_dir())

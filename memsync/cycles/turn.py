@@ -49,10 +49,10 @@ from memsync.roots.admit import (
 )
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.checks import Checks
+from memsync.roots.edits import blocking_changes
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
-from memsync.roots.publish import blocking_changes
 from memsync.transports.commitsign import SigningKeyError, sign_commit, sign_head, signer
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline

@@ -23,13 +23,14 @@ from memsync.roots import admission, indexstat, journal, packs, pause, recovery,
 from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.checks import Checks
+from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Prefetch
-from memsync.roots.publish import blocking_changes, foreign_staged, staged_refusal
+from memsync.roots.publish import staged_refusal
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo

@@ -32,15 +32,16 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import candidate_ref
 from memsync.roots.result import SyncStatus
-from memsync.transports.git import Git, StatusEntry
-from memsync.validators.paths import check_name, printable
+from memsync.transports.git import Git
+from memsync.validators.paths import printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
@@ -75,33 +76,6 @@ class Target:
     operation_id: str
     in_place: bool = False  # the work tree already holds the candidate (an autocommit)
     resumed: bool = False  # recovery: the work tree may hold some of the candidate already
-
-
-def blocking_changes(entries: Iterable[StatusEntry], policy: SyncPolicy) -> tuple[str, ...]:
-    """Local edits that block publication: tracked changes and synchronized untracked files."""
-    paths = {e.path for e in entries if not e.untracked or check_name(e.path, policy) is None}
-    return tuple(sorted(paths))
-
-
-def foreign_staged(entries: Iterable[StatusEntry]) -> tuple[str, ...]:
-    """Paths whose index holds a staged version that is neither HEAD's nor the work tree's.
-
-    That version exists only in the index: committing the work tree, or moving the index
-    to a candidate, would drop it. In `git status` terms: the index differs from HEAD (X)
-    and the work tree differs from the index (Y); a staged deletion whose file is back in
-    the work tree (listed again as untracked) is one too.
-    """
-    listed = tuple(entries)
-    untracked = {e.path for e in listed if e.untracked}
-    found = {
-        e.path
-        for e in listed
-        if not e.untracked
-        and not e.unmerged
-        and e.xy[0] != "."
-        and (e.xy[1] != "." or (e.xy[0] == "D" and e.path in untracked))
-    }
-    return tuple(sorted(found))
 
 
 def staged_refusal(paths: Sequence[str]) -> FenceBroken:

@@ -22,10 +22,10 @@ from memsync.config.model import RootSettings
 from memsync.roots import journal, recovery
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published
 from memsync.roots.checks import Checks
+from memsync.roots.edits import blocking_changes
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.provenance import TRAILER, OpenRoot, SignerItems, signed_items
-from memsync.roots.publish import blocking_changes
 from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import Git
 from memsync.validators.assembly import build_graph

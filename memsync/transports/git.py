@@ -33,7 +33,7 @@ The box is split by noun: `gitenv` (forced config, clean environment, credential
 `gitcore` (running git, finding the repository), `gitguard` (the config guard), `gitread`
 (GitPython), `gittree` (trees, diffs, logs and blobs), `gitfacts` (history, names, remotes
 and the binary, asked by name), `gitcommits` (repositories, the index and commits made by
-name); `Git` here adds the rest. Nothing outside `transports/` runs git itself: it calls
+name), `gitstatus` (a work tree's `git status`); `Git` here adds the rest. Nothing outside `transports/` runs git itself: it calls
 one of these named methods (tests/test_git_box_only.py holds that).
 """
 
@@ -69,6 +69,7 @@ from memsync.transports.gitread import (
     plain_git_dir,
     read_ref,
 )
+from memsync.transports.gitstatus import WorkStates
 from memsync.transports.gittree import GitBlobs
 from memsync.transports.rootkeys import GitCredentials
 
@@ -101,37 +102,8 @@ _FETCH = (
 )
 
 
-class Git(Writes, Facts):
+class Git(Writes, Facts, WorkStates):
     """git for one repository (or work tree) directory."""
-
-    def work_state(self, *, refresh: bool = False, paths: Sequence[str] | None = None) -> WorkState:
-        """Branch, HEAD, upstream, ahead/behind and every changed path, in one call.
-
-        `refresh` lets git write back refreshed stat data to the index (it takes the index
-        lock briefly, as a plain `git status` does); without it, files git cannot trust by
-        their stat data are hashed again on every call, which is slow on large roots.
-        `paths` (literal, at least one) limits the changed paths asked about to those: git
-        then looks at those files only, not at the whole work tree.
-        """
-        env = {"GIT_OPTIONAL_LOCKS": "1"} if refresh else {}
-        scope: list[str] = []
-        if paths is not None:
-            if not paths:
-                raise ValueError("a status limited to no paths would cover every path")
-            env["GIT_LITERAL_PATHSPECS"] = "1"
-            scope = ["--", *paths]
-        raw = self.run(
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=none",
-            *scope,
-            env=env or None,
-        ).stdout
-        return gitparse.parse_status_v2(raw)
 
     def status(self) -> list[StatusEntry]:
         return list(self.work_state().entries)

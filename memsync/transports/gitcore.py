@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from memsync.errors import GitError, GitMissing, GitTimeout
-from memsync.progress import without_progress
 from memsync.redaction import redact
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitenv import (
@@ -144,6 +143,8 @@ class GitCore:
         stdout = auth.scrub_bytes(done.stdout)
         stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
         if on_stderr_line is not None:  # what is left of a streamed stderr says what failed
+            from memsync.progress import without_progress  # noqa: PLC0415 - streamed only
+
             stderr = without_progress(stderr)
         if check and done.returncode != 0:
             raise GitError(

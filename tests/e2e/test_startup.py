@@ -53,8 +53,13 @@ HEAVY = (
 
 # What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
-# models, the daemon's server, GitPython (a one-shot git box asks git).
+# models, the daemon's server, GitPython (a one-shot git box asks git); for a root without
+# credentials, the credential server (issue 18: the settings carry them as `rootkeys`), and
+# uuid (which imports platform).
 COLD_SYNC_HEAVY = (
+    "memsync.transports.credentials",
+    "uuid",
+    "platform",
     "click",
     "git",
     "gitdb",
@@ -73,12 +78,27 @@ COLD_SYNC_HEAVY = (
 )
 
 # ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
-# standard library; the models are not; the plain forms of `status` run without click.
+# standard library; the models are not; the plain forms of `status` run without click. Of
+# the git box it loads the runner and `git status` (`gitstatus`) only; not the publisher,
+# the maintenance cycles' git reads (their records are `cycles.records`), the signer, the
+# views (none configured here), live progress or the temporary files a write makes
+# (issue 18).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
     "memsync.wire.hub",
     "memsync.wire.manifest",
+    "memsync.transports.git",
+    "memsync.transports.gitcommits",
+    "memsync.transports.gitfacts",
+    "memsync.transports.gitmemo",
+    "memsync.transports.gittree",
+    "memsync.transports.commitsign",
+    "memsync.roots.publish",
+    "memsync.cycles.pressure",
+    "memsync.progress",
+    "memsync.views",
+    "tempfile",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
