@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -9,6 +10,21 @@ from typing import Any
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+_TEMP_TRIES = 100  # names tried before giving up (a clash of 48 random bits: never, really)
+
+
+def private_temp(directory: Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
+    """A new empty 0600 file `<prefix><random><suffix>` in `directory`, open for writing:
+    what `tempfile.mkstemp` makes (created exclusively, never through a symlink), without
+    importing tempfile (shutil, bz2, lzma, random: a one-shot command's start-up pays it)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(_TEMP_TRIES):
+        path = directory / f"{prefix}{os.urandom(6).hex()}{suffix}"
+        try:
+            return os.open(path, flags, FILE_MODE), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(directory))
 
 
 def private_dir(path: Path) -> Path:
@@ -26,9 +42,7 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     back the previous version (fine for reporting fields, not for safety state).
     """
     private_dir(path.parent)
-    import tempfile  # noqa: PLC0415 - shutil, bz2, lzma: not for `--help` or `--version`
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = private_temp(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), FILE_MODE)
@@ -36,9 +50,9 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
-        Path(tmp).replace(path)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     if durable:
         fsync_dir(path.parent)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memsync.atomicfile import DIR_MODE, private_dir
+from memsync.atomicfile import DIR_MODE, private_dir, private_temp
 from memsync.errors import StateDirError
 
 # First-level directories other modules create under the state dir (roots/<name>/...,
@@ -61,11 +61,9 @@ def ensure_state_dir(path: Path) -> Path:
         _check_existing(path)
     try:
         private_dir(path)  # tightens a directory other users could read
-        import tempfile  # noqa: PLC0415 - shutil, bz2, lzma: not for `--help`
-
-        fd, probe = tempfile.mkstemp(prefix=".memsync-probe-", dir=path)
+        fd, probe = private_temp(path, ".memsync-probe-")
         os.close(fd)
-        Path(probe).unlink()
+        probe.unlink()
     except OSError as exc:
         raise StateDirError(str(path), _strerror(exc), hint=HINT) from exc
     return path

@@ -19,7 +19,6 @@ settles). So when no record is open and no worktree is left, there is nothing to
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +110,8 @@ def remove_candidate(git: Git, layout: RootLayout, operation_id: str, *, ref: bo
     """Remove an operation's candidate worktree and (unless already gone) its ref."""
     path = layout.worktree(operation_id)
     if path.exists():
+        import shutil  # noqa: PLC0415 - bz2, lzma: only when there is a worktree to remove
+
         git.worktree_remove(path)
         shutil.rmtree(path, ignore_errors=True)
         git.worktree_prune()
@@ -124,6 +125,8 @@ def sweep(git: Git, records: journal.Journal, layout: RootLayout) -> None:
     if layout.worktrees_dir.is_dir():
         for path in layout.worktrees_dir.iterdir():
             if path.name not in owned:
+                import shutil  # noqa: PLC0415 - only when there is a worktree to remove
+
                 git.worktree_remove(path)
                 shutil.rmtree(path, ignore_errors=True)
     git.worktree_prune()

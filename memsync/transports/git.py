@@ -33,8 +33,9 @@ The box is split by noun: `gitenv` (forced config, clean environment, credential
 `gitcore` (running git, finding the repository), `gitguard` (the config guard), `gitread`
 (GitPython), `gittree` (trees, diffs, logs and blobs), `gitfacts` (history, names, remotes
 and the binary, asked by name), `gitcommits` (repositories, the index and commits made by
-name), `gitstatus` (a work tree's `git status`); `Git` here adds the rest. Nothing outside `transports/` runs git itself: it calls
-one of these named methods (tests/test_git_box_only.py holds that).
+name), `gitstatus` (a work tree's `git status`); `Git` here adds the rest. Nothing outside
+`transports/` runs git itself: it calls one of these named methods
+(tests/test_git_box_only.py holds that).
 """
 
 from __future__ import annotations

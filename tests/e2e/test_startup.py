@@ -54,12 +54,15 @@ HEAVY = (
 # What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
 # models, the daemon's server, GitPython (a one-shot git box asks git); for a root without
-# credentials, the credential server (issue 18: the settings carry them as `rootkeys`), and
-# uuid (which imports platform).
+# credentials, the credential server (issue 18: the settings carry them as `rootkeys`),
+# uuid (which imports platform), and tempfile and shutil (bz2, lzma, random: a state file's
+# temporary file is `atomicfile.private_temp`'s; a worktree to remove loads shutil then).
 COLD_SYNC_HEAVY = (
     "memsync.transports.credentials",
     "uuid",
     "platform",
+    "tempfile",
+    "shutil",
     "click",
     "git",
     "gitdb",
@@ -81,8 +84,7 @@ COLD_SYNC_HEAVY = (
 # standard library; the models are not; the plain forms of `status` run without click. Of
 # the git box it loads the runner and `git status` (`gitstatus`) only; not the publisher,
 # the maintenance cycles' git reads (their records are `cycles.records`), the signer, the
-# views (none configured here), live progress or the temporary files a write makes
-# (issue 18).
+# views (none configured here) or live progress (issue 18).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
@@ -98,7 +100,6 @@ STATUS_HEAVY = (
     "memsync.cycles.pressure",
     "memsync.progress",
     "memsync.views",
-    "tempfile",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
