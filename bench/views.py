@@ -31,7 +31,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memsync import timefmt
-from memsync.config.model import HttpSourceSettings, ViewSettings
+from memsync.config.sections import HttpSourceSettings, ViewSettings
 from memsync.roots.create import init_root
 from memsync.secrets import SecretRef
 from memsync.views.keys import public_key_text

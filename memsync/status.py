@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync import __version__, timefmt
-from memsync.config.model import RootSettings, Settings, ViewSettings
+from memsync.config.model import RootSettings, Settings
 from memsync.cycles.records import Pressure, PruneState
 from memsync.errors import GitError
 from memsync.roots import admission, pause
@@ -25,6 +25,7 @@ from memsync.validators.policy import SyncPolicy
 from memsync.wire.shape import STATUS_REPORT, fit
 
 if TYPE_CHECKING:  # the wire models (pydantic) load only for the daemon or an odd value
+    from memsync.config.sections import ViewSettings
     from memsync.wire import RootStatus, StatusReport, ViewStatus
 
 # The documents below are the wire models' (`memsync.wire.cli`) as `model_dump(mode="json")`

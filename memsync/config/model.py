@@ -19,16 +19,14 @@ from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
     from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View
-
-
-@dataclass(frozen=True)
-class PublishSettings:
-    """A view this root provides: rebuilt, signed and published whenever its HEAD moves."""
-
-    view: str
-    hub: str
-    token: SecretRef
-    key: SecretRef  # {file: PATH} or {credential: NAME}: the Ed25519 private key file
+    from memsync.config.sections import (  # made by the converters below when a file has them
+        HookSettings,
+        HubSettings,
+        PublishSettings,
+        RoleSettings,
+        SourceSettings,
+        ViewSettings,
+    )
 
 
 @dataclass(frozen=True)
@@ -83,110 +81,6 @@ class RootSettings:
 
 
 @dataclass(frozen=True)
-class HttpSourceSettings:
-    """A view served over HTTP(S) by a hub or any static host: `<url>/manifest`, `<url>/package`."""
-
-    url: str
-    token: SecretRef | None
-    allow_http: bool  # plain http:// to a non-loopback host
-    kind: Literal["http"] = "http"
-
-
-@dataclass(frozen=True)
-class GitSourceSettings:
-    """A Git share: `<path>/manifest.json` and `<path>/package/` on `branch` of `url`."""
-
-    url: str
-    path: str
-    branch: str
-    kind: Literal["git"] = "git"
-
-
-SourceSettings = HttpSourceSettings | GitSourceSettings  # discriminated by `kind`
-
-
-@dataclass(frozen=True)
-class ViewSettings:
-    """One imported view: where it comes from, how it is trusted, where it lands."""
-
-    name: str
-    root: str
-    root_path: Path
-    heading: str
-    view_id: str  # the provider's view id the manifest must name
-    source: SourceSettings
-    keys: tuple[str, ...]
-    threshold: int
-    allow_unsigned: bool
-    refresh: timedelta
-    max_stale: timedelta
-    max_file_size: int  # the per-file cap of its packages (`too-large`)
-
-
-@dataclass(frozen=True)
-class CommandRoleSettings:
-    """A role run as an agent CLI in the candidate worktree (CONTRACT §7)."""
-
-    name: str
-    command: tuple[str, ...]
-    timeout: timedelta
-    executor: Literal["command"] = "command"
-
-
-@dataclass(frozen=True)
-class OpenAIRoleSettings:
-    """A role asked through an OpenAI-compatible chat-completions endpoint (CONTRACT §7)."""
-
-    name: str
-    base_url: str
-    model: str
-    api_key: SecretRef | None
-    timeout: timedelta
-    executor: Literal["openai"] = "openai"
-
-
-RoleSettings = CommandRoleSettings | OpenAIRoleSettings
-
-
-@dataclass(frozen=True)
-class HubSettings:
-    data_dir: Path
-    listen: str
-    header_timeout: float
-    idle_timeout: float
-    max_connections: int | None
-    max_streams_per_token: int
-    log_interval: float
-
-
-@dataclass(frozen=True)
-class WebhookSettings:
-    url: str
-    token: SecretRef | None
-
-
-@dataclass(frozen=True)
-class HookSettings:
-    """A hook from memsync's own config (never a root's): what it waits for, what it runs."""
-
-    on: frozenset[str]
-    roots: frozenset[str] | None  # None: not narrowed by root
-    views: frozenset[str] | None
-    command: tuple[str, ...] | None
-    webhook: WebhookSettings | None
-    timeout: timedelta
-
-    def wants(self, kind: str, name: str, status: str) -> bool:
-        """Whether a `kind` ("root"/"view") called `name` entering `status` runs it."""
-        if status not in self.on:
-            return False
-        if self.roots is None and self.views is None:
-            return True
-        chosen = self.roots if kind == "root" else self.views
-        return chosen is not None and name in chosen
-
-
-@dataclass(frozen=True)
 class Settings:
     """Everything the daemon and the one-shot commands need from the configuration."""
 
@@ -217,6 +111,7 @@ def root_settings(
 ) -> RootSettings:
     """Convert one validated root (`roles`: the converted roles, for its repair role)."""
     from memsync.config.schema import Repair  # noqa: PLC0415 - loaded with `root` already
+    from memsync.config.sections import PublishSettings  # noqa: PLC0415
 
     sync = root.sync
     repair_role = root.repair.role if root.repair else None
@@ -298,6 +193,11 @@ def _git_credentials(name: str, root: Root) -> GitCredentials | None:
 def view_settings(name: str, view: View, roots: Mapping[str, Root]) -> ViewSettings:
     """Convert one validated view (its root exists: the schema checked it)."""
     from memsync.config.schema import GitSource  # noqa: PLC0415
+    from memsync.config.sections import (  # noqa: PLC0415
+        GitSourceSettings,
+        HttpSourceSettings,
+        ViewSettings,
+    )
 
     source: SourceSettings
     if isinstance(view.source, GitSource):
@@ -345,6 +245,8 @@ def settings_from(config: Config, config_path: Path | None) -> Settings:
 
 
 def _hook(hook: Hook) -> HookSettings:
+    from memsync.config.sections import HookSettings, WebhookSettings  # noqa: PLC0415
+
     webhook = hook.webhook
     return HookSettings(
         on=frozenset(hook.on),
@@ -358,6 +260,7 @@ def _hook(hook: Hook) -> HookSettings:
 
 def _role(name: str, role: CommandRole | OpenAIRole) -> RoleSettings:
     from memsync.config.schema import CommandRole  # noqa: PLC0415
+    from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings  # noqa: PLC0415
 
     if isinstance(role, CommandRole):
         return CommandRoleSettings(name, tuple(role.command), role.timeout)
@@ -365,6 +268,8 @@ def _role(name: str, role: CommandRole | OpenAIRole) -> RoleSettings:
 
 
 def _hub(hub: Hub) -> HubSettings:
+    from memsync.config.sections import HubSettings  # noqa: PLC0415
+
     return HubSettings(
         hub.data_dir,
         hub.listen,

@@ -24,20 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config import paths
-from memsync.config.model import (
-    AdmissionSettings,
-    CommandRoleSettings,
-    GitSourceSettings,
-    HookSettings,
-    HttpSourceSettings,
-    HubSettings,
-    OpenAIRoleSettings,
-    PublishSettings,
-    RootSettings,
-    Settings,
-    ViewSettings,
-    WebhookSettings,
-)
+from memsync.config.model import AdmissionSettings, RootSettings, Settings
 from memsync.regularfile import read_regular
 from memsync.secrets import SecretRef
 from memsync.transports.rootkeys import CommitKey, GitCredentials
@@ -46,31 +33,51 @@ DIR_NAME = "settings"
 MAX_BYTES = 4 * 1024 * 1024  # 1,000 roots of settings fit many times over
 VERSION = 1
 
-# The only classes a memo can make (an allowlist: anything else fails the read).
+# The only classes a memo can make (an allowlist: anything else fails the read): these, and
+# those of the configuration's optional parts (`config.sections`), loaded when an entry
+# holds one (a configuration of plain roots never creates them).
 CLASSES: dict[str, type] = {
     c.__name__: c
-    for c in (
-        Settings,
-        RootSettings,
-        PublishSettings,
-        AdmissionSettings,
-        ViewSettings,
-        HttpSourceSettings,
-        GitSourceSettings,
-        CommandRoleSettings,
-        OpenAIRoleSettings,
-        HubSettings,
-        HookSettings,
-        WebhookSettings,
-        GitCredentials,
-        CommitKey,
-        SecretRef,
-    )
+    for c in (Settings, RootSettings, AdmissionSettings, GitCredentials, CommitKey, SecretRef)
 }
+SECTION_CLASSES = frozenset(
+    {
+        "PublishSettings",
+        "ViewSettings",
+        "HttpSourceSettings",
+        "GitSourceSettings",
+        "CommandRoleSettings",
+        "OpenAIRoleSettings",
+        "HubSettings",
+        "HookSettings",
+        "WebhookSettings",
+    }
+)
 # Secret references the memo may hold: where a secret is, never the secret.
 STORED_SECRETS = ("env", "file", "credential")
 # The code that decides what a file loads into: an edit to it retires every entry.
-_SOURCES = ("schema.py", "model.py", "load.py", "secrets.py", "units.py", "paths.py")
+_SOURCES = (
+    "schema.py",
+    "model.py",
+    "sections.py",
+    "load.py",
+    "secrets.py",
+    "units.py",
+    "paths.py",
+)
+
+
+def allowed(name: str) -> type:
+    """The allowlisted class called `name` (KeyError for any other name)."""
+    found = CLASSES.get(name)
+    if found is not None:
+        return found
+    if name not in SECTION_CLASSES:
+        raise KeyError(name)
+    from memsync.config import sections  # noqa: PLC0415 - an optional part is configured
+
+    cls: type = getattr(sections, name)
+    return cls
 
 
 class Unmemoable(ValueError):
@@ -85,7 +92,11 @@ def encode(value: object) -> object:
         raise Unmemoable("an inline secret")
     if is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
-        if CLASSES.get(name) is not type(value):
+        try:
+            known: type | None = allowed(name)
+        except KeyError:
+            known = None
+        if known is not type(value):
             raise Unmemoable(f"a {name}")
         return {"@": name, **{f.name: encode(getattr(value, f.name)) for f in fields(value)}}
     if isinstance(value, Path):
@@ -110,7 +121,7 @@ def decode(data: object) -> Any:
     if not isinstance(data, dict):
         raise ValueError("not tagged data")
     if "@" in data:
-        cls = CLASSES[data["@"]]
+        cls = allowed(data["@"])
         return cls(**{k: decode(v) for k, v in data.items() if k != "@"})
     if len(data) != 1:
         raise ValueError("not tagged data")

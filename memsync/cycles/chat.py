@@ -15,7 +15,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from memsync.config.model import OpenAIRoleSettings
+from memsync.config.sections import OpenAIRoleSettings
 from memsync.cycles import jsontext
 from memsync.cycles.answers import AnswerError, Proposal, parse_answer
 from memsync.cycles.promptkit import Kind, Prompt, correction

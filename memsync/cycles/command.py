@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from memsync.config.model import CommandRoleSettings
+from memsync.config.sections import CommandRoleSettings
 from memsync.cycles.promptkit import Prompt
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runrecord import (

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
-from memsync.config.model import CommandRoleSettings, RootSettings
+from memsync.config.model import RootSettings
+from memsync.config.sections import CommandRoleSettings
 from memsync.cycles import sandbox
 from memsync.cycles.command import run_command
 from memsync.cycles.repairprompt import KIND, RepairInputs, repair_key, repair_prompt

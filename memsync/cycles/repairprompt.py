@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memsync.config.model import CommandRoleSettings
+from memsync.config.sections import CommandRoleSettings
 from memsync.roots import journal
 from memsync.roots.repairing import Conflict
 from memsync.validators.paths import printable

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memsync import timefmt
-from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
+from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings
 from memsync.cycles.answers import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
 from memsync.cycles.chat import ask_openai_blocking
 from memsync.cycles.command import run_command

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memsync.config.model import CommandRoleSettings, RootSettings, Settings
+from memsync.config.model import RootSettings, Settings
+from memsync.config.sections import CommandRoleSettings
 from memsync.cycles.repairer import make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.roles import CommandRole, OpenAIRole

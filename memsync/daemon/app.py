@@ -35,7 +35,8 @@ from urllib.parse import urlsplit
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from memsync import __version__, timefmt
-from memsync.config.model import HttpSourceSettings, RootSettings, Settings, ViewSettings
+from memsync.config.model import RootSettings, Settings
+from memsync.config.sections import HttpSourceSettings, ViewSettings
 from memsync.config.statedir import ensure_state_dir
 from memsync.cycles.repairer import make_repairer
 from memsync.cycles.rolegroups import RoleGroups

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memsync.config.model import HookSettings, WebhookSettings
+from memsync.config.sections import HookSettings, WebhookSettings
 from memsync.daemon.transitions import Transition
 from memsync.errors import ConfigError
 from memsync.redaction import redact_secrets

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync import timefmt
-from memsync.config.model import RootSettings, ViewSettings
+from memsync.config.model import RootSettings
+from memsync.config.sections import ViewSettings
 from memsync.cycles.repairer import make_repairer
 from memsync.daemon import hostkeys
 from memsync.daemon.context import Jobs, WorkerContext

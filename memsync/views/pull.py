@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
-from memsync.config.model import GitSourceSettings, ViewSettings
+from memsync.config.sections import GitSourceSettings, ViewSettings
 from memsync.errors import MemsyncError, ProblemError, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import pause

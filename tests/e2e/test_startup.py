@@ -55,9 +55,11 @@ HEAVY = (
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
 # models, the daemon's server, GitPython (a one-shot git box asks git); for a root without
 # credentials, the credential server (issue 18: the settings carry them as `rootkeys`),
-# uuid (which imports platform), and tempfile and shutil (bz2, lzma, random: a state file's
-# temporary file is `atomicfile.private_temp`'s; a worktree to remove loads shutil then).
+# uuid (which imports platform), tempfile and shutil (bz2, lzma, random: a state file's
+# temporary file is `atomicfile.private_temp`'s; a worktree to remove loads shutil then),
+# and the settings of parts this configuration does not have (`config.sections`).
 COLD_SYNC_HEAVY = (
+    "memsync.config.sections",
     "memsync.transports.credentials",
     "uuid",
     "platform",

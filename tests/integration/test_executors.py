@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
+from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings
 from memsync.cycles.answers import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
 from memsync.cycles.chat import Answer, ask_openai, ask_openai_blocking
 from memsync.cycles.command import BASE_ENV, OUTPUT_CAP, run_command, uncommitted_changes

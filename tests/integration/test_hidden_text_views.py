@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memsync import timefmt
-from memsync.config.model import GitSourceSettings
+from memsync.config.sections import GitSourceSettings
 from memsync.views.pull import pull_views
 from memsync.wire.hub import ErrorBody
 from tests import kit

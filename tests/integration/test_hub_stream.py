@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import HttpSourceSettings, RootSettings
+from memsync.config.model import RootSettings
+from memsync.config.sections import HttpSourceSettings
 from memsync.daemon.events import MAX_EVENT, Event, follow
 from memsync.daemon.triggers import Backoff
 from memsync.daemon.workers import notify_hub

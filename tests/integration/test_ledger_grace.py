@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings
+from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings
 from memsync.cycles.ledger import parse_ledger
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.turn import CycleSettings, run_cycle

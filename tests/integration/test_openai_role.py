@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from memsync.config.model import OpenAIRoleSettings
+from memsync.config.sections import OpenAIRoleSettings
 from memsync.cycles.roles import OpenAIRole
 from memsync.cycles.turn import CycleSettings, run_cycle
 from memsync.secrets import SecretRef

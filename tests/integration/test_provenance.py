@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings
+from memsync.config.sections import CommandRoleSettings
 from memsync.cycles.roles import CommandRole
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.turn import CycleSettings, run_cycle

@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memsync import timefmt
-from memsync.config.model import GitSourceSettings, HttpSourceSettings, ViewSettings
+from memsync.config.sections import GitSourceSettings, HttpSourceSettings, ViewSettings
 from memsync.roots.create import init_root
 from memsync.views.archive import ArchiveLimits, write_zip
 from memsync.views.keys import public_key_text

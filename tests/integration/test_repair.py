@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings, RoleSettings
+from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings, RoleSettings
 from tests.conftest import Member, Team
 from tests.helpers import commit, git, snapshot
 from tests.integration.test_sync import leftovers

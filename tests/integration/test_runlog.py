@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings, OpenAIRoleSettings, Settings
+from memsync.config.model import Settings
+from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings
 from memsync.cycles.runlog import RunLog
 from memsync.cycles.runner import cycle_now
 from memsync.cycles.runrecord import RunRecord

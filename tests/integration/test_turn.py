@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import CommandRoleSettings
+from memsync.config.sections import CommandRoleSettings
 from memsync.cycles.roles import CommandRole
 from memsync.cycles.turn import CycleSettings, RoleFailed, TurnInput, run_cycle
 from memsync.status import root_status

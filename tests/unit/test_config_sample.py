@@ -257,17 +257,17 @@ def test_settings_defaults_are_the_schemas() -> None:
     conversion fills in, and `log_format`, which is the schema's. A new default fails."""
     import dataclasses  # noqa: PLC0415
 
-    from memsync.config import model, schema  # noqa: PLC0415
+    from memsync.config import model, schema, sections  # noqa: PLC0415
 
     mirrors: dict[tuple[type, str], tuple[type[BaseModel], str]] = {
         (model.Settings, "log_format"): (schema.Log, "format"),
     }
     # not settings: what a conversion fills in, never a user's choice
     derived = {
-        (model.HttpSourceSettings, "kind"),
-        (model.GitSourceSettings, "kind"),
-        (model.CommandRoleSettings, "executor"),
-        (model.OpenAIRoleSettings, "executor"),
+        (sections.HttpSourceSettings, "kind"),
+        (sections.GitSourceSettings, "kind"),
+        (sections.CommandRoleSettings, "executor"),
+        (sections.OpenAIRoleSettings, "executor"),
         (model.Settings, "http_listen"),
         (model.Settings, "views"),
         (model.Settings, "hub"),
@@ -275,10 +275,11 @@ def test_settings_defaults_are_the_schemas() -> None:
         (model.Settings, "hooks"),
     }
     found: set[tuple[type, str]] = set()
-    for cls in vars(model).values():
+    classes = [(cls, module) for module in (model, sections) for cls in vars(module).values()]
+    for cls, module in classes:
         if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
             continue
-        if cls.__module__ != model.__name__:
+        if cls.__module__ != module.__name__:
             continue
         for field in dataclasses.fields(cls):
             if (

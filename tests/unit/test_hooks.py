@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config.model import HookSettings
+from memsync.config.sections import HookSettings
 from memsync.daemon.hooks import QUEUE_SIZE, Hooks, hook_env
 from memsync.daemon.transitions import Transitions
 
