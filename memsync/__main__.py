@@ -29,11 +29,19 @@ def main() -> NoReturn:
         if out is not None:
             sys.exit(helpmemo.write(out))
     if "status" in args or "sync-now" in args:
+        import gc  # noqa: PLC0415 - built in
+
+        # Loading a command makes tens of thousands of objects (modules, functions, classes)
+        # and no garbage cycles worth collecting: the collector, run every few hundred of
+        # them, would walk them all again and again. It is off until the command's code is
+        # loaded (`status` ends first; `cli.syncrun` turns it back on before the cycles).
+        gc.disable()
         from memsync.cli import plain  # noqa: PLC0415 - no click
 
         found = plain.parse(args)
         if found is not None:
             plain.run(found)
+        gc.enable()  # click reads this command line, as always
     from memsync.cli.group import main as cli_main  # noqa: PLC0415 - click and the commands
 
     cli_main()

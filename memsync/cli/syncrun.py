@@ -32,11 +32,16 @@ def sync_now(
     dry_run: bool,
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
+    import gc  # noqa: PLC0415
     from dataclasses import replace  # noqa: PLC0415
 
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
+
+    if not gc.isenabled():  # the plain form loaded the cycle's code with it off (`__main__`)
+        gc.freeze()  # what is loaded stays for good: never walked again
+        gc.enable()
 
     settings = app.settings()
     chosen = _choose(settings, roots)

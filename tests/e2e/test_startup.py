@@ -270,6 +270,38 @@ def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
     assert json.loads(done.stdout)["results"][0]["status"] == "synced"
 
 
+# Runs the console script's entry point, then says whether the garbage collector is on and
+# whether what was loaded before the cycle ran was frozen (`gc.freeze`).
+GC_PROBE = """
+import gc, sys
+from memsync.__main__ import main
+try:
+    main()
+except SystemExit:
+    pass
+print("GC " + repr((gc.isenabled(), gc.get_freeze_count() > 0)), file=sys.stderr)
+"""
+
+
+def test_a_plain_sync_now_loads_with_the_collector_off_and_cycles_with_it_on(
+    team: Team, tmp_path: Path
+) -> None:
+    """Issue 18: loading the command's code makes no garbage cycles worth collecting (the
+    collector is off then); the cycle itself runs with the collector on, over a frozen heap."""
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for command in (["sync-now"], ["sync-now", "--dry-run"]):
+        done = subprocess.run(
+            [sys.executable, "-c", GC_PROBE, "--config", str(config), *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.stderr.rstrip().rpartition("\n")[2] == "GC (True, True)", done.stderr
+
+
 # -- the help registry -----------------------------------------------------------------------
 
 
