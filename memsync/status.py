@@ -14,7 +14,7 @@ from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings
 from memsync.cycles.records import Pressure, PruneState
 from memsync.errors import GitError
-from memsync.roots import admission, pause
+from memsync.roots import anchor, pause
 from memsync.roots.edits import blocking_changes
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
@@ -97,7 +97,7 @@ def root_document(
         },
         "paused": held is not None,
         "paused_until": held.until if held else None,
-        "admission": admission.describe(layout.base, settings.admission),
+        "admission": anchor.describe(layout.base, settings.admission),
     }
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memsync.secrets import SecretRef
-from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
     from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View
@@ -27,6 +26,7 @@ if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validate
         SourceSettings,
         ViewSettings,
     )
+    from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,7 @@ def root_settings(
     """Convert one validated root (`roles`: the converted roles, for its repair role)."""
     from memsync.config.schema import Repair  # noqa: PLC0415 - loaded with `root` already
     from memsync.config.sections import PublishSettings  # noqa: PLC0415
+    from memsync.transports.rootkeys import CommitKey  # noqa: PLC0415
 
     sync = root.sync
     repair_role = root.repair.role if root.repair else None
@@ -180,6 +181,8 @@ def _git_credentials(name: str, root: Root) -> GitCredentials | None:
     https, ssh = root.sync.https, root.sync.ssh
     if https is None and ssh is None:
         return None
+    from memsync.transports.rootkeys import GitCredentials  # noqa: PLC0415
+
     return GitCredentials(
         where=f"roots.{name}.sync",
         username=https.username if https else None,

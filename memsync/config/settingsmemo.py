@@ -16,6 +16,7 @@ memo holds references to secrets, never a secret. Safe to delete at any time.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from dataclasses import fields, is_dataclass, replace
@@ -27,32 +28,35 @@ from memsync.config import paths
 from memsync.config.model import AdmissionSettings, RootSettings, Settings
 from memsync.regularfile import read_regular
 from memsync.secrets import SecretRef
-from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 DIR_NAME = "settings"
 MAX_BYTES = 4 * 1024 * 1024  # 1,000 roots of settings fit many times over
 VERSION = 1
 
 # The only classes a memo can make (an allowlist: anything else fails the read): these, and
-# those of the configuration's optional parts (`config.sections`), loaded when an entry
-# holds one (a configuration of plain roots never creates them).
+# those of the configuration's optional parts (`config.sections`) and a root's credentials
+# and signing key (`transports.rootkeys`), loaded when an entry holds one (a configuration
+# of plain roots never creates them).
 CLASSES: dict[str, type] = {
-    c.__name__: c
-    for c in (Settings, RootSettings, AdmissionSettings, GitCredentials, CommitKey, SecretRef)
+    c.__name__: c for c in (Settings, RootSettings, AdmissionSettings, SecretRef)
 }
-SECTION_CLASSES = frozenset(
-    {
-        "PublishSettings",
-        "ViewSettings",
-        "HttpSourceSettings",
-        "GitSourceSettings",
-        "CommandRoleSettings",
-        "OpenAIRoleSettings",
-        "HubSettings",
-        "HookSettings",
-        "WebhookSettings",
-    }
-)
+LOADED_CLASSES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "PublishSettings",
+            "ViewSettings",
+            "HttpSourceSettings",
+            "GitSourceSettings",
+            "CommandRoleSettings",
+            "OpenAIRoleSettings",
+            "HubSettings",
+            "HookSettings",
+            "WebhookSettings",
+        ),
+        "memsync.config.sections",
+    ),
+    **dict.fromkeys(("GitCredentials", "CommitKey"), "memsync.transports.rootkeys"),
+}
 # Secret references the memo may hold: where a secret is, never the secret.
 STORED_SECRETS = ("env", "file", "credential")
 # The code that decides what a file loads into: an edit to it retires every entry.
@@ -72,11 +76,7 @@ def allowed(name: str) -> type:
     found = CLASSES.get(name)
     if found is not None:
         return found
-    if name not in SECTION_CLASSES:
-        raise KeyError(name)
-    from memsync.config import sections  # noqa: PLC0415 - an optional part is configured
-
-    cls: type = getattr(sections, name)
+    cls: type = getattr(importlib.import_module(LOADED_CLASSES[name]), name)
     return cls
 
 

@@ -13,25 +13,24 @@ can never add its own signer.
 The trust anchor: what the root holds when the policy is turned on stays trusted (the
 ranges above never reach it again), so turning it on over an unsigned history refuses
 nothing old. `admission.json` beside the root's state records that moment and the
-trusted upstream then (`anchor`), for `status` to say so; turning the policy off drops
-the record, so turning it on again anchors anew.
+trusted upstream then (`anchor`), for `status` to say so (`roots.anchor`); turning the
+policy off drops the record, so turning it on again anchors anew.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.config.model import AdmissionSettings
 from memsync.errors import SecretError
+from memsync.roots.anchor import RECORD
 from memsync.secrets import SecretRef, resolve
 from memsync.validators.problems import Problem
 
@@ -41,7 +40,6 @@ if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
 
 MAX_NAMED = 20  # commits named one by one in a refusal; the rest are counted
 BATCH = 1000  # commit objects read per `cat-file` process (bounds what one read holds)
-RECORD = "admission.json"
 # The codes `judge` reports (`validators.commitsig.CODES`, named here without loading it).
 CODES = frozenset({"unsigned-commit", "untrusted-signer", "bad-signature"})
 
@@ -171,41 +169,3 @@ def remember(base: Path, settings: AdmissionSettings, trusted: str | None) -> No
     since = record.get("since") if isinstance(record, dict) else None
     stamp = since if isinstance(since, str) else timefmt.rfc3339(timefmt.now())
     write_json(path, {"anchor": trusted, "since": stamp})
-
-
-def describe(base: Path, settings: AdmissionSettings) -> dict[str, Any]:
-    """The status document's `admission`: the policy, the pinned inline keys'
-    fingerprints, the files of keys, and the anchor once a cycle has recorded it."""
-    signed = settings.require == "signed"
-    record = read_json(base / RECORD) if signed else None
-    record = record if isinstance(record, dict) else {}
-    anchor, since = record.get("anchor"), record.get("since")
-    anchor = anchor if isinstance(anchor, str) else None
-    since = since if isinstance(since, str) else None
-    message = None
-    if signed and since is not None:
-        held = (
-            f"commits up to {anchor[:12]}, the trusted upstream then,"
-            if anchor
-            else ("what the first sync found in the root (no trusted upstream then)")
-        )
-        message = (
-            f"signed admission since {since}: {held} stay trusted; every newer commit, "
-            "incoming or outgoing, needs a pinned signer's signature"
-        )
-    elif signed:
-        message = "signed admission: the next cycle records the trust anchor"
-    return {
-        "require": settings.require,
-        "signers": [_fingerprint(s) for s in settings.signers if isinstance(s, str)],
-        "signer_files": [s.describe() for s in settings.signers if isinstance(s, SecretRef)],
-        "anchor": anchor,
-        "since": since,
-        "message": message,
-    }
-
-
-def _fingerprint(line: str) -> str:
-    """An inline key's fingerprint without loading cryptography (the schema checked it)."""
-    blob = base64.b64decode(line.split()[1])
-    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")

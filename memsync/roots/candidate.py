@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.errors import require
 from memsync.roots.faults import fault
 from memsync.transports.commitsign import sign_head
 from memsync.transports.git import Git
 from memsync.transports.gitparse import last_line
-from memsync.transports.rootkeys import CommitKey
 from memsync.validators.inbox import InboxConflict, merge_inbox
+
+if TYPE_CHECKING:
+    from memsync.transports.rootkeys import CommitKey
 
 INBOX = "AGENT_GUIDANCE_INBOX.md"
 

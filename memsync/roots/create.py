@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.errors import RootError, require
 from memsync.progress import NO_PROGRESS, Progress
@@ -29,9 +30,11 @@ from memsync.roots import indexstat
 from memsync.roots.checks import Checks
 from memsync.roots.reach import unreachable
 from memsync.transports.commitsign import sign_head
-from memsync.transports.git import FetchOutcome, Git, GitCredentials, PushOutcome, cause
-from memsync.transports.rootkeys import CommitKey
+from memsync.transports.git import FetchOutcome, Git, PushOutcome, cause
 from memsync.validators.policy import SyncPolicy, gitignore_text
+
+if TYPE_CHECKING:
+    from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 MEMORY_TEMPLATE = """\
 # User Context

@@ -36,13 +36,13 @@ from memsync.roots.plan import Action, Plan
 from memsync.roots.repairing import Conflict, Repaired, Settler
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
-from memsync.transports.rootkeys import CommitKey
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:
     from memsync.roots.candidate import MergeFailed
+    from memsync.transports.rootkeys import CommitKey
 
 # Conflicts in the update coordination state are never handed to a model (reference §2.4).
 UNREPAIRABLE = ("update_queue/", "update_records/")

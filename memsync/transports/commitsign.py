@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError, require
 from memsync.secrets import resolve
-from memsync.transports.rootkeys import CommitKey
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
     from memsync.transports.git import Git
     from memsync.transports.gitcore import GitCore
+    from memsync.transports.rootkeys import CommitKey
 
 NAMESPACE = b"git"
 HASH = "sha512"

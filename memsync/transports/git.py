@@ -72,14 +72,12 @@ from memsync.transports.gitread import (
 )
 from memsync.transports.gitstatus import WorkStates
 from memsync.transports.gittree import GitBlobs
-from memsync.transports.rootkeys import GitCredentials
 
 __all__ = [
     "Attempt",
     "FetchOutcome",
     "Git",
     "GitBlobs",
-    "GitCredentials",
     "GitResult",
     "PushOutcome",
     "RemoteBranch",

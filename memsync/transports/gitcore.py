@@ -32,10 +32,10 @@ from memsync.transports.gitguard import GUARD
 from memsync.transports.gitread import HANDLES, Read, plain_git_dir
 from memsync.transports.gitversion import MIN_GIT_TEXT
 from memsync.transports.process import Deadline, Session, run_process
-from memsync.transports.rootkeys import GitCredentials
 
 if TYPE_CHECKING:  # the credential server (tempfile, sockets): a call with a token loads it
     from memsync.transports.credentials import Origin
+    from memsync.transports.rootkeys import GitCredentials
 
 
 class GitCore:

@@ -9,13 +9,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
 from memsync.secrets import resolve
 from memsync.transports import gitparse
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
-from memsync.transports.rootkeys import GitCredentials
+
+if TYPE_CHECKING:
+    from memsync.transports.rootkeys import GitCredentials
 
 DEFAULT_TIMEOUT = 120.0
 

@@ -54,12 +54,13 @@ HEAVY = (
 # What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
 # models, the daemon's server, GitPython (a one-shot git box asks git); for a root without
-# credentials, the credential server (issue 18: the settings carry them as `rootkeys`),
+# credentials or signing key, the credential server and those records (`rootkeys`),
 # uuid (which imports platform), tempfile and shutil (bz2, lzma, random: a state file's
 # temporary file is `atomicfile.private_temp`'s; a worktree to remove loads shutil then),
 # and the settings of parts this configuration does not have (`config.sections`).
 COLD_SYNC_HEAVY = (
     "memsync.config.sections",
+    "memsync.transports.rootkeys",
     "memsync.transports.credentials",
     "uuid",
     "platform",
@@ -85,8 +86,9 @@ COLD_SYNC_HEAVY = (
 # ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
 # standard library; the models are not; the plain forms of `status` run without click. Of
 # the git box it loads the runner and `git status` (`gitstatus`) only; not the publisher,
-# the maintenance cycles' git reads (their records are `cycles.records`), the signer, the
-# views (none configured here) or live progress (issue 18).
+# the admission checks (their record is `roots.anchor`'s), the maintenance cycles' git
+# reads (their records are `cycles.records`), the signer, the views (none configured
+# here), live progress or base64 (a root with inline signers only) (issue 18).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
@@ -99,6 +101,8 @@ STATUS_HEAVY = (
     "memsync.transports.gittree",
     "memsync.transports.commitsign",
     "memsync.roots.publish",
+    "memsync.roots.admission",
+    "base64",
     "memsync.cycles.pressure",
     "memsync.progress",
     "memsync.views",

@@ -108,7 +108,7 @@ json_values = st.recursive(
         | st.dictionaries(
             st.sampled_from(["@", "@path", "@td", "@tuple", "@frozenset", "@dict", "kind", "ref"])
             | st.text(max_size=3),
-            inner | st.sampled_from([*settingsmemo.CLASSES, *sorted(settingsmemo.SECTION_CLASSES)]),
+            inner | st.sampled_from([*settingsmemo.CLASSES, *settingsmemo.LOADED_CLASSES]),
             max_size=3,
         )
     ),
@@ -124,6 +124,6 @@ def test_a_foreign_memo_decodes_to_allowlisted_values_or_fails_cleanly(data: obj
         return
     allowed = (type(None), bool, int, float, str, Path, tuple, frozenset, dict)
     allowed += tuple(settingsmemo.CLASSES.values())
-    allowed += tuple(settingsmemo.allowed(name) for name in settingsmemo.SECTION_CLASSES)
+    allowed += tuple(settingsmemo.allowed(name) for name in settingsmemo.LOADED_CLASSES)
     assert isinstance(value, allowed) or type(value).__name__ == "timedelta"
     assert os.environ.get("XDG_CACHE_HOME")  # nothing here wrote a memo
