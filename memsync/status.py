@@ -18,8 +18,8 @@ from memsync.roots import anchor, pause
 from memsync.roots.edits import blocking_changes
 from memsync.roots.journal import Journal
 from memsync.roots.layout import RootLayout
-from memsync.roots.result import SyncStatus
 from memsync.roots.state import RootState
+from memsync.roots.syncstatus import SyncStatus
 from memsync.transports.gitstatus import WorkStates
 from memsync.validators.policy import SyncPolicy
 from memsync.wire.shape import STATUS_REPORT, fit

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memsync.validators.paths import check_name
-
 if TYPE_CHECKING:
     from memsync.transports.gitparse import StatusEntry
     from memsync.validators.policy import SyncPolicy
@@ -18,7 +16,12 @@ if TYPE_CHECKING:
 
 def blocking_changes(entries: Iterable[StatusEntry], policy: SyncPolicy) -> tuple[str, ...]:
     """Local edits that block publication: tracked changes and synchronized untracked files."""
-    paths = {e.path for e in entries if not e.untracked or check_name(e.path, policy) is None}
+    listed = tuple(entries)
+    if not any(e.untracked for e in listed):  # no name to check: the path rules stay unloaded
+        return tuple(sorted({e.path for e in listed}))
+    from memsync.validators.paths import check_name  # noqa: PLC0415 - untracked files only
+
+    paths = {e.path for e in listed if not e.untracked or check_name(e.path, policy) is None}
     return tuple(sorted(paths))
 
 

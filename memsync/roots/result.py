@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from memsync.roots.syncstatus import SyncStatus
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:  # pydantic loads for `--json` only (issue 18)
     from memsync.wire.cli import SyncResultModel
 
-
-class SyncStatus(StrEnum):
-    """A root's sync status; the values are the contract's exact words."""
-
-    CURRENT = "current"
-    SYNCED = "synced"
-    PUSHED = "pushed"
-    DIRTY = "dirty"
-    CONFLICT = "conflict"
-    REJECTED = "rejected"
-    REWOUND = "rewound"
-    OFFLINE = "offline"
-    AUTH_FAILED = "auth-failed"
-    HOST_KEY_CHANGED = "host-key-changed"
-    ERROR = "error"
-    BUSY = "busy"
-    DISABLED = "disabled"
-    PAUSED = "paused"
-    UNCONFIGURED = "unconfigured"
+__all__ = ["HELD", "OK", "SyncResult", "SyncStatus"]
 
 
 OK = frozenset({SyncStatus.CURRENT, SyncStatus.SYNCED, SyncStatus.PUSHED})

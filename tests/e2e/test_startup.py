@@ -87,8 +87,10 @@ COLD_SYNC_HEAVY = (
 # standard library; the models are not; the plain forms of `status` run without click. Of
 # the git box it loads the runner and `git status` (`gitstatus`) only; not the publisher,
 # the admission checks (their record is `roots.anchor`'s), the maintenance cycles' git
-# reads (their records are `cycles.records`), the signer, the views (none configured
-# here), live progress or base64 (a root with inline signers only) (issue 18).
+# reads (their records are `cycles.records`), a cycle's result (its status words are
+# `roots.syncstatus`), the path rules (no untracked file to check here), the signer, the
+# views (none configured here), live progress or base64 (a root with inline signers only)
+# (issue 18).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
@@ -102,6 +104,9 @@ STATUS_HEAVY = (
     "memsync.transports.commitsign",
     "memsync.roots.publish",
     "memsync.roots.admission",
+    "memsync.roots.result",
+    "memsync.validators.paths",
+    "memsync.validators.problems",
     "base64",
     "memsync.cycles.pressure",
     "memsync.progress",
