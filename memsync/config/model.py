@@ -14,8 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from memsync.secrets import SecretRef
-
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
     from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View
     from memsync.config.sections import (  # made by the converters below when a file has them
@@ -26,6 +24,7 @@ if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validate
         SourceSettings,
         ViewSettings,
     )
+    from memsync.secrets import SecretRef
     from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 

@@ -27,19 +27,16 @@ from typing import Any
 from memsync.config import paths
 from memsync.config.model import AdmissionSettings, RootSettings, Settings
 from memsync.regularfile import read_regular
-from memsync.secrets import SecretRef
 
 DIR_NAME = "settings"
 MAX_BYTES = 4 * 1024 * 1024  # 1,000 roots of settings fit many times over
 VERSION = 1
 
 # The only classes a memo can make (an allowlist: anything else fails the read): these, and
-# those of the configuration's optional parts (`config.sections`) and a root's credentials
-# and signing key (`transports.rootkeys`), loaded when an entry holds one (a configuration
-# of plain roots never creates them).
-CLASSES: dict[str, type] = {
-    c.__name__: c for c in (Settings, RootSettings, AdmissionSettings, SecretRef)
-}
+# those of the configuration's optional parts (`config.sections`), a root's credentials and
+# signing key (`transports.rootkeys`) and secret references, loaded when an entry holds one
+# (a configuration of plain roots never creates them).
+CLASSES: dict[str, type] = {c.__name__: c for c in (Settings, RootSettings, AdmissionSettings)}
 LOADED_CLASSES: dict[str, str] = {
     **dict.fromkeys(
         (
@@ -56,6 +53,7 @@ LOADED_CLASSES: dict[str, str] = {
         "memsync.config.sections",
     ),
     **dict.fromkeys(("GitCredentials", "CommitKey"), "memsync.transports.rootkeys"),
+    "SecretRef": "memsync.secrets",
 }
 # Secret references the memo may hold: where a secret is, never the secret.
 STORED_SECRETS = ("env", "file", "credential")
@@ -88,6 +86,8 @@ def encode(value: object) -> object:
     """`value` as tagged JSON data (Unmemoable for anything outside the allowlist)."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    from memsync.secrets import SecretRef  # noqa: PLC0415 - loaded by the full load before
+
     if isinstance(value, SecretRef) and value.kind not in STORED_SECRETS:
         raise Unmemoable("an inline secret")
     if is_dataclass(value) and not isinstance(value, type):

@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.errors import ConfigError, MemsyncError
+
+if TYPE_CHECKING:  # loaded once a socket file is there to connect to
+    import socket
 
 MAX_ANSWER = 64 * 1024 * 1024  # a status document of many roots is KiBs; a bound all the same
 TIMEOUT_ENV = "MEMSYNC_CONTROL_TIMEOUT"  # seconds: overrides every wait for the daemon
@@ -97,6 +99,8 @@ def call(
     head = f"{method} {path} HTTP/1.1\r\nHost: memsync\r\nConnection: close\r\n"
     if payload is not None:
         head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+    import socket  # noqa: PLC0415 - a socket file is there: no daemon, no socket module
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(wait)
     try:

@@ -17,11 +17,14 @@ plain facts with a thin reader of the facts beside it:
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a connected socket is the caller's: socket loads with it
+    import socket
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid (struct ucred)
 
@@ -94,5 +97,7 @@ def socket_directory_refusal(socket_path: Path) -> str | None:
 
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a connected unix socket."""
+    import socket  # noqa: PLC0415 - loaded by whoever connected `sock`
+
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
     return int(_UCRED.unpack(raw)[1])

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.atomicfile import read_json
-from memsync.secrets import SecretRef
 
 if TYPE_CHECKING:
     from memsync.config.model import AdmissionSettings
@@ -44,7 +43,7 @@ def describe(base: Path, settings: AdmissionSettings) -> dict[str, Any]:
     return {
         "require": settings.require,
         "signers": [_fingerprint(s) for s in settings.signers if isinstance(s, str)],
-        "signer_files": [s.describe() for s in settings.signers if isinstance(s, SecretRef)],
+        "signer_files": [s.describe() for s in settings.signers if not isinstance(s, str)],
         "anchor": anchor,
         "since": since,
         "message": message,

@@ -12,7 +12,6 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
-from memsync.secrets import resolve
 from memsync.transports import gitparse
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
@@ -216,6 +215,8 @@ def remote_argument(args: Sequence[str]) -> str | None:
 
 def token_of(creds: GitCredentials) -> str:
     """The HTTPS token, read now; GitError naming the reference (never the secret)."""
+    from memsync.secrets import resolve  # noqa: PLC0415 - a root with a token only
+
     where = f"{creds.where}.https"
     if creds.token is None:
         raise GitError(f"{where}: no token is configured")

@@ -53,14 +53,17 @@ HEAVY = (
 
 # What a one-shot `sync-now` (no daemon) that admits cleanly must not import once its
 # configuration loaded before (the settings memo): the schema, the repair role, the wire
-# models, the daemon's server, GitPython (a one-shot git box asks git); for a root without
-# credentials or signing key, the credential server and those records (`rootkeys`),
-# uuid (which imports platform), tempfile and shutil (bz2, lzma, random: a state file's
-# temporary file is `atomicfile.private_temp`'s; a worktree to remove loads shutil then),
-# and the settings of parts this configuration does not have (`config.sections`).
+# models, the daemon's server, GitPython (a one-shot git box asks git). Issue 18: for a root
+# without credentials, signing key or other secret, the credential server and those
+# records (`rootkeys`, `secrets`); uuid (which imports platform); tempfile and shutil (bz2,
+# lzma, random: a state file's temporary file is `atomicfile.private_temp`'s, a worktree to
+# remove loads shutil then); the settings of parts this configuration does not have
+# (`config.sections`); socket (no daemon: no control socket file to connect to).
 COLD_SYNC_HEAVY = (
+    "socket",
     "memsync.config.sections",
     "memsync.transports.rootkeys",
+    "memsync.secrets",
     "memsync.transports.credentials",
     "uuid",
     "platform",
