@@ -31,10 +31,10 @@ from memsync.atomicfile import read_json, write_json
 from memsync.config.model import AdmissionSettings
 from memsync.errors import SecretError
 from memsync.roots.anchor import RECORD
-from memsync.secrets import SecretRef, resolve
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
+    from memsync.secrets import SecretRef
     from memsync.transports.git import Git
     from memsync.validators.commitsig import Signers
 
@@ -109,6 +109,8 @@ def _signer_lines(root: str, signers: Sequence[str | SecretRef]) -> Iterator[tup
         if isinstance(signer, str):
             yield f"entry {index}", signer
             continue
+        from memsync.secrets import resolve  # noqa: PLC0415 - a file of signers only
+
         try:
             text = resolve(signer)
             if signer.kind == "file":

@@ -24,7 +24,6 @@ import struct
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError, require
-from memsync.secrets import resolve
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
@@ -126,6 +125,8 @@ def signer(key: CommitKey) -> CommitSigner:
         PublicFormat,
         load_ssh_private_key,
     )
+
+    from memsync.secrets import resolve  # noqa: PLC0415 - a root that signs only
 
     try:
         text = resolve(key.key)

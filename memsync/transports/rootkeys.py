@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memsync.secrets import SecretRef
+if TYPE_CHECKING:
+    from memsync.secrets import SecretRef
 
 
 @dataclass(frozen=True)
