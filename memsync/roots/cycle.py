@@ -36,8 +36,9 @@ from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
 from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git
-from memsync.transports.gitparse import WorkState, fsck_findings
+from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
+from memsync.transports.workstate import WorkState
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem

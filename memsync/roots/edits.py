@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memsync.transports.gitparse import StatusEntry
+    from memsync.transports.workstate import StatusEntry
     from memsync.validators.policy import SyncPolicy
 
 

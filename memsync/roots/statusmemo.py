@@ -34,7 +34,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsync.transports.gitparse import WorkState
+from memsync.transports.workstate import WorkState
 
 # Seconds a status may be reused at most: several default polls (60 s, jittered by a tenth),
 # so a quiet root's default poll is the fetch alone and its status runs every fifth poll

@@ -59,7 +59,6 @@ from memsync.transports.gitenv import (
 )
 from memsync.transports.gitfacts import Facts, RemoteBranch, VersionAnswer
 from memsync.transports.gitguard import GUARD
-from memsync.transports.gitparse import StatusEntry, WorkState
 from memsync.transports.gitread import (
     HANDLES,
     PER_WORKTREE,
@@ -72,6 +71,7 @@ from memsync.transports.gitread import (
 )
 from memsync.transports.gitstatus import WorkStates
 from memsync.transports.gittree import GitBlobs
+from memsync.transports.workstate import StatusEntry, WorkState
 
 __all__ = [
     "Attempt",

@@ -12,7 +12,6 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
-from memsync.transports import gitparse
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
 
@@ -135,6 +134,8 @@ def cause(text: str, limit: int = 400) -> str:
             continue
         if stripped not in kept:
             kept.append(stripped)
+    from memsync.transports import gitparse  # noqa: PLC0415 - a failed call's words only
+
     joined = "; ".join(kept) if kept else gitparse.last_line(text)
     if len(joined) > limit:
         first = [line for line in kept if is_important(line)]

@@ -7,14 +7,12 @@ survives to the validators (which refuse it) instead of being dropped or mangled
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from memsync.validators.tree import Change, Entry, Listing
 
 _ZERO = re.compile(rb"^0+$")
 MODE_TREE = 0o040000
-UNMERGED_XY = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
 
 
 def decode_path(raw: bytes) -> str:
@@ -23,72 +21,6 @@ def decode_path(raw: bytes) -> str:
 
 def encode_path(path: str) -> bytes:
     return path.encode("utf-8", errors="surrogateescape")
-
-
-@dataclass(frozen=True)
-class StatusEntry:
-    """One changed, unmerged or untracked path of a work tree."""
-
-    xy: str
-    path: str
-
-    @property
-    def unmerged(self) -> bool:
-        return self.xy in UNMERGED_XY
-
-    @property
-    def untracked(self) -> bool:
-        return self.xy == "??"
-
-
-@dataclass(frozen=True)
-class WorkState:
-    """`git status --porcelain=v2 --branch -z`: branch, HEAD, upstream and changed paths."""
-
-    branch: str | None  # None when HEAD is detached
-    head: str | None  # None on an unborn branch
-    upstream: str | None  # "<remote>/<branch>" when the branch tracks one
-    ahead: int | None
-    behind: int | None
-    entries: tuple[StatusEntry, ...]
-
-
-def parse_status_v2(raw: bytes) -> WorkState:
-    branch = head = upstream = None
-    ahead = behind = None
-    entries: list[StatusEntry] = []
-    tokens = raw.split(b"\0")
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if not token:
-            continue
-        kind = token[:1]
-        if kind == b"#":
-            key, _, value = token[2:].decode("utf-8", "surrogateescape").partition(" ")
-            if key == "branch.oid" and value != "(initial)":
-                head = value
-            elif key == "branch.head" and value != "(detached)":
-                branch = value
-            elif key == "branch.upstream":
-                upstream = value
-            elif key == "branch.ab":
-                plus, minus = value.split()
-                ahead, behind = int(plus), -int(minus)
-        elif kind == b"1":
-            parts = token.split(b" ", 8)
-            entries.append(StatusEntry(parts[1].decode("ascii"), decode_path(parts[8])))
-        elif kind == b"2":
-            parts = token.split(b" ", 9)
-            entries.append(StatusEntry(parts[1].decode("ascii"), decode_path(parts[9])))
-            i += 1  # the original path of a rename follows
-        elif kind == b"u":
-            parts = token.split(b" ", 10)
-            entries.append(StatusEntry(parts[1].decode("ascii"), decode_path(parts[10])))
-        elif kind == b"?":
-            entries.append(StatusEntry("??", decode_path(token[2:])))
-    return WorkState(branch, head, upstream, ahead, behind, tuple(entries))
 
 
 _LS_TREE = re.compile(r"([0-7]+) ([a-z]+) ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")

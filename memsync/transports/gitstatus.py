@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memsync.transports import gitparse
 from memsync.transports.gitcore import GitCore
-from memsync.transports.gitparse import WorkState
+from memsync.transports.workstate import WorkState, parse_status_v2
 
 
 class WorkStates(GitCore):
@@ -46,4 +45,4 @@ class WorkStates(GitCore):
             *scope,
             env=env or None,
         ).stdout
-        return gitparse.parse_status_v2(raw)
+        return parse_status_v2(raw)

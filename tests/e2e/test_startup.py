@@ -87,13 +87,13 @@ COLD_SYNC_HEAVY = (
 )
 
 # ... and `status` with no daemon: the status document's shape check (`wire.shape`) is
-# standard library; the models are not; the plain forms of `status` run without click. Of
-# the git box it loads the runner and `git status` (`gitstatus`) only; not the publisher,
-# the admission checks (their record is `roots.anchor`'s), the maintenance cycles' git
-# reads (their records are `cycles.records`), a cycle's result (its status words are
-# `roots.syncstatus`), the path rules (no untracked file to check here), the signer, the
-# views (none configured here), live progress or base64 (a root with inline signers only)
-# (issue 18).
+# standard library; the models are not; the plain forms of `status` run without click.
+# Issue 18: of the git box it loads the runner and `git status` (`gitstatus`, `workstate`)
+# only, not the other parsers; not the publisher, the admission checks (their record is
+# `roots.anchor`'s), the maintenance cycles' git reads (their records are
+# `cycles.records`), a cycle's result (its status words are `roots.syncstatus`), the path
+# rules (no untracked file to check here), the signer, the views (none configured here),
+# live progress or base64 (a root with inline signers only).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "memsync.wire.cli",
@@ -104,6 +104,8 @@ STATUS_HEAVY = (
     "memsync.transports.gitfacts",
     "memsync.transports.gitmemo",
     "memsync.transports.gittree",
+    "memsync.transports.gitparse",
+    "memsync.validators.tree",
     "memsync.transports.commitsign",
     "memsync.roots.publish",
     "memsync.roots.admission",

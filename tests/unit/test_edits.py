@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.roots.edits import blocking_changes
-from memsync.transports.gitparse import StatusEntry
+from memsync.transports.workstate import StatusEntry
 from memsync.validators.paths import check_name
 from memsync.validators.policy import SyncPolicy
 

@@ -19,8 +19,8 @@ from memsync.transports.gitparse import (
     parse_batch,
     parse_log_raw,
     parse_ls_tree,
-    parse_status_v2,
 )
+from memsync.transports.workstate import parse_status_v2
 from memsync.validators.tree import Entry, Listing
 
 NAMES = st.text(

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memsync.config.schema import Sync
 from memsync.roots.statusmemo import MAX_AGE, Marks, Seen, branch_ref, marks, may_reuse
-from memsync.transports.gitparse import WorkState
+from memsync.transports.workstate import WorkState
 from tests.kit import git
 
 STATE = WorkState("main", "a" * 40, "origin/main", 0, 0, ())
