@@ -122,6 +122,8 @@ STATUS_HEAVY = (
 PROBE = """
 import sys
 from memsync.__main__ import main
+import os
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
 watched = sys.argv[1].split(",")
 sys.argv[1:] = sys.argv[2:]
 try:
@@ -284,11 +286,31 @@ def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
     assert json.loads(done.stdout)["results"][0]["status"] == "synced"
 
 
+def test_a_plain_command_ends_with_everything_it_wrote_written(team: Team, tmp_path: Path) -> None:
+    """The plain forms end the process without tearing it down (issue 18): what they print
+    on stdout and log on stderr is all there, with the exit code, through pipes."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    assert memsync("--config", str(config), "sync-now", env=env).returncode == 0
+    (tmp_path / "state" / "roots" / "bob" / "insight.json").write_text("[1, 2]")
+    for _ in range(2):  # the first writes the settings memo; the second is the plainest path
+        done = memsync("--config", str(config), "status", env=env)
+        assert done.returncode == 0, done.stderr
+        assert "insight pressure at" in done.stderr and "restarts at 0" in done.stderr
+        assert done.stdout.startswith("daemon: not running"), done.stdout
+        assert done.stdout.endswith("\n") and "bob" in done.stdout
+        code, _, out, err = probe("--config", str(config), "status", "--json", env=env)
+        assert code == 0 and json.loads(out)["roots"][0]["insight"]["points"] == 0, err
+    refused = memsync("--config", str(config), "sync-now", "nobody", env=env)
+    assert refused.returncode == 2 and "unknown root(s): nobody" in refused.stderr
+
+
 # Runs the console script's entry point, then says whether the garbage collector is on and
 # whether what was loaded before the cycle ran was frozen (`gc.freeze`).
 GC_PROBE = """
-import gc, sys
+import gc, os, sys
 from memsync.__main__ import main
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
 try:
     main()
 except SystemExit:
@@ -549,6 +571,8 @@ def test_the_local_status_document_is_the_models(team: Team, tmp_path: Path) -> 
 COMMANDS_PROBE = """
 import sys
 from memsync.__main__ import main
+import os
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
 try:
     main()
 except SystemExit as exc:
