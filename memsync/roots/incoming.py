@@ -33,7 +33,6 @@ from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
-from memsync.roots.repairing import Conflict, Repaired, Settler
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
 from memsync.validators.graph import GraphValidator
@@ -42,6 +41,7 @@ from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:
     from memsync.roots.candidate import MergeFailed
+    from memsync.roots.repairing import Settler
     from memsync.transports.rootkeys import CommitKey
 
 # Conflicts in the update coordination state are never handed to a model (reference §2.4).
@@ -120,6 +120,8 @@ class Incoming:
     def _repaired(self, verdict: SyncResult, conflicted: bool) -> SyncResult:
         """The repair role's answer to a conflict verdict (the root stays as it is unless
         the role's merge was validated and published)."""
+        from memsync.roots.repairing import Conflict, Repaired  # noqa: PLC0415 - a conflict only
+
         make = require(self.repair, "the repair role")
         if self.dry_run:
             note = "dry run: the repair role is not run"

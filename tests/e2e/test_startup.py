@@ -58,7 +58,8 @@ HEAVY = (
 # records (`rootkeys`, `secrets`); uuid (which imports platform); tempfile and shutil (bz2,
 # lzma, random: a state file's temporary file is `atomicfile.private_temp`'s, a worktree to
 # remove loads shutil then); the settings of parts this configuration does not have
-# (`config.sections`); socket (no daemon: no control socket file to connect to).
+# (`config.sections`); socket (no daemon: no control socket file to connect to); the
+# repair seam's types (`roots.repairing`: a conflict loads them).
 COLD_SYNC_HEAVY = (
     "socket",
     "memsync.config.sections",
@@ -82,6 +83,7 @@ COLD_SYNC_HEAVY = (
     "memsync.config.load",
     "memsync.cycles.repair",
     "memsync.cycles.repairprompt",
+    "memsync.roots.repairing",
     "memsync.wire",
     "memsync.daemon.app",
 )
