@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.daemon.peer import peer_refusal, peer_uid, socket_directory_refusal
 from memsync.errors import ConfigError, MemsyncError
 
 if TYPE_CHECKING:  # loaded once a socket file is there to connect to
@@ -87,6 +86,8 @@ def call(
         raise DaemonUnavailable(f"no control socket at {socket_path}") from exc
     except OSError as exc:
         raise DaemonUnavailable(f"cannot reach {socket_path}: {exc.strerror}") from exc
+    from memsync.daemon.peer import socket_directory_refusal  # noqa: PLC0415 - a socket is there
+
     refusal = socket_directory_refusal(socket_path)
     if refusal is not None:
         raise SocketRefused(
@@ -190,6 +191,8 @@ def _connect(sock: socket.socket, socket_path: Path, wait: float) -> None:
 
 def _check_peer(sock: socket.socket, socket_path: Path) -> None:
     """SocketRefused unless the process behind the socket runs as this user."""
+    from memsync.daemon.peer import peer_refusal, peer_uid  # noqa: PLC0415
+
     try:
         refusal = peer_refusal(peer_uid(sock), os.geteuid(), serving=False)
     except OSError as exc:

@@ -58,10 +58,11 @@ HEAVY = (
 # records (`rootkeys`, `secrets`); uuid (which imports platform); tempfile and shutil (bz2,
 # lzma, random: a state file's temporary file is `atomicfile.private_temp`'s, a worktree to
 # remove loads shutil then); the settings of parts this configuration does not have
-# (`config.sections`); socket (no daemon: no control socket file to connect to); the
-# repair seam's types (`roots.repairing`: a conflict loads them).
+# (`config.sections`); socket and the peer rules (no daemon: no control socket file to
+# connect to); the repair seam's types (`roots.repairing`: a conflict loads them).
 COLD_SYNC_HEAVY = (
     "socket",
+    "memsync.daemon.peer",
     "memsync.config.sections",
     "memsync.transports.rootkeys",
     "memsync.secrets",
