@@ -70,6 +70,8 @@ class Incoming:
     def admit(self, plan: Plan) -> SyncResult:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
+        if plan.action is Action.BEHIND:  # the history check lists the start's tree next
+            git.list_ahead(local)
         count, changes = git.changes(upstream, local)
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"

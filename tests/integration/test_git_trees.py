@@ -8,12 +8,14 @@ import itertools
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.errors import GitError
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.statusmemo import StatusMemo
 from memsync.transports import gitmemo, gitparse
@@ -220,3 +222,55 @@ def test_a_listing_kept_for_a_commit_that_is_gone_is_not_used(tmp_path: Path) ->
         made = git(repo, "commit-tree", _mktree(repo, [f"100644 blob {blob}\ta.md"]), "-m", "x")
         listing = Git(repo).ls_tree(made)
         assert dict(listing) == dict(full_listing(repo, made))
+
+
+def _listing_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "memsync-list-ahead"]
+
+
+def test_a_listing_started_ahead_is_the_one_listing_and_ends_with_the_session(
+    tmp_path: Path,
+) -> None:
+    """A one-shot box lists a start tree beside the incoming log (`list_ahead`): the later
+    `ls_tree` takes that listing (one `ls-tree` in all) and it equals git's; a listing
+    nobody took is waited for when the object session ends, so none outlives the cycle."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"MEMORY.md": "# M\n", "a/MEMORY_x.md": "x\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    folder, log = _spy(tmp_path / "spy")
+    env = {"PATH": f"{folder}:{os.environ['PATH']}"}
+    gitmemo.forget()
+    box = Git(repo, env=env, resident=False)
+    with box.object_session():
+        box.list_ahead(head)
+        box.list_ahead(head)  # once per revision
+        assert len(_listing_threads()) <= 1
+        listing = box.ls_tree(head)
+    assert dict(listing) == dict(full_listing(repo, head))
+    assert _runs(log).count("ls-tree") == 1
+    gitmemo.forget()
+    with box.object_session():
+        box.list_ahead(head)  # never taken
+    assert _listing_threads() == []
+    assert _runs(log).count("ls-tree") == 2
+
+
+def test_a_listing_ahead_only_in_a_one_shot_session_and_fails_as_the_plain_one(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"MEMORY.md": "# M\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    gitmemo.forget()
+    Git(repo, resident=False).list_ahead(head)  # outside a session: nothing starts
+    with Git(repo).object_session():
+        Git(repo).list_ahead(head)  # a resident box (the daemon) derives or reads instead
+    assert _listing_threads() == []
+    missing = "f" * 40
+    box = Git(repo, resident=False)
+    with box.object_session():
+        box.list_ahead(missing)
+        with pytest.raises(GitError):  # what `ls_tree` alone raises for an unknown commit
+            box.ls_tree(missing)
