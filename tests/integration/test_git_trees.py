@@ -4,6 +4,7 @@ refuses is listed in full; and a warm one-commit sync lists no tree at all."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.sync import clone, make_upstream
 from memsync.errors import GitError
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.statusmemo import StatusMemo
@@ -27,6 +29,7 @@ from memsync.validators.tree import Listing, TreeView
 from tests.conftest import PROCESS_EXAMPLES, Team
 from tests.helpers import commit, git, push
 from tests.integration.test_git_refs import _runs, _spy
+from tests.kit import settings_for
 
 NAMES = ["MEMORY.md", "memory.md", "MEMORY_a.md", "a", "A", "b", "x.md", "\u00e9.md", "d"]
 MODES = ["100644", "100644", "100755", "120000", "160000"]
@@ -274,3 +277,36 @@ def test_a_listing_ahead_only_in_a_one_shot_session_and_fails_as_the_plain_one(
         box.list_ahead(missing)
         with pytest.raises(GitError):  # what `ls_tree` alone raises for an unknown commit
             box.ls_tree(missing)
+
+
+def test_a_cold_fast_forward_of_a_big_root_runs_the_collector_only_outside_admission(
+    tmp_path: Path,
+) -> None:
+    """Admitting one commit into a 3,000-file root builds the start's listing, its shape
+    and their copies: tens of thousands of small acyclic objects. The cyclic collector is
+    paused meanwhile (as for the graph), so it does not scan the heap again and again."""
+    upstream = make_upstream(tmp_path, 3000)
+    root = clone(upstream, tmp_path / "root")
+    writer = clone(upstream, tmp_path / "writer")
+    settings = settings_for("big", root)
+    state = tmp_path / "state"
+    assert sync_root(settings, state, SyncOptions()).status == "current"
+    commit(writer, {"MEMORY_note00001.md": "# Note 1\n\nmore\n"})
+    push(writer)
+    gitmemo.forget()
+    SHAPES.clear()
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        result = sync_root(settings, state, SyncOptions())
+    finally:
+        gc.callbacks.remove(count)
+    assert result.status == "synced", result.message
+    assert gc.isenabled()
+    assert len(started) < 8, started  # some 20 without the pause
