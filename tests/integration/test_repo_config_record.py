@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsync.errors import UnsafeRepoConfig
 from memsync.roots.cycle import SyncOptions, sync_root
@@ -22,7 +26,7 @@ from memsync.transports import process
 from memsync.transports.git import Git
 from memsync.transports.gitconfigrecord import RACY_NS, Inputs
 from memsync.transports.gitguard import ConfigGuard
-from tests.conftest import Team
+from tests.conftest import PROCESS_EXAMPLES, Team
 from tests.helpers import commit, git
 from tests.kit import wait_for
 
@@ -45,8 +49,9 @@ def _settled(root: Path) -> None:
     )
 
 
-def _cold(root: Path, record: Path) -> tuple[int, dict[str, str] | UnsafeRepoConfig]:
-    """(git processes run, the guard's overrides or its refusal) in a fresh process."""
+def _cold(root: Path, record: Path | None) -> tuple[int, dict[str, str] | UnsafeRepoConfig]:
+    """(git processes run, the guard's overrides or its refusal) in a fresh process (one
+    without a record path asks git, as before records)."""
     box = Git(root, resident=False)
     box.config_record = record
     before = process.started()
@@ -220,3 +225,52 @@ def test_a_cold_sync_keeps_the_record_in_the_roots_state(team: Team, tmp_path: P
     assert result.status == "error" and "core.alternaterefscommand" in result.message
     git(bob, "config", "--unset-all", "core.alternateRefsCommand")
     assert team.bob.sync().status == "current"
+
+
+# Keys of every kind the guard tells apart: inert, defused (a driver, a helper), forced,
+# refused, an include (never recorded), and the worktree-config extension.
+_LINES = [
+    "[user]\n\tname = A\n",
+    "[color]\n\tui = auto\n",
+    "[color]\n\tui = always\n",
+    '[filter "x"]\n\tclean = cat\n',
+    '[merge "m"]\n\tdriver = cat\n',
+    "[core]\n\tfsmonitor = true\n",
+    "[core]\n\talternateRefsCommand = touch /never\n",
+    "[http]\n\tsslVerify = false\n",
+    '[remote "origin"]\n\turl = /elsewhere\n',
+    "[include]\n\tpath = /nowhere\n",
+    "[extensions]\n\tworktreeConfig = true\n",
+]
+
+
+def _verdict(outcome: dict[str, str] | UnsafeRepoConfig) -> object:
+    if isinstance(outcome, UnsafeRepoConfig):
+        return ("refused", outcome.message, tuple(outcome.findings))
+    return ("runs", outcome)
+
+
+@PROCESS_EXAMPLES
+@given(
+    st.lists(st.sampled_from(_LINES), max_size=4),
+    st.lists(st.sampled_from(_LINES), max_size=2),
+    st.lists(st.sampled_from(_LINES), max_size=3),
+)
+def test_a_verdict_from_the_record_equals_one_from_git(
+    first: list[str], worktree: list[str], second: list[str]
+) -> None:
+    """Whatever the config holds, and however it changes between two processes, the guard
+    of a process that may use the record says exactly what one that asks git says."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        root = _repo(base)
+        config = root / ".git" / "config"
+        plain = config.read_text()
+        record = base / "state" / "repo-config.json"
+        for lines, extra in ((first, worktree), (second, [])):
+            config.write_text(plain + "".join(lines))
+            (root / ".git" / "config.worktree").write_text("".join(extra))
+            _settled(root)
+            for _ in range(2):  # the second may take the record
+                _ran, outcome = _cold(root, record)
+                assert _verdict(outcome) == _verdict(_cold(root, None)[1])
