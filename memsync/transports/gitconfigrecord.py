@@ -10,7 +10,9 @@ its config from can be seen by memsync without git:
   config: the box turns both off);
 * every entry git listed comes from `.git/config`, `.git/config.worktree` or memsync's own
   command line (exactly the forced config), and none is an include (`include.*`,
-  `includeIf.*`: a file or condition memsync would have to evaluate as git does);
+  `includeIf.*`: a file or condition memsync would have to evaluate as git does), and
+  none holds what `redact_secrets` hides (a URL's user-info, a token): no credential is
+  copied out of `.git/config`;
 * each of those files (and `.git` itself) is a regular file (a directory) or absent, and
   is named in the record by its identity (device, inode, mode, owner, size, mtime and
   ctime in nanoseconds) and the BLAKE2b digest of its bytes, both taken before and after
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync import atomicfile
+from memsync.redaction import redact_secrets
 from memsync.transports.gitconfig import ConfigEntry, split_key
 from memsync.transports.gitenv import FORCED_CONFIG
 from memsync.transports.gitread import plain_git_dir
@@ -193,13 +196,16 @@ def _stamp(path: Path) -> Stamp | None:
 def recordable(entries: Sequence[ConfigEntry]) -> bool:
     """Whether a reading holds only what the record can vouch for: entries of the plain
     repository's own config files (at least one: git did read `.git/config`) and exactly
-    memsync's forced command-line config, and no include."""
+    memsync's forced command-line config, no include, and nothing `redact_secrets` would
+    hide (a credential in a remote's URL stays in `.git/config` alone)."""
     command: list[tuple[tuple[str, str | None, str], str | None]] = []
     local = 0
     for entry in entries:
         key = entry.key.lower()
         if key.startswith(("include.", "includeif.")):
             return False
+        if any(redact_secrets(text) != text for text in (entry.key, entry.value or "")):
+            return False  # a URL with user-info (a password?), a token: never copied to disk
         if (entry.scope, entry.origin) == _COMMAND:
             command.append((split_key(entry.key), entry.value))
         elif entry.scope in _FILE_SCOPES and entry.origin in _ORIGINS:

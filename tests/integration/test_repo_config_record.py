@@ -152,6 +152,18 @@ def test_a_worktree_config_created_later_is_read(tmp_path: Path) -> None:
     assert ran == 1 and isinstance(outcome, UnsafeRepoConfig), outcome
 
 
+def test_a_credential_in_the_config_is_never_copied_into_a_record(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    record = tmp_path / "state" / "repo-config.json"
+    _recorded(root, record)
+    git(root, "remote", "add", "origin", "https://someone:s3cret@example.com/team.git")
+    _settled(root)
+    for _ in range(2):
+        ran, outcome = _cold(root, record)
+        assert ran == 1 and isinstance(outcome, dict)
+    assert not record.exists()
+
+
 def test_a_config_that_is_a_link_is_never_recorded(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     record = tmp_path / "state" / "repo-config.json"
