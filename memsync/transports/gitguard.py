@@ -44,7 +44,10 @@ class ConfigGuard:
     might come from: the repository's config files, every include target) changes, so a
     cycle with nothing to do still costs no extra process. One reading at a time per
     repository: a cycle's prefetch and its status start together, and the second waits
-    for the first's reading instead of running `git config --list` again.
+    for the first's reading instead of running `git config --list` again. A box with a
+    `config_record` (a one-shot cycle's root) takes git's last reading from it while every
+    input is as git read it (`gitconfigrecord`), and records a new one; either way the
+    entries are judged here, with these rules, on every reading.
     """
 
     def __init__(self) -> None:
