@@ -27,8 +27,9 @@ from memsync.roots import journal, recovery
 from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
-from memsync.roots.publish import FenceBroken, Target, publish
+from memsync.roots.publish import FenceBroken, Target, publication_reason, publish
 from memsync.transports.git import Git
+from memsync.transports.gitrefsession import RefSession
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Report
 
@@ -168,7 +169,28 @@ class Admitter:
             self._settle(op, journal.FAILED, staged.message, files=staged.files)
             return Unstaged(op.id, staged)
         candidate = staged
-        git.update_ref(candidate_ref(op.id), candidate, reason="memsync: candidate")
+        # The candidate ref and, at the end, the branch move through one `update-ref --stdin`
+        # (two transactions, each committed when git says so; `gitrefsession`): the
+        # publication's reflog message is both's.
+        session = git.ref_session = RefSession(git, publication_reason(op.id))
+        try:
+            return self._checked(op, candidate, checks, dry_run, before_publish, in_place)
+        finally:
+            git.ref_session = None
+            session.close()
+
+    def _checked(
+        self,
+        op: journal.Operation,
+        candidate: str,
+        checks: Checks,
+        dry_run: bool,
+        before_publish: Callable[[], None] | None,
+        in_place: bool,
+    ) -> Outcome:
+        """Pin, validate and publish a staged candidate."""
+        git = self.git
+        git.update_ref(candidate_ref(op.id), candidate, reason=publication_reason(op.id))
         fault("after-merge")
         files = git.changed_paths(op.start, candidate)
         if checks.tree == "none":  # nothing is published without its tree checked

@@ -131,6 +131,8 @@ class _Cycle:
             credentials=settings.git_credentials,  # read at each fetch and push
             resident=resident,
         )
+        if not resident:  # a one-shot process: what the config guard read last time, if it holds
+            self.git.config_record = layout.config_record
         self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
         self.trusted = self.state.trusted_upstream

@@ -68,8 +68,24 @@ class Incoming:
     admission: SignedAdmission | None = None  # roots.*.admission: signed (every commit)
 
     def admit(self, plan: Plan) -> SyncResult:
+        # The collector is paused while the history and the candidate are checked and
+        # published (a 10k-file root builds tens of thousands of small acyclic objects: its
+        # listing, its shape record, their copies; the collector would scan the whole heap
+        # for them and find nothing), not while a repair role runs.
+        from memsync.validators.assembly import _gc_paused  # noqa: PLC0415 - loaded by the gate
+
+        with _gc_paused():
+            outcome, verdict = self._admit(plan)
+        if outcome is not None and self._repairable(plan, outcome, verdict):
+            return self._repaired(verdict, isinstance(outcome, Unstaged))
+        return verdict
+
+    def _admit(self, plan: Plan) -> tuple[Outcome | None, SyncResult]:
+        """The admission's outcome and verdict; no outcome when the history is refused."""
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
+        if plan.action is Action.BEHIND:  # the history check lists the start's tree next
+            git.list_ahead(local)
         count, changes = git.changes(upstream, local)
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
@@ -82,7 +98,7 @@ class Incoming:
         if not report.ok:
             path_rules = not report.codes() <= SIGNATURE_CODES
             why = "break the path rules" if path_rules else "lack a pinned signer's signature"
-            return self._refuse(
+            return None, self._refuse(
                 report.problems, upstream, local, f"{count} incoming commit(s) {why}"
             )
         kept = rescue_ref("rewound", local) if plan.action is Action.ADOPT else None
@@ -100,10 +116,7 @@ class Incoming:
             dry_run=self.dry_run,
             before_publish=keep_previous_head,
         )
-        verdict = self._admitted(plan, outcome, kept)
-        if self._repairable(plan, outcome, verdict):
-            return self._repaired(verdict, isinstance(outcome, Unstaged))
-        return verdict
+        return outcome, self._admitted(plan, outcome, kept)
 
     def _repairable(self, plan: Plan, outcome: Outcome, verdict: SyncResult) -> bool:
         """A merge (never a replay) that conflicted or is invalid, with a repair role set.

@@ -32,6 +32,12 @@ class RootLayout:
         return self.base / "worktrees"
 
     @property
+    def config_record(self) -> Path:
+        """The config guard's reading of the root's repository, for the next one-shot
+        process (`transports.gitconfigrecord`)."""
+        return self.base / "repo-config.json"
+
+    @property
     def lock_file(self) -> Path:
         return self.base / "lock"
 

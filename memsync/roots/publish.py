@@ -257,11 +257,16 @@ def matches(git: Git, paths: Sequence[str], candidate: str) -> bool:
     return True
 
 
+def publication_reason(operation_id: str) -> str:
+    """The reflog message of a publication's branch move (and of its candidate ref)."""
+    return f"memsync: publish {operation_id}"
+
+
 def move_branch(git: Git, target: Target) -> None:
     """The last step: the branch moves only if it still points at the start commit."""
     git.move_refs(
         [(f"refs/heads/{target.branch}", target.candidate, target.start)],
         [candidate_ref(target.operation_id)],
-        reason=f"memsync: publish {target.operation_id}",
+        reason=publication_reason(target.operation_id),
     )
     fault("after-ref-update")

@@ -69,6 +69,7 @@ from memsync.transports.gitread import (
     plain_git_dir,
     read_ref,
 )
+from memsync.transports.gitrefsession import RefSession
 from memsync.transports.gitstatus import WorkStates
 from memsync.transports.gittree import GitBlobs
 from memsync.transports.workstate import StatusEntry, WorkState
@@ -103,6 +104,10 @@ _FETCH = (
 
 class Git(Writes, Facts, WorkStates):
     """git for one repository (or work tree) directory."""
+
+    # The ref transactions of the admission under way, in one process (`gitrefsession`);
+    # set and closed by its owner (`roots.admit`), None otherwise.
+    ref_session: RefSession | None = None
 
     def status(self) -> list[StatusEntry]:
         return list(self.work_state().entries)
@@ -305,15 +310,22 @@ class Git(Writes, Facts, WorkStates):
     def update_ref(
         self, ref: str, new: str, old: str | None = None, reason: str = "memsync"
     ) -> None:
-        """Move `ref` to `new`, only if it still points at `old` (compare-and-swap)."""
+        """Move `ref` to `new`, only if it still points at `old` (compare-and-swap); in the
+        box's open `ref_session` when its message is `reason`."""
+        line = f"update {ref} {new}" + (f" {old}" if old is not None else "")
+        if self._in_ref_session(reason, [line]):
+            return
         self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
 
     def move_refs(
         self, updates: Sequence[tuple[str, str, str]], deletes: Sequence[str], reason: str
     ) -> None:
-        """One atomic transaction: (ref, new, old) compare-and-swap updates, then deletions."""
+        """One atomic transaction: (ref, new, old) compare-and-swap updates, then deletions
+        (in the box's open `ref_session` when its message is `reason`)."""
         lines = [f"update {ref} {new} {old}" for ref, new, old in updates]
         lines += [f"delete {ref}" for ref in deletes]
+        if self._in_ref_session(reason, lines):
+            return
         self.run(
             "update-ref",
             "-m",
@@ -321,6 +333,11 @@ class Git(Writes, Facts, WorkStates):
             "--stdin",
             input=("start\n" + "\n".join(lines) + "\nprepare\ncommit\n").encode(),
         )
+
+    def _in_ref_session(self, reason: str, lines: Sequence[str]) -> bool:
+        """Whether the open `ref_session` (of this reflog message) committed `lines`."""
+        session = self.ref_session
+        return session is not None and session.reason == reason and session.commit(lines)
 
     def delete_ref(self, ref: str) -> None:
         self.run("update-ref", "-d", ref, check=False)

@@ -68,6 +68,10 @@ class GitCore:
         self.trusted_alternates = trusted_alternates
         self.resident = resident
         self._env = clean_env(env)
+        # Where the config guard may keep what `git config --list` said of this repository
+        # for the next one-shot process (`gitconfigrecord`); None: asked of git each process.
+        # Set by the owner of a root's box only, never carried to another directory (`at`).
+        self.config_record: Path | None = None
         # Not resident: git's answer for a `.git` that is not plain, while `.git` is the same
         self._asked: tuple[tuple[int, ...], Path | None] | None = None
 
@@ -87,6 +91,11 @@ class GitCore:
         )
         other._env = dict(self._env)
         return other
+
+    @property
+    def box_env(self) -> dict[str, str]:
+        """The environment every git process of this box starts from (`clean_env`)."""
+        return dict(self._env)
 
     # -- running -------------------------------------------------------------------------------
 

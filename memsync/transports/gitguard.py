@@ -44,7 +44,10 @@ class ConfigGuard:
     might come from: the repository's config files, every include target) changes, so a
     cycle with nothing to do still costs no extra process. One reading at a time per
     repository: a cycle's prefetch and its status start together, and the second waits
-    for the first's reading instead of running `git config --list` again.
+    for the first's reading instead of running `git config --list` again. A box with a
+    `config_record` (a one-shot cycle's root) takes git's last reading from it while every
+    input is as git read it (`gitconfigrecord`), and records a new one; either way the
+    entries are judged here, with these rules, on every reading.
     """
 
     def __init__(self) -> None:
@@ -102,16 +105,38 @@ class ConfigGuard:
             return lock
 
     def _read(self, git: GitCore) -> _Reading:
+        if git.config_record is None:
+            return self._judged(git, self._listed(git))
+        from memsync.transports import gitconfigrecord  # noqa: PLC0415 - one-shot processes
+
+        record = gitconfigrecord.ConfigRecord(git.config_record)
+        kept = record.load(git.cwd, git.box_env)
+        if kept is not None:  # what git said, with every input as it was: judged afresh
+            return self._judged(git, (0, kept, ""))
+        before = gitconfigrecord.Inputs.take(git.cwd)
+        started = gitconfigrecord.started()
+        listed = self._listed(git)
+        if listed[0] == 0:
+            record.save(git.cwd, git.box_env, before, started, listed[1])
+        return self._judged(git, listed)
+
+    @staticmethod
+    def _listed(git: GitCore) -> tuple[int, tuple[ConfigEntry, ...], str]:
+        """git's own listing: (exit code, the entries, stderr)."""
         result = git.run(
             "config", "--list", "-z", "--show-scope", "--show-origin", check=False, guard=False
         )
         entries = tuple(parse_config_list(result.stdout)) if result.returncode == 0 else ()
+        return result.returncode, entries, result.stderr
+
+    def _judged(self, git: GitCore, listed: tuple[int, tuple[ConfigEntry, ...], str]) -> _Reading:
+        returncode, entries, stderr = listed
         files = _config_files(git, entries)
-        if result.returncode != 0:  # fail closed: what git cannot read, memsync cannot judge
+        if returncode != 0:  # fail closed: what git cannot read, memsync cannot judge
             unreadable = Unsafe(
                 "the repository's config",
                 None,
-                f"git cannot read it ({cause(result.stderr)})",
+                f"git cannot read it ({cause(stderr)})",
                 f"git -C {shlex.quote(str(git.cwd))} config --list",
                 until="fixed",
             )

@@ -14,6 +14,7 @@ blob it reads twice run git once.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,8 @@ class TreeReads(GitCore):
 
     _objects: Session | None = None  # the open object session (`object_session`)
     _batching = False
+    # Listings started ahead (`list_ahead`), by revision: the thread and what it found.
+    _ahead: dict[str, tuple[threading.Thread, list[Listing | BaseException]]] | None = None
 
     @contextlib.contextmanager
     def object_session(self) -> Iterator[None]:
@@ -98,9 +101,54 @@ class TreeReads(GitCore):
             yield
         finally:
             self._batching = False
+            ahead, self._ahead = self._ahead, None
+            for thread, _found in (ahead or {}).values():
+                thread.join()  # no listing outlives the session (nor the cycle's lock)
             session, self._objects = self._objects, None
             if session is not None:
                 session.close()
+
+    def list_ahead(self, rev: str) -> None:
+        """Start listing commit `rev`'s tree in full on a thread of its own, for a later
+        `ls_tree(rev)` that would list it (a one-shot box in its object session, with no
+        listing kept: the start of a fast-forward, listed while git logs what comes in).
+        The listing is what `ls_tree` would run itself, so nothing else changes; it is
+        waited for by that call or at the end of the session."""
+        if self.resident or not self._batching or OID.fullmatch(rev) is None:
+            return
+        tree = rev if gitmemo.LISTINGS.get(rev) is not None else gitmemo.TREES.get(rev)
+        if (tree is not None and gitmemo.LISTINGS.get(tree) is not None) or (
+            gitmemo.LAST.get(self.cwd) is not None  # derived from it instead
+        ):
+            return
+        if self._ahead is None:
+            self._ahead = {}
+        if rev in self._ahead:
+            return
+        found: list[Listing | BaseException] = []
+
+        def listing() -> None:
+            try:
+                found.append(self._list(rev))
+            except BaseException as exc:  # raised by the `ls_tree` that takes it
+                found.append(exc)
+
+        thread = threading.Thread(target=listing, name="memsync-list-ahead", daemon=True)
+        self._ahead[rev] = (thread, found)
+        thread.start()
+
+    def _listed_ahead(self, rev: str) -> Listing | None:
+        """The listing `list_ahead(rev)` started (waited for), or None when none was."""
+        started = self._ahead.pop(rev, None) if self._ahead is not None else None
+        if started is None:
+            return None
+        thread, found = started
+        thread.join()
+        if not found:
+            raise RuntimeError("a listing ended without an answer")
+        if isinstance(found[0], BaseException):
+            raise found[0]
+        return found[0]
 
     def _session_for(self, count: int) -> bool:
         return self._batching and 0 < count <= IN_PROCESS_OBJECTS
@@ -198,7 +246,7 @@ class TreeReads(GitCore):
                 tree, kept, base_oid, delta = derived
             else:
                 tree = tree or self.tree_of(rev)
-                entries = self._list(rev)
+                entries = self._listed_ahead(rev) or self._list(rev)
                 kept = KeptListing(entries, gitmemo.count_dirs(entries))
             gitmemo.TREES.put(rev, tree)
             gitmemo.LISTINGS.put(tree, kept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,14 @@ from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter, AlreadyDone, DryRun, Invalid, Published
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.checks import Checks
-from memsync.roots.layout import RootLayout
+from memsync.roots.layout import CANDIDATE_REFS, RootLayout
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from tests.conftest import Team
 from tests.helpers import commit, git, snapshot
+from tests.integration.test_git_refs import _runs, _spy
+
+CANDIDATES = CANDIDATE_REFS.rstrip("/")
 
 
 def _made_aside(root: Path, files: dict[str, str]) -> tuple[str, str]:
@@ -121,3 +125,66 @@ def test_the_transaction_always_checks_the_candidates_tree(team: Team) -> None:
     assert isinstance(outcome, Invalid)
     assert [(p.code, p.path) for p in outcome.report.problems] == [("not-utf8", "MEMORY_bad.md")]
     assert snapshot(team.bob.path) == before
+
+
+def _spied(team: Team, tmp_path: Path) -> tuple[Admitter, Path]:
+    """An admitter whose box runs a `git` that logs each run (`test_git_refs._spy`)."""
+    folder, log = _spy(tmp_path / "spy")
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
+    return Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy()), log
+
+
+def test_the_candidate_ref_and_the_branch_move_share_one_update_ref(
+    team: Team, tmp_path: Path
+) -> None:
+    """Pinning the candidate and publishing it are two of git's transactions in one
+    `update-ref --stdin`: the candidate ref stands while the candidate is checked, the
+    branch moves by compare-and-swap with the publication's reflog message, and the
+    candidate ref is gone with it."""
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/s.md": "# S\n"})
+    admitter, log = _spied(team, tmp_path)
+    seen: list[str] = []
+
+    def pinned() -> None:
+        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
+
+    outcome = admitter.admit(
+        Admission("insight", "main", start),
+        lambda op, wt: candidate,
+        Checks(grants="insight"),
+        before_publish=pinned,
+    )
+    assert isinstance(outcome, Published), outcome
+    assert seen == [candidate]
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+    message = git(team.bob.path, "reflog", "-1", "--format=%gs", "main")
+    assert message == f"memsync: publish {outcome.operation_id}"
+    assert _runs(log).count("update-ref") == 1
+    assert admitter.git.ref_session is None
+
+
+def test_a_ref_session_that_is_gone_publishes_by_a_process_of_its_own(
+    team: Team, tmp_path: Path
+) -> None:
+    """Whatever ends the session's git between the two transactions, the branch still
+    moves (compare-and-swap) and the candidate ref goes, as before sessions."""
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/t.md": "# T\n"})
+    admitter, log = _spied(team, tmp_path)
+
+    def end_the_session() -> None:
+        session = admitter.git.ref_session
+        assert session is not None
+        session.close()  # its git is killed and reaped: the next transaction cannot use it
+
+    outcome = admitter.admit(
+        Admission("insight", "main", start),
+        lambda op, wt: candidate,
+        Checks(grants="insight"),
+        before_publish=end_the_session,
+    )
+    assert isinstance(outcome, Published), outcome
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+    assert _runs(log).count("update-ref") == 2

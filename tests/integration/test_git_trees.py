@@ -4,16 +4,20 @@ refuses is listed in full; and a warm one-commit sync lists no tree at all."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.sync import clone, make_upstream
+from memsync.errors import GitError
 from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.statusmemo import StatusMemo
 from memsync.transports import gitmemo, gitparse
@@ -25,6 +29,7 @@ from memsync.validators.tree import Listing, TreeView
 from tests.conftest import PROCESS_EXAMPLES, Team
 from tests.helpers import commit, git, push
 from tests.integration.test_git_refs import _runs, _spy
+from tests.kit import settings_for
 
 NAMES = ["MEMORY.md", "memory.md", "MEMORY_a.md", "a", "A", "b", "x.md", "\u00e9.md", "d"]
 MODES = ["100644", "100644", "100755", "120000", "160000"]
@@ -220,3 +225,88 @@ def test_a_listing_kept_for_a_commit_that_is_gone_is_not_used(tmp_path: Path) ->
         made = git(repo, "commit-tree", _mktree(repo, [f"100644 blob {blob}\ta.md"]), "-m", "x")
         listing = Git(repo).ls_tree(made)
         assert dict(listing) == dict(full_listing(repo, made))
+
+
+def _listing_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "memsync-list-ahead"]
+
+
+def test_a_listing_started_ahead_is_the_one_listing_and_ends_with_the_session(
+    tmp_path: Path,
+) -> None:
+    """A one-shot box lists a start tree beside the incoming log (`list_ahead`): the later
+    `ls_tree` takes that listing (one `ls-tree` in all) and it equals git's; a listing
+    nobody took is waited for when the object session ends, so none outlives the cycle."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"MEMORY.md": "# M\n", "a/MEMORY_x.md": "x\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    folder, log = _spy(tmp_path / "spy")
+    env = {"PATH": f"{folder}:{os.environ['PATH']}"}
+    gitmemo.forget()
+    box = Git(repo, env=env, resident=False)
+    with box.object_session():
+        box.list_ahead(head)
+        box.list_ahead(head)  # once per revision
+        assert len(_listing_threads()) <= 1
+        listing = box.ls_tree(head)
+    assert dict(listing) == dict(full_listing(repo, head))
+    assert _runs(log).count("ls-tree") == 1
+    gitmemo.forget()
+    with box.object_session():
+        box.list_ahead(head)  # never taken
+    assert _listing_threads() == []
+    assert _runs(log).count("ls-tree") == 2
+
+
+def test_a_listing_ahead_only_in_a_one_shot_session_and_fails_as_the_plain_one(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"MEMORY.md": "# M\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    gitmemo.forget()
+    Git(repo, resident=False).list_ahead(head)  # outside a session: nothing starts
+    with Git(repo).object_session():
+        Git(repo).list_ahead(head)  # a resident box (the daemon) derives or reads instead
+    assert _listing_threads() == []
+    missing = "f" * 40
+    box = Git(repo, resident=False)
+    with box.object_session():
+        box.list_ahead(missing)
+        with pytest.raises(GitError):  # what `ls_tree` alone raises for an unknown commit
+            box.ls_tree(missing)
+
+
+def test_a_cold_fast_forward_of_a_big_root_runs_the_collector_only_outside_admission(
+    tmp_path: Path,
+) -> None:
+    """Admitting one commit into a 3,000-file root builds the start's listing, its shape
+    and their copies: tens of thousands of small acyclic objects. The cyclic collector is
+    paused meanwhile (as for the graph), so it does not scan the heap again and again."""
+    upstream = make_upstream(tmp_path, 3000)
+    root = clone(upstream, tmp_path / "root")
+    writer = clone(upstream, tmp_path / "writer")
+    settings = settings_for("big", root)
+    state = tmp_path / "state"
+    assert sync_root(settings, state, SyncOptions()).status == "current"
+    commit(writer, {"MEMORY_note00001.md": "# Note 1\n\nmore\n"})
+    push(writer)
+    gitmemo.forget()
+    SHAPES.clear()
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        result = sync_root(settings, state, SyncOptions())
+    finally:
+        gc.callbacks.remove(count)
+    assert result.status == "synced", result.message
+    assert gc.isenabled()
+    assert len(started) < 8, started  # some 20 without the pause
