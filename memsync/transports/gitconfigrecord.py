@@ -34,7 +34,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import stat
 import sys
 import time
@@ -46,7 +45,7 @@ from typing import Any
 from memsync import atomicfile
 from memsync.redaction import redact_secrets
 from memsync.transports.gitconfig import ConfigEntry, split_key
-from memsync.transports.gitenv import FORCED_CONFIG
+from memsync.transports.gitenv import FORCED_CONFIG, find_git, search_path
 from memsync.transports.gitread import plain_git_dir
 from memsync.validators import recordfile
 
@@ -102,7 +101,7 @@ def _identity(info: os.stat_result) -> Identity:
 
 def _environment(env: Mapping[str, str]) -> str | None:
     """A digest of the box's environment and of the git it runs (None: no git found)."""
-    found = shutil.which("git", path=env.get("PATH", os.defpath))
+    found = find_git(search_path(env.get("PATH")))
     if found is None:
         return None
     try:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
@@ -143,9 +144,32 @@ def cause(text: str, limit: int = 400) -> str:
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
+def search_path(value: str | None) -> str:
+    """PATH as the box hands it on: its absolute entries only (the system's default when
+    none is left). An empty or relative entry names a directory relative to wherever a
+    program runs, and git runs in a root's work tree: a `git` or an `ssh` found there must
+    never be what runs."""
+    kept = [entry for entry in (value or "").split(os.pathsep) if Path(entry).is_absolute()]
+    return os.pathsep.join(kept) if kept else os.defpath
+
+
+def find_git(path: str) -> str | None:
+    """The git a box with this (already cleaned) PATH runs: the first executable regular
+    file named `git` in it, as the kernel's path search finds it; None when there is none.
+    (`shutil.which` answers the same, but shutil's import costs a cold process more than
+    this loop.)"""
+    for entry in path.split(os.pathsep):
+        candidate = Path(entry, "git")
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every git process gets: only what git needs, nothing it may obey."""
+    """The environment every git process gets: only what git needs, nothing it may obey;
+    PATH holds absolute directories only (`search_path`)."""
     env = {key: os.environ[key] for key in KEEP_ENV if key in os.environ}
+    env["PATH"] = search_path(env.get("PATH"))
     env.update(
         {
             "GIT_CONFIG_NOSYSTEM": "1",

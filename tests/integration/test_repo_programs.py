@@ -7,6 +7,7 @@ the real git box must leave none, and the root must still sync correctly.
 from __future__ import annotations
 
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -387,3 +388,24 @@ def test_a_config_git_cannot_read_refuses_the_root(team: Team) -> None:
     assert "git cannot read it" in result.message and "until it is fixed" in result.message
     config.write_bytes(good)
     assert team.bob.sync().status == "current"
+
+
+def test_a_relative_path_entry_never_runs_a_program_in_the_root(
+    team: Team, marker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git runs in the root's work tree: an empty or relative PATH entry (a user's `.` or a
+    stray `::`) would find a `git` or an `ssh` there. The box keeps absolute entries only."""
+    root = team.bob.path
+    for name in ("git", "ssh"):
+        fake = root / name
+        fake.write_text(f'#!/bin/sh\necho "{name} $*" >> "{marker}"\nexit 1\n')
+        fake.chmod(0o755)
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("/git\n/ssh\n")
+    monkeypatch.setenv("PATH", os.pathsep.join(["", ".", "bin", os.environ["PATH"]]))
+    commit(team.alice.path, {"MEMORY_x.md": BASE})
+    assert team.alice.sync().status == "pushed"
+    result = team.bob.sync()
+    assert result.status == "synced", result.message
+    assert (root / "MEMORY_x.md").read_text() == BASE
+    assert ran(marker) == ""
