@@ -45,8 +45,9 @@ from typing import Any
 from memsync import atomicfile
 from memsync.redaction import redact_secrets
 from memsync.transports.gitconfig import ConfigEntry, split_key
-from memsync.transports.gitenv import FORCED_CONFIG, find_git, search_path
+from memsync.transports.gitenv import FORCED_CONFIG, find_git
 from memsync.transports.gitread import plain_git_dir
+from memsync.transports.process import search_path
 from memsync.validators import recordfile
 
 FORMAT = "memsync-repo-config/1"

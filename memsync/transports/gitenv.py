@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from memsync.errors import GitError, SecretError
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
+from memsync.transports.process import search_path
 
 if TYPE_CHECKING:
     from memsync.transports.rootkeys import GitCredentials
@@ -142,15 +143,6 @@ def cause(text: str, limit: int = 400) -> str:
         first = [line for line in kept if is_important(line)]
         joined = "; ".join(first + [line for line in kept if line not in first])
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
-
-
-def search_path(value: str | None) -> str:
-    """PATH as the box hands it on: its absolute entries only (the system's default when
-    none is left). An empty or relative entry names a directory relative to wherever a
-    program runs, and git runs in a root's work tree: a `git` or an `ssh` found there must
-    never be what runs."""
-    kept = [entry for entry in (value or "").split(os.pathsep) if Path(entry).is_absolute()]
-    return os.pathsep.join(kept) if kept else os.defpath
 
 
 def find_git(path: str) -> str | None:

@@ -87,6 +87,23 @@ def started() -> int:
 PIPE_GRACE = 1.0
 
 
+def search_path(value: str | None) -> str:
+    """PATH as the box hands it to every child: its absolute entries only (the system's
+    default when none is left). An empty or relative entry names a directory relative to
+    wherever a program runs, and the box runs git in a root's work tree and a role's agent
+    in its worktree: a `git`, an `ssh` or an agent found there must never be what runs."""
+    kept = [entry for entry in (value or "").split(os.pathsep) if Path(entry).is_absolute()]
+    return os.pathsep.join(kept) if kept else os.defpath
+
+
+def child_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` as a child gets it: PATH through `search_path`."""
+    out = dict(env)
+    if "PATH" in out:
+        out["PATH"] = search_path(out["PATH"])
+    return out
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -114,7 +131,7 @@ def run_process(
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
-        env=dict(env),
+        env=child_env(env),
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -454,7 +471,7 @@ class Session:
         self.proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=dict(env),
+            env=child_env(env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
