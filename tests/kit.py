@@ -69,12 +69,16 @@ def wait_for(
     interval: float = 0.02,
 ) -> None:
     """Poll `predicate` every `interval` seconds until it holds; AssertionError after
-    `timeout` seconds."""
+    `timeout` seconds.
+
+    A predicate slower than `interval` (one that starts a process: `memsync status`, say) is
+    asked again only after as long as it took, so a wait costs at most half a core however
+    long it lasts; it still sees the change within one such round."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while (asked := time.monotonic()) < deadline:
         if predicate():
             return
-        time.sleep(interval)
+        time.sleep(max(interval, time.monotonic() - asked))
     raise AssertionError(f"timed out waiting for {what}")
 
 

@@ -40,14 +40,25 @@ class Child:
 
 
 def _child(pid: int) -> Child | None:
+    # Every test scans every process twice: read a stranger's stat alone, raw (its parent is
+    # there), and the command line only of a child of ours.
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        stat = os.read(fd, 4096).decode(errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; split after the last ')'
     fields = stat[stat.rindex(")") + 2 :].split()
     if int(fields[1]) != os.getpid():
+        return None
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
         return None
     command = raw.replace(b"\0", b" ").decode(errors="replace").strip() or stat.split(" ", 2)[1]
     return Child(pid, fields[0], int(fields[2]), command[:200])

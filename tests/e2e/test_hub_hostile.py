@@ -106,11 +106,12 @@ def warnings(hub: HubProcess, words: str) -> list[str]:
 def test_half_sent_heads_are_closed_after_the_header_timeout(data: Path) -> None:
     with hub_process(data, "--workers", "1", "--header-timeout", "3s") as hub:
         baseline = hub.fds()
+        first = time.monotonic()  # the first of the 300 is opened now, the last at `opened`
         with half_open(hub.port, 300) as conns:
             opened = time.monotonic()
             assert max(health_seconds(hub) for _ in range(5)) < PROMPT
-            assert hub.fds() >= baseline + 300  # the hub holds them, for now
-            if time.monotonic() - opened < 2.0:  # (a slow host may be past the timeout)
+            if time.monotonic() - first < 2.0:  # (a slow host may be past the first's timeout)
+                assert hub.fds() >= baseline + 300  # the hub holds them, for now
                 assert not any(is_closed(conn) for conn in conns), "closed before the timeout"
             wait_for(lambda: all(is_closed(c) for c in conns), 15, "the half-open to close")
             wait_for(lambda: hub.fds() <= baseline + 2, 10, "the hub's descriptors to go")

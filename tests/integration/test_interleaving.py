@@ -119,8 +119,35 @@ class ConvergingInterleavings(Interleavings):
             super().teardown()
 
 
-ConvergingInterleavings.TestCase.settings = settings(PROCESS_EXAMPLES, stateful_step_count=12)
-test_interleavings = pytest.mark.slow(ConvergingInterleavings.TestCase)
+# The profile's PROCESS_EXAMPLES runs of up to twelve steps, as three tests of a third each:
+# in one test they took 20-40 s of a single worker, which a run's end waited for. Each part
+# draws its own runs (derandomized by the class, whose name differs).
+PARTS = 3
+PART = settings(
+    PROCESS_EXAMPLES,
+    max_examples=max(1, PROCESS_EXAMPLES.max_examples // PARTS),
+    stateful_step_count=12,
+)
+
+
+class InterleavingsFirst(ConvergingInterleavings):
+    """The first third of the runs."""
+
+
+class InterleavingsSecond(ConvergingInterleavings):
+    """The second third of the runs."""
+
+
+class InterleavingsThird(ConvergingInterleavings):
+    """The last third of the runs."""
+
+
+InterleavingsFirst.TestCase.settings = PART
+InterleavingsSecond.TestCase.settings = PART
+InterleavingsThird.TestCase.settings = PART
+test_interleavings_first = pytest.mark.slow(InterleavingsFirst.TestCase)
+test_interleavings_second = pytest.mark.slow(InterleavingsSecond.TestCase)
+test_interleavings_third = pytest.mark.slow(InterleavingsThird.TestCase)
 
 
 def test_a_diverged_sync_keeps_the_local_commit() -> None:
