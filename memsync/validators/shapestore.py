@@ -58,6 +58,7 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32  # as many as lineage records (one per validated tree id)
 DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
+_IN_PLACE = 16  # a delta of up to this many modifications is checked in the columns' order
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.shape")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEAD = re.compile(rb"MSTS1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
@@ -113,7 +114,10 @@ class ShapeStore:
             if "base" in body:
                 found = self._from_delta(body, rules, entries)
             else:
-                decoded = _decode(body, entries)
+                listed = _same(body, entries, {})
+                if listed is None:
+                    return None  # not made from these paths, modes and sizes: what it judges
+                decoded = _decode(body, listed)
                 found = None if decoded is None else (*decoded, (oid, {}))
         except _ERRORS:
             return None
@@ -165,15 +169,18 @@ class ShapeStore:
             if row[0] in delta:
                 return None  # a path once
             delta[row[0]] = _row(row[1:])
-        recorded = _listing(full)
-        for path, now in delta.items():
-            if now is None:
-                recorded.pop(path, None)
-            else:
-                recorded[path] = now
-        if recorded != {path: (entry.mode, entry.size) for path, entry in entries.items()}:
-            return None  # not made from these paths, modes and sizes
-        decoded = _decode(full, None)
+        if _same_order(full, entries, delta):  # modified in place: the full one's paths
+            decoded = _decode(full, entries)
+        else:
+            recorded = _listing(full)
+            decoded = _decode(full, recorded)  # the full record's shape, of its own listing
+            for path, now in delta.items():  # now the listing the delta was made from
+                if now is None:
+                    recorded.pop(path, None)
+                else:
+                    recorded[path] = now
+            if recorded != _pairs(entries):
+                return None  # not made from these paths, modes and sizes
         if decoded is None:
             return None
         shape = TreeShape(*decoded).derive([(p, entries.get(p)) for p in delta], rules)
@@ -288,6 +295,49 @@ def _row(values: list[Any]) -> _Row:
     return mode, size
 
 
+def _same(
+    body: dict[str, Any], entries: Mapping[str, Entry], delta: Mapping[str, _Row]
+) -> Mapping[str, object] | None:
+    """The listing of a full record changed by `delta`, when it is `entries` (its paths,
+    modes and sizes), else None."""
+    if _same_order(body, entries, delta):
+        return entries
+    recorded = _listing(body)
+    for path, now in delta.items():
+        if now is None:
+            recorded.pop(path, None)
+        else:
+            recorded[path] = now
+    return recorded if recorded == _pairs(entries) else None
+
+
+def _same_order(
+    body: dict[str, Any], entries: Mapping[str, Entry], delta: Mapping[str, _Row]
+) -> bool:
+    """Whether a full record's columns changed by `delta` (modifications of a few of its
+    paths only) are `entries`' paths, modes and sizes in `entries`' order: compared as
+    lists, without a dict of either (a fresh listing and the record of a tree listed the
+    same way agree in order). False says only "not so": compare them as dicts."""
+    paths = body["paths"]
+    if len(delta) > _IN_PLACE or paths != list(entries):
+        return False
+    modes, sizes = body["modes"], body["sizes"]
+    if delta:
+        modes, sizes = list(modes), list(sizes)
+        for path, now in delta.items():
+            if now is None or path not in entries:
+                return False
+            at = paths.index(path)
+            modes[at], sizes[at] = now
+    values = entries.values()
+    return bool(modes == [e.mode for e in values] and sizes == [e.size for e in values])
+
+
+def _pairs(entries: Mapping[str, Entry]) -> dict[str, tuple[int, int | None]]:
+    """What a shape judges of a listing: each path's mode and size."""
+    return {path: (entry.mode, entry.size) for path, entry in entries.items()}
+
+
 def _listing(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """A full record's paths with their modes and sizes (each path once)."""
     paths, modes, sizes = body["paths"], body["modes"], body["sizes"]
@@ -298,15 +348,9 @@ def _listing(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
 
 
 def _decode(
-    body: dict[str, Any], entries: Mapping[str, Entry] | None
+    body: dict[str, Any], listed: Mapping[str, object]
 ) -> tuple[FoldedTree, dict[str, tuple[Problem, ...]]] | None:
-    """A full record's shape, when its listing is `entries` (None: the record's own)."""
-    recorded = _listing(body)
-    if entries is not None and recorded != {
-        path: (entry.mode, entry.size) for path, entry in entries.items()
-    }:
-        return None  # not made from these paths, modes and sizes: what a shape judges
-    listed: Mapping[str, object] = recorded if entries is None else entries
+    """A full record's shape, whose listing (`_listing`, checked by the caller) is `listed`."""
     keys, spellings, leaves, counts = (body[n] for n in ("keys", "spellings", "leaves", "counts"))
     one = dict(
         zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)
@@ -328,7 +372,7 @@ def _decode(
     if min(counts, default=1) < 1:
         return None
     held = list(compress(spellings, leaves))
-    if len(held) != len(listed) or not set(listed).issuperset(held):
+    if len(held) != len(listed) or not all(map(listed.__contains__, held)):
         return None  # the folded paths are not the listing's (each leaf is one path)
     folded = FoldedTree()
     folded._one = one

@@ -141,7 +141,9 @@ def test_another_trees_record_under_this_trees_id_is_not_used(tmp_path: Path) ->
         assert store.loads == 0
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip-head", "edit-body", "mode", "version"])
+@pytest.mark.parametrize(
+    "damage", ["truncate", "flip-head", "edit-body", "resealed-mode", "mode", "version"]
+)
 def test_a_damaged_record_is_ignored(tmp_path: Path, damage: str) -> None:
     bad = tree_id()
     with recording(tmp_path) as store:
@@ -162,6 +164,11 @@ def test_a_damaged_record_is_ignored(tmp_path: Path, damage: str) -> None:
             fields = data[: head - 1].split(b" ")
             fields[2] = b"%d" % len(edited_body)
             record.write_bytes(b" ".join(fields) + b"\n" + edited_body)
+        elif damage == "resealed-mode":  # the record says the file is mode 100644
+            body = json.loads(data[head:])
+            body["modes"] = [MODE_FILE for _ in body["modes"]]
+            body["flagged"] = []
+            reseal(record, body)
         elif damage == "mode":
             record.chmod(0o644)
         else:
