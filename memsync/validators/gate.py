@@ -371,12 +371,14 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
         return kept
     base_oid, delta = getattr(source, "base_oid", None), getattr(source, "delta", None)
     base = SHAPES.get(base_oid, policy) if isinstance(base_oid, str) else None
-    shape = (
-        base.derive(delta, policy)
-        if base is not None and delta is not None
-        else TreeShape.of(entries, policy)
-    )
+    derived: tuple[str, Delta] | None = None
+    if base is not None and isinstance(base_oid, str) and delta is not None:
+        derived = (base_oid, delta)
+    if base is not None and derived is not None:
+        shape = base.derive(derived[1], policy)
+    else:
+        shape = TreeShape.of(entries, policy)
     SHAPES.put(oid, policy, shape)
-    if records is not None:
-        records.save(oid, policy, shape, entries)
+    if records is not None:  # a derived tree's record is a delta from its base's
+        records.save(oid, policy, shape, entries, derived)
     return shape

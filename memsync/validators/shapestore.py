@@ -15,6 +15,18 @@ tree's id is not used); anything truncated, corrupt, foreign, oversized, not a p
 regular file of ours or not shaped like a shape is ignored and the shape is computed from
 the entries. Written atomically, 0600 in a 0700 directory, pruned to the
 `KEEP` most recent (`MAX_TOTAL_BYTES` in all).
+
+Saving costs the change, not the tree. The record of a tree that the gate derived from a
+recorded tree (`gate.tree_shape`: the base's shape plus git's diff) is written as a delta:
+the id of a full record (the base's own, or the one the base's delta names) and every path
+that differs from it, with its mode and size (or its deletion). Reading one reads that full
+record, applies the delta to its listing (which must then be exactly the listing at hand,
+as for a full record) and derives the shape from the full one's, as the gate derives it
+in memory (`TreeShape.derive`, property-tested equal to the full computation). Deltas
+never chain: a delta of a delta is the full record's delta composed with the new diff,
+written in full once it names more than `DELTA_MAX` paths. Each delta written touches its
+full record, so that pruning (by age) keeps it while a delta needs it; a delta whose full
+record is gone, damaged or foreign is ignored like any other bad record.
 """
 
 from __future__ import annotations
@@ -22,9 +34,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +57,8 @@ DIRECTORY = "shapes"  # under the parse cache's directory
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32  # as many as lineage records (one per validated tree id)
+DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
+_IN_PLACE = 16  # a delta of up to this many modifications is checked in the columns' order
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.shape")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEAD = re.compile(rb"MSTS1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
@@ -68,7 +83,11 @@ class ShapeStore:
         self.directory = directory
         self.version = version_digest()
         self.loads = 0
-        self.saves = 0
+        self.saves = 0  # records written (full or delta)
+        self.deltas = 0  # of which deltas
+        # The records read or written here, by file name: the full record each one is (its
+        # own id, no delta) or names, and its delta from it (path -> (mode, size) or None).
+        self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
 
     @classmethod
     def open(cls, directory: Path) -> ShapeStore | None:
@@ -87,82 +106,251 @@ class ShapeStore:
         from memsync.validators.gate import TreeShape  # noqa: PLC0415 - gate imports this
 
         path = self._path(oid, rules)
-        data = None if path is None else recordfile.read_private(path, MAX_RECORD_BYTES)
+        body = None if path is None else self._body(path, oid, rules)
+        if path is None or body is None:
+            return None
+        found: _Found | None
+        try:
+            if "base" in body:
+                found = self._from_delta(body, rules, entries)
+            else:
+                listed = _same(body, entries, {})
+                if listed is None:
+                    return None  # not made from these paths, modes and sizes: what it judges
+                decoded = _decode(body, listed)
+                found = None if decoded is None else (*decoded, (oid, {}))
+        except _ERRORS:
+            return None
+        if found is None:
+            return None
+        folded, flagged, chain = found
+        self._chains[path.name] = chain
+        self.loads += 1
+        return TreeShape(folded, flagged)
+
+    def _body(self, path: Path, oid: str, rules: SyncPolicy) -> dict[str, Any] | None:
+        """The checked body of the record at `path`, which must say it is tree `oid`'s
+        under `rules` (a record copied under another name is not read)."""
+        data = recordfile.read_private(path, MAX_RECORD_BYTES)
         if data is None:
             return None
         newline = data.find(b"\n") + 1
         match = _HEAD.fullmatch(data[:newline])
         if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
             return None
-        body = data[newline:]
-        check = hashlib.blake2b(body, key=self.version, digest_size=16).hexdigest()
-        if len(body) != int(match.group(2)) or check != match.group(3).decode():
+        raw = data[newline:]
+        check = hashlib.blake2b(raw, key=self.version, digest_size=16).hexdigest()
+        if len(raw) != int(match.group(2)) or check != match.group(3).decode():
             return None
         try:
-            shape = _decode(json.loads(body), repr(rules), entries)
+            body = json.loads(raw)
         except _ERRORS:
             return None
-        if shape is None:
+        if not isinstance(body, dict) or body.get("policy") != repr(rules):
             return None
-        self.loads += 1
-        return TreeShape(shape[0], shape[1])
+        return body if body.get("tree") == oid else None
+
+    def _from_delta(
+        self, body: dict[str, Any], rules: SyncPolicy, entries: Mapping[str, Entry]
+    ) -> _Found | None:
+        """A delta record's shape: its full record's, derived by the delta (see the module
+        docstring), when the full record's listing changed by the delta is `entries`."""
+        from memsync.validators.gate import TreeShape  # noqa: PLC0415 - gate imports this
+
+        full_oid, rows = body["base"], body["delta"]
+        full_path = self._path(full_oid, rules) if isinstance(full_oid, str) else None
+        full = None if full_path is None else self._body(full_path, full_oid, rules)
+        if full is None or "base" in full or not isinstance(rows, list):
+            return None
+        delta: dict[str, _Row] = {}
+        for row in rows:
+            if not isinstance(row, list) or not row or not isinstance(row[0], str):
+                return None
+            if row[0] in delta:
+                return None  # a path once
+            delta[row[0]] = _row(row[1:])
+        if _same_order(full, entries, delta):  # modified in place: the full one's paths
+            decoded = _decode(full, entries)
+        else:
+            recorded = _listing(full)
+            decoded = _decode(full, recorded)  # the full record's shape, of its own listing
+            for path, now in delta.items():  # now the listing the delta was made from
+                if now is None:
+                    recorded.pop(path, None)
+                else:
+                    recorded[path] = now
+            if recorded != _pairs(entries):
+                return None  # not made from these paths, modes and sizes
+        if decoded is None:
+            return None
+        shape = TreeShape(*decoded).derive([(p, entries.get(p)) for p in delta], rules)
+        return shape.folded, dict(shape.flagged), (full_oid, delta)
 
     def save(
-        self, oid: str, rules: SyncPolicy, shape: TreeShape, entries: Mapping[str, Entry]
+        self,
+        oid: str,
+        rules: SyncPolicy,
+        shape: TreeShape,
+        entries: Mapping[str, Entry],
+        base: tuple[str, Sequence[tuple[str, Entry | None]]] | None = None,
     ) -> None:
         """Record `shape` as tree `oid`'s, whose listing is `entries` (best effort: an
-        unwritable store only misses)."""
+        unwritable store only misses); as a delta when it is tree `base[0]`'s (a tree
+        recorded here) changed by `base[1]`."""
         with contextlib.suppress(OSError, ValueError):  # never fails a validation
-            self._save(oid, rules, shape, entries)
+            self._save(oid, rules, shape, entries, base)
 
     def _save(
-        self, oid: str, rules: SyncPolicy, shape: TreeShape, entries: Mapping[str, Entry]
+        self,
+        oid: str,
+        rules: SyncPolicy,
+        shape: TreeShape,
+        entries: Mapping[str, Entry],
+        base: tuple[str, Sequence[tuple[str, Entry | None]]] | None,
     ) -> None:
         path = self._path(oid, rules)
         if path is None:
             return
+        if base is not None and self._save_delta(path, oid, rules, base):
+            return
         folded = shape.folded
         one = folded._one
         # Columns, so that reading them back is C-level work (10k paths: a few ms).
-        body = json.dumps(
-            {
-                "policy": repr(rules),
-                "paths": list(entries),
-                "modes": [entry.mode for entry in entries.values()],
-                "sizes": [entry.size for entry in entries.values()],
-                "flagged": [
-                    [p, [[x.code, x.path, x.line, x.message] for x in found]]
-                    for p, found in shape.flagged.items()
-                ],
-                "keys": list(one),
-                "spellings": [spelling for (spelling, _), _ in one.values()],
-                "leaves": [leaf for (_, leaf), _ in one.values()],
-                "counts": [count for _, count in one.values()],
-                "many": [
-                    [k, [[s, leaf, n] for (s, leaf), n in shapes.items()]]
-                    for k, shapes in folded._many.items()
-                ],
-            },
-            separators=(",", ":"),
-        ).encode()
-        if len(body) > MAX_RECORD_BYTES:
-            return
-        check = hashlib.blake2b(body, key=self.version, digest_size=16).hexdigest()
-        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(body), check.encode())
-        atomicfile.write_bytes(path, head + body, durable=False)  # a cache
+        body = {
+            "policy": repr(rules),
+            "tree": oid,
+            "paths": list(entries),
+            "modes": [entry.mode for entry in entries.values()],
+            "sizes": [entry.size for entry in entries.values()],
+            "flagged": [
+                [p, [[x.code, x.path, x.line, x.message] for x in found]]
+                for p, found in shape.flagged.items()
+            ],
+            "keys": list(one),
+            "spellings": [spelling for (spelling, _), _ in one.values()],
+            "leaves": [leaf for (_, leaf), _ in one.values()],
+            "counts": [count for _, count in one.values()],
+            "many": [
+                [k, [[s, leaf, n] for (s, leaf), n in shapes.items()]]
+                for k, shapes in folded._many.items()
+            ],
+        }
+        if self._write(path, body):
+            self._chains[path.name] = (oid, {})
+
+    def _save_delta(
+        self,
+        path: Path,
+        oid: str,
+        rules: SyncPolicy,
+        base: tuple[str, Sequence[tuple[str, Entry | None]]],
+    ) -> bool:
+        """Write tree `oid`'s record as a delta; False when it is to be written in full (the
+        base was not recorded here, or the delta would be too long)."""
+        base_path = self._path(base[0], rules)
+        chain = None if base_path is None else self._chains.get(base_path.name)
+        full_path = None if chain is None else self._path(chain[0], rules)
+        if chain is None or full_path is None:
+            return False
+        delta = dict(chain[1])
+        for changed, entry in base[1]:
+            delta[changed] = None if entry is None else (entry.mode, entry.size)
+        if len(delta) > DELTA_MAX:
+            return False
+        try:
+            os.utime(full_path, follow_symlinks=False)  # kept by pruning while it is needed
+        except OSError:
+            return False
+        rows = [[p] if now is None else [p, *now] for p, now in delta.items()]
+        body = {"policy": repr(rules), "tree": oid, "base": chain[0], "delta": rows}
+        if not self._write(path, body):
+            return False
+        self._chains[path.name] = (chain[0], delta)
+        self.deltas += 1
+        return True
+
+    def _write(self, path: Path, body: dict[str, Any]) -> bool:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        if len(data) > MAX_RECORD_BYTES:
+            return False
+        check = hashlib.blake2b(data, key=self.version, digest_size=16).hexdigest()
+        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check.encode())
+        atomicfile.write_bytes(path, head + data, durable=False)  # a cache
         self.saves += 1
         recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
+        return True
+
+
+_Row = tuple[int, int | None] | None  # a path's (mode, size) in a delta, None when deleted
+# A record's shape (folded paths, flagged paths) and its chain (its full record's id, delta).
+_Found = tuple[FoldedTree, dict[str, tuple[Problem, ...]], tuple[str, dict[str, _Row]]]
+
+
+def _row(values: list[Any]) -> _Row:
+    if not values:
+        return None
+    mode, size = values
+    if type(mode) is not int or not (size is None or type(size) is int):
+        raise ValueError("not a mode and size")
+    return mode, size
+
+
+def _same(
+    body: dict[str, Any], entries: Mapping[str, Entry], delta: Mapping[str, _Row]
+) -> Mapping[str, object] | None:
+    """The listing of a full record changed by `delta`, when it is `entries` (its paths,
+    modes and sizes), else None."""
+    if _same_order(body, entries, delta):
+        return entries
+    recorded = _listing(body)
+    for path, now in delta.items():
+        if now is None:
+            recorded.pop(path, None)
+        else:
+            recorded[path] = now
+    return recorded if recorded == _pairs(entries) else None
+
+
+def _same_order(
+    body: dict[str, Any], entries: Mapping[str, Entry], delta: Mapping[str, _Row]
+) -> bool:
+    """Whether a full record's columns changed by `delta` (modifications of a few of its
+    paths only) are `entries`' paths, modes and sizes in `entries`' order: compared as
+    lists, without a dict of either (a fresh listing and the record of a tree listed the
+    same way agree in order). False says only "not so": compare them as dicts."""
+    paths = body["paths"]
+    if len(delta) > _IN_PLACE or paths != list(entries):
+        return False
+    modes, sizes = body["modes"], body["sizes"]
+    if delta:
+        modes, sizes = list(modes), list(sizes)
+        for path, now in delta.items():
+            if now is None or path not in entries:
+                return False
+            at = paths.index(path)
+            modes[at], sizes[at] = now
+    values = entries.values()
+    return bool(modes == [e.mode for e in values] and sizes == [e.size for e in values])
+
+
+def _pairs(entries: Mapping[str, Entry]) -> dict[str, tuple[int, int | None]]:
+    """What a shape judges of a listing: each path's mode and size."""
+    return {path: (entry.mode, entry.size) for path, entry in entries.items()}
+
+
+def _listing(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """A full record's paths with their modes and sizes (each path once)."""
+    paths, modes, sizes = body["paths"], body["modes"], body["sizes"]
+    recorded = dict(zip(paths, zip(modes, sizes, strict=True), strict=True))
+    if len(recorded) != len(paths):
+        raise ValueError("a path twice")
+    return recorded
 
 
 def _decode(
-    body: Any, rules: str, entries: Mapping[str, Entry]
+    body: dict[str, Any], listed: Mapping[str, object]
 ) -> tuple[FoldedTree, dict[str, tuple[Problem, ...]]] | None:
-    if not isinstance(body, dict) or body.get("policy") != rules:
-        return None
-    paths, modes, sizes = body["paths"], body["modes"], body["sizes"]
-    recorded = dict(zip(paths, zip(modes, sizes, strict=True), strict=True))
-    if recorded != {path: (entry.mode, entry.size) for path, entry in entries.items()}:
-        return None  # not made from these paths, modes and sizes: what a shape judges
+    """A full record's shape, whose listing (`_listing`, checked by the caller) is `listed`."""
     keys, spellings, leaves, counts = (body[n] for n in ("keys", "spellings", "leaves", "counts"))
     one = dict(
         zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)
@@ -184,14 +372,14 @@ def _decode(
     if min(counts, default=1) < 1:
         return None
     held = list(compress(spellings, leaves))
-    if len(held) != len(entries) or not set(entries).issuperset(held):
+    if len(held) != len(listed) or not all(map(listed.__contains__, held)):
         return None  # the folded paths are not the listing's (each leaf is one path)
     folded = FoldedTree()
     folded._one = one
     folded._many = many
     flagged: dict[str, tuple[Problem, ...]] = {}
     for path, rows in body["flagged"]:
-        if path not in entries or not rows:
+        if path not in listed or not rows:
             return None
         flagged[path] = tuple(_problem(row) for row in rows)
     return folded, flagged

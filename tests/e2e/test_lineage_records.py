@@ -6,6 +6,7 @@ and `memsync validate` answers the same with its records, damaged records or non
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -67,3 +68,45 @@ def test_validate_answers_the_same_with_records_damaged_records_or_none(tmp_path
     assert answers[0].stdout == answers[1].stdout == answers[2].stdout
     codes = {p.code for p in ValidateReport.model_validate_json(answers[0].stdout).problems}
     assert codes == {"dangling-edge"}
+
+
+def test_fresh_sync_nows_record_each_next_tree_as_a_delta_of_a_full_shape_record(
+    team: Team, tmp_path: Path
+) -> None:
+    """A cold `sync-now` admitting a fast-forward records the new tree's shape as a delta
+    (what it costs is the change, not the tree); the next cold one starts from that delta,
+    and one whose delta or full record is gone or damaged answers the same."""
+    cfg = write_config(team, tmp_path, members=("bob",))
+    alice, bob = team.alice.path, team.bob.path
+    shapes = tmp_path / "state" / "cache" / "shapes"
+
+    def incoming(n: int) -> None:
+        commit(alice, {f"MEMORY_note{n}.md": f"# Note {n}\n"})
+        push(alice)
+        done = memsync("--config", str(cfg), "sync-now", "--json")
+        assert done.returncode == 0, done.stderr
+        (result,) = SyncReport.model_validate_json(done.stdout).results
+        assert result.status == "synced"
+        assert git(bob, "rev-parse", "HEAD") == git(alice, "rev-parse", "HEAD")
+
+    def bodies() -> dict[str, dict[str, object]]:
+        return {
+            path.name: json.loads(path.read_bytes().split(b"\n", 1)[1])
+            for path in shapes.glob("*.shape")
+        }
+
+    incoming(1)
+    incoming(2)
+    tree = git(bob, "rev-parse", "HEAD^{tree}")
+    (delta,) = [body for body in bodies().values() if body["tree"] == tree]
+    full = {body["tree"]: body for body in bodies().values() if "base" not in body}
+    assert delta["base"] in full
+    assert sorted(row[0] for row in delta["delta"]) == ["MEMORY_note1.md", "MEMORY_note2.md"]
+    incoming(3)  # from the delta: the next one names the same full record, every change
+    tree = git(bob, "rev-parse", "HEAD^{tree}")
+    (delta,) = [body for body in bodies().values() if body["tree"] == tree]
+    assert [row[0] for row in sorted(delta["delta"])] == [f"MEMORY_note{n}.md" for n in (1, 2, 3)]
+    assert set(full) == {b["tree"] for b in bodies().values() if "base" not in b}
+    for path in shapes.glob("*.shape"):  # every record damaged: the full pass answers
+        path.write_bytes(path.read_bytes()[:-2])
+    incoming(4)

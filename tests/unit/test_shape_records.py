@@ -7,6 +7,7 @@ truncated, foreign, not private, or another tree's cannot make a refused tree pa
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import tempfile
@@ -20,7 +21,13 @@ from hypothesis import strategies as st
 
 from memsync.transports.gittree import GitListing
 from memsync.validators import shapestore
-from memsync.validators.gate import SHAPES, validate_changes, validate_tree
+from memsync.validators.gate import (
+    SHAPES,
+    TreeShape,
+    tree_shape,
+    validate_changes,
+    validate_tree,
+)
 from memsync.validators.shapestore import ShapeStore
 from memsync.validators.tree import MODE_EXECUTABLE, MODE_FILE, Change, Entry, TreeView
 from tests.unit.test_gate_incremental import (
@@ -134,7 +141,9 @@ def test_another_trees_record_under_this_trees_id_is_not_used(tmp_path: Path) ->
         assert store.loads == 0
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip-head", "edit-body", "mode", "version"])
+@pytest.mark.parametrize(
+    "damage", ["truncate", "flip-head", "edit-body", "resealed-mode", "mode", "version"]
+)
 def test_a_damaged_record_is_ignored(tmp_path: Path, damage: str) -> None:
     bad = tree_id()
     with recording(tmp_path) as store:
@@ -155,6 +164,11 @@ def test_a_damaged_record_is_ignored(tmp_path: Path, damage: str) -> None:
             fields = data[: head - 1].split(b" ")
             fields[2] = b"%d" % len(edited_body)
             record.write_bytes(b" ".join(fields) + b"\n" + edited_body)
+        elif damage == "resealed-mode":  # the record says the file is mode 100644
+            body = json.loads(data[head:])
+            body["modes"] = [MODE_FILE for _ in body["modes"]]
+            body["flagged"] = []
+            reseal(record, body)
         elif damage == "mode":
             record.chmod(0o644)
         else:
@@ -182,3 +196,126 @@ def test_a_record_is_read_by_a_fresh_process_and_records_are_private_and_pruned(
         SHAPES.clear()
         assert validate_tree(Told(files, oids[-1]), POLICY, NoGraph()).ok
         assert store.loads == 1
+
+
+def same_shape(got: TreeShape, files: dict[str, Entry]) -> None:
+    """`got` is the shape computed from every entry of `files` (flagged paths, folded
+    paths, clashes)."""
+    full = TreeShape.of(files, POLICY)
+    assert dict(got.flagged) == dict(full.flagged)
+    assert got.folded._one == full.folded._one
+    assert got.folded._many == full.folded._many
+
+
+@given(
+    data=st.data(),
+    base=trees,
+    steps=st.integers(1, 4),
+    content=st.one_of(st.none(), st.lists(paths, max_size=6)),
+)
+def test_a_series_of_fresh_processes_over_delta_records_equals_full_passes(
+    data: st.DataObject, base: dict[str, Entry], steps: int, content: list[str] | None
+) -> None:
+    """Each process reads the record of the tree it starts from (full, or a delta) and
+    records the next tree as a delta; every verdict, and every recorded tree's shape read
+    by a fresh process, is the one computed from scratch."""
+    series = [(base, tree_id())]
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)) as store:
+        validate_tree(Told(base, series[0][1]), POLICY, NoGraph())  # a first process
+        for _ in range(steps):
+            old, old_oid = series[-1]
+            new, new_oid = edited(data, old), tree_id()
+            SHAPES.clear()  # the next process
+            assert validate_tree(Told(old, old_oid), POLICY, NoGraph()).problems == reference(
+                TreeView(old), None
+            )
+            told = Told(new, new_oid, old_oid, diff(old, new))
+            got = validate_tree(told, POLICY, NoGraph(), content_paths=content)
+            assert got.problems == reference(TreeView(new), content)
+            series.append((new, new_oid))
+        assert store.deltas == steps  # saving cost the change
+        assert len(shapes(Path(tmp))) == steps + 1
+        for files, oid in series:
+            SHAPES.clear()
+            loads = store.loads
+            same_shape(tree_shape(Told(files, oid), files, POLICY), files)
+            assert store.loads == loads + 1
+
+
+@given(data=st.data(), base=trees)
+def test_a_delta_past_its_bound_is_written_in_full(
+    data: st.DataObject, base: dict[str, Entry]
+) -> None:
+    series = [(base, tree_id())]
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)) as store:
+        original, shapestore.DELTA_MAX = shapestore.DELTA_MAX, 3
+        try:
+            validate_tree(Told(base, series[0][1]), POLICY, NoGraph())
+            for _ in range(4):
+                old, old_oid = series[-1]
+                new, new_oid = edited(data, old), tree_id()
+                SHAPES.clear()
+                validate_tree(Told(old, old_oid), POLICY, NoGraph())
+                told = Told(new, new_oid, old_oid, diff(old, new))
+                assert validate_tree(told, POLICY, NoGraph()).problems == reference(
+                    TreeView(new), None
+                )
+                series.append((new, new_oid))
+        finally:
+            shapestore.DELTA_MAX = original
+        for path in shapes(Path(tmp)):
+            body = json.loads(path.read_bytes().split(b"\n", 1)[1])
+            assert len(body.get("delta", ())) <= 3
+        for files, oid in series:
+            SHAPES.clear()
+            same_shape(tree_shape(Told(files, oid), files, POLICY), files)
+        assert store.saves == 5
+
+
+def reseal(record: Path, body: dict[str, object]) -> None:
+    """Write `body` into `record` with a valid head and checksum (as only code that knows
+    the format would): what is left to catch it is the check against the listing."""
+    data = json.dumps(body, separators=(",", ":")).encode()
+    version = shapestore.version_digest()
+    check = hashlib.blake2b(data, key=version, digest_size=16).hexdigest()
+    record.write_bytes(b"MSTS1 %s %d %s\n" % (version.hex().encode(), len(data), check.encode()))
+    record.write_bytes(record.read_bytes() + data)
+
+
+@pytest.mark.parametrize(
+    "damage", ["full-gone", "full-foreign", "truncate", "edit-body", "resealed-mode", "renamed"]
+)
+def test_a_damaged_delta_record_is_ignored(tmp_path: Path, damage: str) -> None:
+    """A refused tree recorded as a delta of a good one stays refused whatever happens to
+    the delta or to the full record it names."""
+    good, bad, other = tree_id(), tree_id(), tree_id()
+    with recording(tmp_path) as store:
+        assert validate_tree(Told(GOOD, good), POLICY, NoGraph()).ok
+        told = Told(BAD, bad, good, diff(GOOD, BAD))
+        assert [p.code for p in validate_tree(told, POLICY, NoGraph()).problems] == ["executable"]
+        assert store.deltas == 1
+        full, delta = (next(tmp_path.glob(f"*-{oid}.shape")) for oid in (good, bad))
+        data = delta.read_bytes()
+        head = data.index(b"\n") + 1
+        body = json.loads(data[head:])
+        assert body["base"] == good
+        if damage == "full-gone":
+            full.unlink()
+        elif damage == "full-foreign":  # another tree's full record under the base's name
+            validate_tree(Told(BAD, other), POLICY, NoGraph())
+            full.write_bytes(next(tmp_path.glob(f"*-{other}.shape")).read_bytes())
+        elif damage == "truncate":
+            delta.write_bytes(data[:-3])
+        elif damage == "edit-body":  # the change dropped, the checksum left as it was
+            delta.write_bytes(data.replace(b'"delta":[', b'"delta":[["x.md"],', 1))
+        elif damage == "resealed-mode":  # the delta says the file is mode 100644
+            body["delta"] = [[p, MODE_FILE, 4] for p, *_ in body["delta"]]
+            reseal(delta, body)
+        else:  # the delta copied under another tree's id
+            delta.rename(tmp_path / delta.name.replace(bad, other))
+            reseal(tmp_path / delta.name.replace(bad, other), {**body, "tree": bad})
+        SHAPES.clear()
+        loads = store.loads
+        verdict = validate_tree(Told(BAD, bad if damage != "renamed" else other), POLICY, NoGraph())
+        assert [p.code for p in verdict.problems] == ["executable"]
+        assert store.loads == loads
