@@ -59,8 +59,14 @@ HEAVY = (
 # lzma, random: a state file's temporary file is `atomicfile.private_temp`'s, a worktree to
 # remove loads shutil then); the settings of parts this configuration does not have
 # (`config.sections`); socket and the peer rules (no daemon: no control socket file to
-# connect to); the repair seam's types (`roots.repairing`: a conflict loads them).
+# connect to); the repair seam's types (`roots.repairing`: a conflict loads them); the
+# signed admission checks (`roots.admission`: the trust anchor's record and codes are
+# `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct.
 COLD_SYNC_HEAVY = (
+    "memsync.roots.admission",
+    "memsync.transports.commitsign",
+    "base64",
+    "struct",
     "socket",
     "memsync.daemon.peer",
     "memsync.config.sections",
@@ -109,13 +115,10 @@ STATUS_HEAVY = (
     "memsync.transports.gittree",
     "memsync.transports.gitparse",
     "memsync.validators.tree",
-    "memsync.transports.commitsign",
     "memsync.roots.publish",
-    "memsync.roots.admission",
     "memsync.roots.result",
     "memsync.validators.paths",
     "memsync.validators.problems",
-    "base64",
     "memsync.cycles.pressure",
     "memsync.progress",
     "memsync.views",
@@ -281,6 +284,11 @@ def test_sync_now_without_a_daemon_loads_only_what_a_clean_cycle_uses(
         assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
         if turn:
             assert heavy == [], turn
+    # The signature codes named without the checks are the checks' own.
+    from memsync.roots.anchor import CODES  # noqa: PLC0415
+    from memsync.validators.commitsig import CODES as CHECKED  # noqa: PLC0415
+
+    assert frozenset(CHECKED) == CODES
     # --json still prints the wire model's document (pydantic loads for it, not before).
     commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\njson\n"}, "cold")
     push(team.alice.path)
