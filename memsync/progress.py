@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from memsync.lazypattern import lazy
+
 if TYPE_CHECKING:  # rich is imported only when a terminal shows progress
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
@@ -123,7 +125,7 @@ class _Terminal:
 MAX_LINE = 200  # a longer line is not progress (git's are short); it is not parsed
 
 _SIZE = r"\d{1,9}(?:\.\d{1,3})? (?:[KMGT]i)?B"
-_GIT_LINE = re.compile(
+_GIT_LINE = lazy(
     r"(?P<remote>remote: )?"
     r"(?P<phase>[A-Z][a-z]{1,20}(?: [a-z]{1,20}){0,3}): +"
     r"(?:(?P<percent>\d{1,3})% \((?P<done>\d{1,12})/(?P<total>\d{1,12})\)|(?P<count>\d{1,12}))"

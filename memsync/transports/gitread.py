@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 import threading
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from memsync.lazypattern import lazy
 from memsync.transports.gitenv import OID
 
 if TYPE_CHECKING:
@@ -204,8 +204,8 @@ def plain_git_dir(worktree: Path) -> Path | None:
 
 
 # A ref name read as a file path: plain components only (no `..`, no empty or dotted ones).
-_REF_NAME = re.compile(r"refs(/[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*)+")
-_SHA1_LINE = re.compile(rb"[0-9a-f]{40}\n")
+_REF_NAME = lazy(r"refs(/[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*)+")
+_SHA1_LINE = lazy(rb"[0-9a-f]{40}\n")
 # The longest loose ref file read (an object id and a newline; a symbolic ref is asked).
 _LOOSE_MAX = 128
 # The largest `packed-refs` file read here; a bigger one is asked of git.

@@ -636,3 +636,65 @@ def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -
             assert (code, held, modules) == (0, [], []), args
     code, held, modules = commands_loaded("config", "sample", env=env)
     assert (code, held, modules) == (0, ["config"], ["memsync.cli.config"])
+
+
+# -- patterns compiled at import --------------------------------------------------------------
+
+# Runs the console script's entry point, counting the patterns memsync's modules compile
+# while they load (`re.compile` called from a module's top level), by module.
+COMPILE_PROBE = """
+import os, re, sys
+compiled = []
+original = re.compile
+def counting(pattern, flags=0):
+    caller = sys._getframe(1)
+    name = caller.f_globals.get("__name__", "")
+    if caller.f_code.co_name == "<module>" and name.startswith("memsync"):
+        compiled.append(name)
+    return original(pattern, flags)
+re.compile = counting
+from memsync.__main__ import main
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
+try:
+    main()
+except SystemExit:
+    pass
+print("COMPILED " + repr(sorted(set(compiled))), file=sys.stderr)
+"""
+# Patterns only a rarer path matches compile on first use (`lazypattern.lazy`, issue 18):
+# the redaction of a URL or token, the name rule, git's progress lines, an attributes
+# file's drivers, a loose ref's name and contents (and, not pinned here, since the module
+# compiles the patterns a cycle does match: fsck's findings and git's version, gitparse).
+LAZY_PATTERNS = (
+    "memsync.redaction",
+    "memsync.names",
+    "memsync.progress",
+    "memsync.transports.gitconfig",
+    "memsync.transports.gitread",
+)
+
+
+def test_a_cold_status_or_sync_now_compiles_only_the_patterns_it_matches(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    assert memsync("--config", str(config), "sync-now", env=env).returncode == 0  # the memo
+    commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\nlazy\n"}, "cold")
+    push(team.alice.path)
+    found = {}
+    for command in ("status", "sync-now"):
+        done = subprocess.run(
+            [sys.executable, "-c", COMPILE_PROBE, "--config", str(config), command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        last = done.stderr.rstrip().rpartition("\n")[2]
+        assert done.returncode == 0 and last.startswith("COMPILED "), done.stderr
+        found[command] = eval(last.removeprefix("COMPILED "))  # noqa: S307 - our own repr
+    assert found["status"] == ["memsync.transports.gitenv"]  # the object id, git's own answers
+    assert not set(found["sync-now"]) & set(LAZY_PATTERNS), found["sync-now"]
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
