@@ -6,7 +6,6 @@ Read with one `git config --list` and kept until one of the files it came from c
 
 from __future__ import annotations
 
-import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,6 +132,8 @@ class ConfigGuard:
         returncode, entries, stderr = listed
         files = _config_files(git, entries)
         if returncode != 0:  # fail closed: what git cannot read, memsync cannot judge
+            import shlex  # noqa: PLC0415 - a refusal's fix only
+
             unreadable = Unsafe(
                 "the repository's config",
                 None,
@@ -168,6 +169,8 @@ def _object_stores(git: GitCore) -> list[Unsafe]:
         if not (path.exists() or path.is_symlink()):
             continue
         shown = _shown(path, git.cwd)
+        import shlex  # noqa: PLC0415 - a refusal's fix only
+
         remove = shlex.join(["rm", "--", str(path)])
         if name == "info/grafts":
             reason = "rewrites commits' parents, so history is not what the objects say"

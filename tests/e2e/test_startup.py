@@ -61,8 +61,10 @@ HEAVY = (
 # (`config.sections`); socket and the peer rules (no daemon: no control socket file to
 # connect to); the repair seam's types (`roots.repairing`: a conflict loads them); the
 # signed admission checks (`roots.admission`: the trust anchor's record and codes are
-# `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct.
+# `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct;
+# shlex (it quotes a refusal's fix or a missing config's hint only).
 COLD_SYNC_HEAVY = (
+    "shlex",
     "memsync.roots.admission",
     "memsync.transports.commitsign",
     "base64",
