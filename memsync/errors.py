@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the CLI's help and status paths import errors, never the validators
+    from typing import ClassVar, TypeVar
+
     from memsync.validators.problems import Problem
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ time: the same pattern either way.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, AnyStr
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from re import Pattern
+    from typing import AnyStr
 
 # What a compiled pattern offers (`re.Pattern`'s methods and attributes).
 _ATTRIBUTES = (

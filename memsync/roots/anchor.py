@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.config.model import AdmissionSettings
 
 RECORD = "admission.json"

@@ -10,13 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
 from memsync.transports.process import search_path
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.rootkeys import GitCredentials
 

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync.errors import UnsafeRepoConfig
 from memsync.transports.gitconfig import (
@@ -23,6 +22,7 @@ from memsync.transports.gitenv import FORCED_KEYS, cause
 from memsync.transports.gitkeys import Unsafe, unsafe_config
 from memsync.transports.gitread import KEPT, Recent
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.gitcore import GitCore
 

@@ -23,16 +23,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
 
 from memsync.lazypattern import lazy
 from memsync.transports.gitenv import OID
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
     from git.repo import Repo
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
+    _K = TypeVar("_K")
+    _V = TypeVar("_V")
+
+    class _Typed(Generic[_K, _V]):
+        """`Recent`'s key and value types, for the type checker."""
+
+else:
+    _K = _V = object
+
+    class _Typed:
+        """At run time `Recent` takes no type parameters (`Recent[K, V]` is `Recent`)."""
+
+        def __class_getitem__(cls, _parameters: object) -> type:
+            return cls
+
 
 # Work trees whose config reading and GitPython handle are kept: every root, and the
 # candidate worktrees of recent cycles (each has its own path, so the oldest are forgotten).
@@ -41,7 +56,7 @@ _V = TypeVar("_V")
 KEPT = 1024
 
 
-class Recent(Generic[_K, _V]):
+class Recent(_Typed[_K, _V]):
     """A small thread-safe map that forgets its least recently used keys past `size`."""
 
     def __init__(self, size: int) -> None:

@@ -104,9 +104,11 @@ COLD_SYNC_HEAVY = (
 # `roots.anchor`'s), the maintenance cycles' git reads (their records are
 # `cycles.records`), a cycle's result (its status words are `roots.syncstatus`), the path
 # rules (no untracked file to check here), the signer, the views (none configured here),
-# live progress or base64 (a root with inline signers only).
+# live progress or base64 (a root with inline signers only); nor `typing` (the modules on
+# its path import it for the type checker only: `TYPE_CHECKING = False`).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
+    "typing",
     "memsync.wire.cli",
     "memsync.wire.hub",
     "memsync.wire.manifest",
