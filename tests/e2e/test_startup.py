@@ -702,3 +702,23 @@ def test_a_cold_status_or_sync_now_compiles_only_the_patterns_it_matches(
     assert found["status"] == ["memsync.transports.gitenv"]  # the object id, git's own answers
     assert not set(found["sync-now"]) & set(LAZY_PATTERNS), found["sync-now"]
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+def test_no_dataclass_declares_a_class_variable_as_a_field() -> None:
+    """A cold status runs without `typing` loaded, and `dataclasses` tells a `ClassVar`
+    annotation (a string here) from a field only through it: so no dataclass of memsync's
+    may declare one (it would become a field when `typing` is not loaded)."""
+    import dataclasses  # noqa: PLC0415
+    import pkgutil  # noqa: PLC0415
+
+    import memsync  # noqa: PLC0415
+
+    checked = 0
+    for info in pkgutil.walk_packages(memsync.__path__, "memsync."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, type) and dataclasses.is_dataclass(value):
+                checked += 1
+                notes = getattr(value, "__annotations__", {})
+                assert not any("ClassVar" in str(note) for note in notes.values()), value
+    assert checked > 50
