@@ -62,8 +62,10 @@ HEAVY = (
 # connect to); the repair seam's types (`roots.repairing`: a conflict loads them); the
 # signed admission checks (`roots.admission`: the trust anchor's record and codes are
 # `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct;
-# shlex (it quotes a refusal's fix or a missing config's hint only).
+# shlex (it quotes a refusal's fix or a missing config's hint only); a configuration
+# problem's record (`configproblem`: made where a configuration is judged).
 COLD_SYNC_HEAVY = (
+    "memsync.configproblem",
     "shlex",
     "memsync.roots.admission",
     "memsync.transports.commitsign",
