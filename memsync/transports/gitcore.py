@@ -154,7 +154,7 @@ class GitCore:
         stdout = auth.scrub_bytes(done.stdout)
         stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
         if on_stderr_line is not None:  # what is left of a streamed stderr says what failed
-            from memsync.progress import without_progress  # noqa: PLC0415 - streamed only
+            from memsync.gitprogress import without_progress  # noqa: PLC0415 - streamed only
 
             stderr = without_progress(stderr)
         if check and done.returncode != 0:

@@ -63,8 +63,10 @@ HEAVY = (
 # signed admission checks (`roots.admission`: the trust anchor's record and codes are
 # `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct;
 # shlex (it quotes a refusal's fix or a missing config's hint only); a configuration
-# problem's record (`configproblem`: made where a configuration is judged).
+# problem's record (`configproblem`: made where a configuration is judged); git's progress
+# lines (`gitprogress`: a terminal's progress or a failed streamed call parses them).
 COLD_SYNC_HEAVY = (
+    "memsync.gitprogress",
     "memsync.configproblem",
     "shlex",
     "memsync.roots.admission",
