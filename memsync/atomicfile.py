@@ -6,7 +6,10 @@ import errno
 import json
 import os
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700

@@ -8,22 +8,15 @@ errors are translated at the transport boundary with `raise ... from exc`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the CLI's help and status paths import errors, never the validators
+    from typing import ClassVar, TypeVar
+
+    from memsync.configproblem import Located
     from memsync.validators.problems import Problem
 
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Located:
-    """One configuration problem: a dotted location and what is wrong there."""
-
-    location: str
-    message: str
-    line: int | None = None
+    T = TypeVar("T")
 
 
 def format_problem(problem: Located, source: str | None = None) -> str:

@@ -16,11 +16,16 @@ import logging
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
 
 from memsync.redaction import redact_secrets
 
-LogFormat = Literal["text", "json"]
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    LogFormat = Literal["text", "json"]
+else:
+    LogFormat = str  # the type checker's literal; a plain name at run time
 FORMATS: tuple[LogFormat, ...] = ("text", "json")
 CONTEXT = "memsync"  # the `extra` key holding a record's structured context
 

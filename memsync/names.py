@@ -8,11 +8,11 @@ them safe there. 128 characters: the longest any place accepted, so no stored na
 
 from __future__ import annotations
 
-import re
+from memsync.lazypattern import lazy
 
 NAME_MAX = 128
 NAME_PATTERN = rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}"
-NAME_RE = re.compile(NAME_PATTERN)
+NAME_RE = lazy(NAME_PATTERN)
 
 
 def is_name(value: str) -> bool:

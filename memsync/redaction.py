@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 
+from memsync.lazypattern import lazy
+
 # A hub token, or any piece of one (`hub.tokens` has the exact form).
-TOKENISH = re.compile(r"msk_[^\s&/?#;,\"']*", re.IGNORECASE)
+TOKENISH = lazy(r"msk_[^\s&/?#;,\"']*", re.IGNORECASE)
 # A URL runs from its scheme to the first blank, quote or angle bracket.
-_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*)")
+_URL = lazy(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*)")
 
 
 def redact_url_text(match: re.Match[str]) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings
@@ -24,7 +23,10 @@ from memsync.transports.gitstatus import WorkStates
 from memsync.validators.policy import SyncPolicy
 from memsync.wire.shape import STATUS_REPORT, fit
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the wire models (pydantic) load only for the daemon or an odd value
+    from typing import Any
+
     from memsync.config.sections import ViewSettings
     from memsync.wire import RootStatus, StatusReport, ViewStatus
 

@@ -14,7 +14,6 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from memsync.config.paths import StatePaths, find_config_path, read_config, recall, remember
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
@@ -22,8 +21,19 @@ from memsync.errors import ConfigError
 from memsync.logsetup import LogFormat, formatter, use_format
 from memsync.redaction import redact_secrets
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from memsync.config.model import Settings
+
+    class JsonModel(Protocol):
+        """What `emit` prints: a wire model (pydantic, but not imported for it)."""
+
+        def model_dump_json(self, *, indent: int | None = None) -> str: ...
+
+else:
+    JsonModel = object  # a protocol for the type checker only: nothing checks it at run time
 
 EXIT_OK, EXIT_VERDICT, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -148,12 +158,6 @@ def _command_name() -> str:
         names.append(ctx.info_name or "")
         ctx = ctx.parent
     return " ".join(reversed(names))
-
-
-class JsonModel(Protocol):
-    """What `emit` prints: a wire model (pydantic, but not imported for it)."""
-
-    def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
 def echo(text: str) -> None:

@@ -6,10 +6,13 @@ forms `__main__` runs without click (`cli.plain`) both run `report` here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from memsync.cli import text
 from memsync.cli.app import EXIT_OK, App, emit_document
+
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def report(app: App, as_json: bool) -> int:

@@ -6,11 +6,13 @@ Errors are not here: `cli.render_error` is the one place that words them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from memsync.cli.app import echo
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.doctor import Diagnosis
     from memsync.roots.result import SyncResult
     from memsync.wire import ValidateReport

@@ -11,9 +11,11 @@ The names below load on first use: `memsync --version` and `memsync status` impo
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.config.load import (
         find_config_path,
         format_problem,

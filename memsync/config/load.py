@@ -28,7 +28,8 @@ from pydantic_core import ErrorDetails
 
 from memsync.config.paths import MAX_CONFIG_BYTES, find_config_path, read_config
 from memsync.config.schema import TAGS, Config, Loc, reference_problems
-from memsync.errors import ConfigError, Located, format_problem
+from memsync.configproblem import Located
+from memsync.errors import ConfigError, format_problem
 
 MAX_DEPTH = 32  # the schema nests 6 levels; PyYAML's composer recurses once per level
 _CORE_TAGS = frozenset(

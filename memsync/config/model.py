@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
+    from typing import Literal
+
     from memsync.config.schema import CommandRole, Config, Hook, Hub, OpenAIRole, Root, View
     from memsync.config.sections import (  # made by the converters below when a file has them
         HookSettings,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +70,8 @@ def read_config(path: Path) -> bytes:
             hint="point --config (or $MEMSYNC_CONFIG) at the YAML file itself",
         ) from exc
     except FileNotFoundError as exc:
+        import shlex  # noqa: PLC0415 - a missing file's hint only
+
         raise ConfigError(
             f"config file {path} does not exist",
             source=str(path),

@@ -22,11 +22,14 @@ import os
 from dataclasses import fields, is_dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from memsync.config import paths
 from memsync.config.model import AdmissionSettings, RootSettings, Settings
 from memsync.regularfile import read_regular
+
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any
 
 DIR_NAME = "settings"
 MAX_BYTES = 4 * 1024 * 1024  # 1,000 roots of settings fit many times over

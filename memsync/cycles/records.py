@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.cycles.pressure import PruneDue
 

@@ -23,12 +23,13 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memsync.errors import ConfigError, MemsyncError
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # loaded once a socket file is there to connect to
     import socket
+    from typing import Any
 
 MAX_ANSWER = 64 * 1024 * 1024  # a status document of many roots is KiBs; a bound all the same
 TIMEOUT_ENV = "MEMSYNC_CONTROL_TIMEOUT"  # seconds: overrides every wait for the daemon

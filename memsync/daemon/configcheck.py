@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memsync.config import settingsmemo
 from memsync.config.paths import MAX_CONFIG_BYTES, read_config
-from memsync.errors import ConfigError, Located
+from memsync.configproblem import Located
+from memsync.errors import ConfigError
 from memsync.transports.process import run_process
 
 if TYPE_CHECKING:

@@ -26,11 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsync import timefmt
-from memsync.atomicfile import read_json, write_json
 from memsync.config.model import AdmissionSettings
 from memsync.errors import SecretError
-from memsync.roots.anchor import RECORD
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
@@ -40,8 +37,6 @@ if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
 
 MAX_NAMED = 20  # commits named one by one in a refusal; the rest are counted
 BATCH = 1000  # commit objects read per `cat-file` process (bounds what one read holds)
-# The codes `judge` reports (`validators.commitsig.CODES`, named here without loading it).
-CODES = frozenset({"unsigned-commit", "untrusted-signer", "bad-signature"})
 
 
 @dataclass(frozen=True)
@@ -152,22 +147,3 @@ def _subject(raw: bytes) -> str:
     first = message.split(b"\n", 1)[0].decode("utf-8", "replace")
     shown = "".join(ch if ch.isprintable() else "?" for ch in first)
     return shown[:60] + ("…" if len(shown) > 60 else "")
-
-
-# -- the trust anchor --------------------------------------------------------------------
-
-
-def remember(base: Path, settings: AdmissionSettings, trusted: str | None) -> None:
-    """After a cycle: record when signed admission was turned on and the trusted upstream
-    then (a root with none yet gets the first one a cycle trusts); drop the record when
-    the policy is off. Nothing is written while the record stands."""
-    path = base / RECORD
-    if settings.require != "signed":
-        path.unlink(missing_ok=True)
-        return
-    record = read_json(path)
-    if isinstance(record, dict) and (isinstance(record.get("anchor"), str) or trusted is None):
-        return
-    since = record.get("since") if isinstance(record, dict) else None
-    stamp = since if isinstance(since, str) else timefmt.rfc3339(timefmt.now())
-    write_json(path, {"anchor": trusted, "since": stamp})

@@ -1,21 +1,28 @@
-"""Signed admission's trust anchor as `status` shows it: the record `admission.json` beside
-a root's state (written by `admission.remember` after a cycle: when the policy was turned
-on and the trusted upstream then) and the policy's pinned keys, described without loading
-the admission checks (a cold `memsync status` reads only this).
+"""Signed admission's trust anchor: the record `admission.json` beside a root's state
+(written by `remember` after every cycle: when the policy was turned on and the trusted
+upstream then), the policy's pinned keys as `status` shows them, and the codes the checks
+report, all without loading the admission checks (`roots.admission`): a cold `memsync
+status`, and a cycle of a root that does not require signatures, read only this.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from memsync.atomicfile import read_json
+from memsync import timefmt
+from memsync.atomicfile import read_json, write_json
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.config.model import AdmissionSettings
 
 RECORD = "admission.json"
+# The codes `roots.admission.judge` reports (`validators.commitsig.CODES`, named here
+# without loading either).
+CODES = frozenset({"unsigned-commit", "untrusted-signer", "bad-signature"})
 
 
 def describe(base: Path, settings: AdmissionSettings) -> dict[str, Any]:
@@ -56,3 +63,22 @@ def _fingerprint(line: str) -> str:
 
     blob = base64.b64decode(line.split()[1])
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+# -- the trust anchor --------------------------------------------------------------------
+
+
+def remember(base: Path, settings: AdmissionSettings, trusted: str | None) -> None:
+    """After a cycle: record when signed admission was turned on and the trusted upstream
+    then (a root with none yet gets the first one a cycle trusts); drop the record when
+    the policy is off. Nothing is written while the record stands."""
+    path = base / RECORD
+    if settings.require != "signed":
+        path.unlink(missing_ok=True)
+        return
+    record = read_json(path)
+    if isinstance(record, dict) and (isinstance(record.get("anchor"), str) or trusted is None):
+        return
+    since = record.get("since") if isinstance(record, dict) else None
+    stamp = since if isinstance(since, str) else timefmt.rfc3339(timefmt.now())
+    write_json(path, {"anchor": trusted, "since": stamp})

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.roots import admission, indexstat, journal, packs, pause, recovery, statusmemo
-from memsync.roots.admission import SignedAdmission
+from memsync.roots import anchor as trust_anchor
+from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
 from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
 from memsync.roots.checks import Checks
 from memsync.roots.edits import blocking_changes, foreign_staged
@@ -34,7 +34,6 @@ from memsync.roots.publish import staged_refusal
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
-from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import FetchOutcome, Git
 from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
@@ -45,6 +44,7 @@ from memsync.validators.problems import Problem
 from memsync.validators.rightmemory import default_graph_validator
 
 if TYPE_CHECKING:
+    from memsync.roots.admission import SignedAdmission
     from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
 
@@ -165,7 +165,7 @@ class _Cycle:
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
-        admission.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
+        trust_anchor.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -324,6 +324,8 @@ class _Cycle:
             worktree.mkdir(parents=True, exist_ok=True, mode=0o700)
             message = f"memsync: autocommit {len(dirty)} file(s)\n\n" + "\n".join(dirty)
             made = git.commit_paths(start, dirty, message, worktree / "index")
+            from memsync.transports.commitsign import sign_commit  # noqa: PLC0415 - autocommit
+
             return sign_commit(git, made, self.settings.signing)
 
         outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
@@ -560,6 +562,10 @@ class _Cycle:
     @functools.cached_property
     def signed(self) -> SignedAdmission | None:
         """`admission.require: signed`: the pinned signers, read once per cycle."""
+        if self.settings.admission.require != "signed":
+            return None  # what `SignedAdmission.of` says, without loading the checks
+        from memsync.roots.admission import SignedAdmission  # noqa: PLC0415 - signed roots
+
         return SignedAdmission.of(self.settings.name, self.settings.admission)
 
     @property

@@ -7,8 +7,8 @@ a one-shot `memsync status` loads no more of the sync than these.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.workstate import StatusEntry
     from memsync.validators.policy import SyncPolicy

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
-from memsync.roots.admission import CODES as SIGNATURE_CODES
-from memsync.roots.admission import SignedAdmission
 from memsync.roots.admit import (
     Admission,
     Admitter,
@@ -29,6 +27,7 @@ from memsync.roots.admit import (
     Outcome,
     Unstaged,
 )
+from memsync.roots.anchor import CODES as SIGNATURE_CODES
 from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
@@ -40,6 +39,7 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:
+    from memsync.roots.admission import SignedAdmission
     from memsync.roots.candidate import MergeFailed
     from memsync.roots.repairing import Settler
     from memsync.transports.rootkeys import CommitKey

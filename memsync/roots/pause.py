@@ -16,14 +16,19 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
 
 from memsync import timefmt
 from memsync.atomicfile import write_bytes
 from memsync.names import is_name
 from memsync.regularfile import read_regular
 
-Kind = Literal["root", "view"]
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Kind = Literal["root", "view"]
+else:
+    Kind = str  # the type checker's literal; a plain name at run time
 KINDS: tuple[Kind, ...] = ("root", "view")
 FILE_NAME = "pauses.json"
 MAX_BYTES = 256 * 1024

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memsync.errors import GitError
-from memsync.progress import NO_PROGRESS, GitLines, Progress
+from memsync.progress import NO_PROGRESS, Progress
 from memsync.redaction import redact
 from memsync.transports import gitparse
 from memsync.transports.gitcommits import Attempt, Writes
@@ -258,6 +258,8 @@ class Git(Writes, Facts, WorkStates):
         # Naming upload-pack and receive-pack keeps a root's remote.*.uploadpack and
         # remote.*.receivepack settings (commands in repository config) from ever running.
         shown = progress.enabled
+        if shown:
+            from memsync.gitprogress import GitLines  # noqa: PLC0415 - on a terminal only
         result = self.run(
             *_FETCH,
             *(["--progress"] if shown else []),
@@ -347,6 +349,8 @@ class Git(Writes, Facts, WorkStates):
     ) -> None:
         """Check out `commit` as the new branch `branch` (git's progress to `progress`)."""
         shown = progress.enabled
+        if shown:
+            from memsync.gitprogress import GitLines  # noqa: PLC0415 - on a terminal only
         self.run(
             "checkout",
             "--quiet",

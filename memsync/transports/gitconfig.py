@@ -12,9 +12,10 @@ driver with no program behind it does nothing, so neutralizing the config is eno
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from memsync.lazypattern import lazy
 
 # What a neutralized driver becomes. A merge driver cannot be unset, only replaced: git's
 # own three-way file merge is the built-in text merge (a conflict stays a conflict).
@@ -158,7 +159,7 @@ def config_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
 
 # -- attributes -----------------------------------------------------------------------------
 
-_DRIVER_ATTR = re.compile(r"^(filter|merge|diff)=(\S+)$")
+_DRIVER_ATTR = lazy(r"^(filter|merge|diff)=(\S+)$")
 
 
 def attribute_drivers(text: str) -> list[tuple[int, str, str]]:

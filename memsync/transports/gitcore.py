@@ -11,7 +11,6 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
 
 from memsync.errors import GitError, GitMissing, GitTimeout
 from memsync.redaction import redact
@@ -33,7 +32,10 @@ from memsync.transports.gitread import HANDLES, Read, plain_git_dir
 from memsync.transports.gitversion import MIN_GIT_TEXT
 from memsync.transports.process import Deadline, Session, run_process
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the credential server (tempfile, sockets): a call with a token loads it
+    from typing import Self
+
     from memsync.transports.credentials import Origin
     from memsync.transports.rootkeys import GitCredentials
 
@@ -152,7 +154,7 @@ class GitCore:
         stdout = auth.scrub_bytes(done.stdout)
         stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
         if on_stderr_line is not None:  # what is left of a streamed stderr says what failed
-            from memsync.progress import without_progress  # noqa: PLC0415 - streamed only
+            from memsync.gitprogress import without_progress  # noqa: PLC0415 - streamed only
 
             stderr = without_progress(stderr)
         if check and done.returncode != 0:

@@ -5,18 +5,18 @@ what a call returns, and the credential pieces a network call is given (see `git
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync.errors import GitError, SecretError
+from memsync.lazypattern import lazy
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
 from memsync.transports.process import search_path
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.rootkeys import GitCredentials
 
@@ -83,7 +83,7 @@ ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
 KEEP_ENV = ("PATH", "HOME", "TMPDIR", "SSH_AUTH_SOCK", "SYSTEMROOT", "LD_LIBRARY_PATH")
 
-OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+OID = lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 # The commands that may talk to an upstream: only these get a root's credentials.
 NETWORK = frozenset({"fetch", "push", "ls-remote"})

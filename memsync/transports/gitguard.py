@@ -6,12 +6,10 @@ Read with one `git config --list` and kept until one of the files it came from c
 
 from __future__ import annotations
 
-import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync.errors import UnsafeRepoConfig
 from memsync.transports.gitconfig import (
@@ -24,6 +22,7 @@ from memsync.transports.gitenv import FORCED_KEYS, cause
 from memsync.transports.gitkeys import Unsafe, unsafe_config
 from memsync.transports.gitread import KEPT, Recent
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.gitcore import GitCore
 
@@ -133,6 +132,8 @@ class ConfigGuard:
         returncode, entries, stderr = listed
         files = _config_files(git, entries)
         if returncode != 0:  # fail closed: what git cannot read, memsync cannot judge
+            import shlex  # noqa: PLC0415 - a refusal's fix only
+
             unreadable = Unsafe(
                 "the repository's config",
                 None,
@@ -168,6 +169,8 @@ def _object_stores(git: GitCore) -> list[Unsafe]:
         if not (path.exists() or path.is_symlink()):
             continue
         shown = _shown(path, git.cwd)
+        import shlex  # noqa: PLC0415 - a refusal's fix only
+
         remove = shlex.join(["rm", "--", str(path)])
         if name == "info/grafts":
             reason = "rewrites commits' parents, so history is not what the objects say"

@@ -21,7 +21,6 @@ is not forced, so it is refused.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -254,6 +253,8 @@ def unsafe_config(
     """`unsafe_entries` as findings, each with the `git config` command that removes it."""
     found: list[Unsafe] = []
     for entry, reason in unsafe_entries(entries, forced):
+        import shlex  # noqa: PLC0415 - a refusal's fix only
+
         key = shown_key(entry.key)
         where = entry.origin.removeprefix("file:") if entry.origin.startswith("file:") else None
         if entry.scope == "worktree":

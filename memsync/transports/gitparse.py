@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from memsync.lazypattern import lazy
 from memsync.validators.tree import Change, Entry, Listing
 
 _ZERO = re.compile(rb"^0+$")
@@ -277,7 +278,7 @@ FSCK_CODES: dict[str, str] = {
     },
 }
 MALFORMED = "malformed-object"
-_FSCK_LINE = re.compile(
+_FSCK_LINE = lazy(
     r"(?:object|in (?:tree|commit|tag|blob)) ([0-9a-f]{40,64})(?: \([^)]*\))?: "
     r"([A-Za-z][A-Za-z0-9]*): (.*)"
 )
@@ -343,8 +344,8 @@ def last_line(text: str) -> str:
 
 # -- named answers (the git box's `gitfacts`) ---------------------------------------------------
 
-_VERSION = re.compile(r"git version (\d+)\.(\d+)")
-_VERSION_TOKEN = re.compile(r"git version ([0-9][0-9A-Za-z.+-]{0,40})")
+_VERSION = lazy(r"git version (\d+)\.(\d+)")
+_VERSION_TOKEN = lazy(r"git version ([0-9][0-9A-Za-z.+-]{0,40})")
 
 
 def parse_subjects(raw: bytes) -> list[tuple[str, str]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 import threading
 from collections import OrderedDict
@@ -24,15 +23,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
 
+from memsync.lazypattern import lazy
 from memsync.transports.gitenv import OID
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
     from git.repo import Repo
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
+    _K = TypeVar("_K")
+    _V = TypeVar("_V")
+
+    class _Typed(Generic[_K, _V]):
+        """`Recent`'s key and value types, for the type checker."""
+
+else:
+    _K = _V = object
+
+    class _Typed:
+        """At run time `Recent` takes no type parameters (`Recent[K, V]` is `Recent`)."""
+
+        def __class_getitem__(cls, _parameters: object) -> type:
+            return cls
+
 
 # Work trees whose config reading and GitPython handle are kept: every root, and the
 # candidate worktrees of recent cycles (each has its own path, so the oldest are forgotten).
@@ -41,7 +56,7 @@ _V = TypeVar("_V")
 KEPT = 1024
 
 
-class Recent(Generic[_K, _V]):
+class Recent(_Typed[_K, _V]):
     """A small thread-safe map that forgets its least recently used keys past `size`."""
 
     def __init__(self, size: int) -> None:
@@ -204,8 +219,8 @@ def plain_git_dir(worktree: Path) -> Path | None:
 
 
 # A ref name read as a file path: plain components only (no `..`, no empty or dotted ones).
-_REF_NAME = re.compile(r"refs(/[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*)+")
-_SHA1_LINE = re.compile(rb"[0-9a-f]{40}\n")
+_REF_NAME = lazy(r"refs(/[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*)+")
+_SHA1_LINE = lazy(rb"[0-9a-f]{40}\n")
 # The longest loose ref file read (an object id and a newline; a symbolic ref is asked).
 _LOOSE_MAX = 128
 # The largest `packed-refs` file read here; a bigger one is asked of git.

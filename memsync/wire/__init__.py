@@ -14,9 +14,11 @@ tests/unit/test_wire_layer.py).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.wire.cli import (
         CycleStatus,
         DaemonStatus,

@@ -13,7 +13,10 @@ of that shape).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 Shape = str | dict[str, "Shape"] | list["Shape"]
 

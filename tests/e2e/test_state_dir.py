@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memsync.cli.group import error_document
-from memsync.errors import ConfigError, Located, StateDirError
+from memsync.configproblem import Located
+from memsync.errors import ConfigError, StateDirError
 from memsync.wire import StatusReport, SyncReport
 from memsync.wire.cli import ConfigValidateReport, ErrorReport
 from tests.e2e.test_cli import memsync

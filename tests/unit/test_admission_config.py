@@ -9,7 +9,8 @@ import pytest
 
 from memsync.config.load import load_config_text
 from memsync.config.model import AdmissionSettings, settings_from
-from memsync.errors import ConfigError, Located
+from memsync.configproblem import Located
+from memsync.errors import ConfigError
 from memsync.secrets import SecretRef
 
 # An ed25519 public key line (32 arbitrary bytes: no one holds its private half).

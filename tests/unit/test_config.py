@@ -26,8 +26,9 @@ from memsync.config import (
 from memsync.config.model import root_settings
 from memsync.config.schema import CommandRole, GitSource
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
+from memsync.configproblem import Located
 from memsync.cycles.runner import cycle_settings
-from memsync.errors import ConfigError, Located, SecretError, StateDirError
+from memsync.errors import ConfigError, SecretError, StateDirError
 
 KEY = "ed25519:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA"
 KEY2 = "ed25519:" + "A" * 42 + "E"

@@ -19,7 +19,8 @@ import pytest
 
 from memsync.config import load_config, load_config_text
 from memsync.config.load import MAX_CONFIG_BYTES, MAX_DEPTH
-from memsync.errors import ConfigError, Located, SecretError
+from memsync.configproblem import Located
+from memsync.errors import ConfigError, SecretError
 from memsync.secrets import MAX_SECRET_BYTES, SecretRef, resolve
 from memsync.wire.cli import ErrorReport
 

@@ -13,17 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.progress import (
-    MAX_LINE,
-    NO_PROGRESS,
-    GitLine,
-    GitLines,
-    parse_git_line,
-    size_text,
-    wanted,
-    without_progress,
-)
+from memsync.gitprogress import MAX_LINE, GitLine, GitLines, parse_git_line, without_progress
+from memsync.progress import NO_PROGRESS, size_text, wanted
 from memsync.transports.process import MAX_STREAMED_LINE, _Lines, run_process
+from tests.conftest import Team
+from tests.helpers import commit, git, push
 
 # Lines git 2.39 printed while the 20k-file upstream was joined over HTTP (trailing
 # spaces are git's own, written to erase a longer line before them).
@@ -213,3 +207,27 @@ def test_nothing_shows_progress_when_piped_or_json(monkeypatch: pytest.MonkeyPat
     assert not wanted(False)
     assert not wanted(True)
     assert NO_PROGRESS.enabled is False
+
+
+def test_a_fetch_shown_on_a_terminal_reports_what_git_said(team: Team) -> None:
+    """The progress lines' parser loads when a call shows progress (issue 18): a fetch
+    and a checkout with progress enabled still report git's own lines."""
+    from memsync.transports.git import FetchOutcome, Git  # noqa: PLC0415
+
+    seen: list[str] = []
+
+    class Record:
+        enabled = True
+
+        def show(self, phase: str, done: int, total: int | None = None, **_: str) -> None:
+            seen.append(phase)
+
+    files = {f"MEMORY_p{i:03d}.md": f"# P {i}\n\n{'x' * 4000} {i}\n" for i in range(60)}
+    commit(team.alice.path, files, "many")
+    push(team.alice.path)
+    box = Git(team.bob.path)
+    outcome, _ = box.fetch("origin", "main", "refs/remotes/origin/main", progress=Record())
+    assert outcome is FetchOutcome.OK
+    head = git(team.bob.path, "rev-parse", "refs/remotes/origin/main")
+    box.checkout_new_branch("shown", head, progress=Record())
+    assert seen and all(phase.isprintable() for phase in seen), seen
