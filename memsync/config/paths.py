@@ -15,7 +15,6 @@ errors. Safe to delete at any time; holds no secret (only two paths).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from memsync import __version__
 from memsync.errors import ConfigError
+from memsync.memodigest import memo_digest
 from memsync.regularfile import NotRegularFile, read_regular
 
 CONFIG_ENV = "MEMSYNC_CONFIG"
@@ -159,12 +159,12 @@ def memo_key(name: str, raw: bytes) -> str:
     parts = [
         __version__,
         name,
-        hashlib.sha256(raw).hexdigest(),
+        memo_digest(raw),
         _home(),
         os.environ.get("XDG_STATE_HOME"),
         os.environ.get("XDG_RUNTIME_DIR"),
     ]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return memo_digest(json.dumps(parts).encode())
 
 
 def _entries(memo: Path) -> dict[str, dict[str, str]]:

@@ -15,7 +15,6 @@ memo holds references to secrets, never a secret. Safe to delete at any time.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from memsync.config import paths
 from memsync.config.model import AdmissionSettings, RootSettings, Settings
+from memsync.memodigest import memo_digest
 from memsync.regularfile import read_regular
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
@@ -145,7 +145,7 @@ def _memo_file(path: Path) -> Path | None:
     memo = paths.memo_path()
     if memo is None:
         return None
-    name = hashlib.sha256(str(path.absolute()).encode()).hexdigest()
+    name = memo_digest(str(path.absolute()).encode())
     return memo.parent / DIR_NAME / f"{name}.json"
 
 
@@ -158,9 +158,7 @@ def _key(path: Path, raw: bytes) -> str:
             code.append([st.st_mtime_ns, st.st_size])
         except OSError:
             code.append(None)
-    return hashlib.sha256(
-        json.dumps([paths.memo_key(str(path.absolute()), raw), code]).encode()
-    ).hexdigest()
+    return memo_digest(json.dumps([paths.memo_key(str(path.absolute()), raw), code]).encode())
 
 
 def recall(path: Path, raw: bytes) -> Settings | None:

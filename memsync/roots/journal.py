@@ -16,7 +16,6 @@ nothing, and recovery treats every other kind as a publication.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -59,6 +58,8 @@ class Operation:
 
 def operation_key(kind: str, start: str, upstream: str | None, *inputs: str) -> str:
     """A deterministic key: the same operation on the same commits and inputs, the same key."""
+    import hashlib  # noqa: PLC0415 - OpenSSL's load: only a cycle that records an operation
+
     digest = hashlib.sha256()
     for part in (kind, start, upstream or "", *inputs):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")

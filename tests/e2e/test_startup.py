@@ -130,6 +130,8 @@ STATUS_HEAVY = (
     "memsync.cycles.pressure",
     "memsync.progress",
     "memsync.views",
+    "hashlib",  # OpenSSL's `_hashlib`: the memos' key is `memodigest`'s
+    "_hashlib",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
