@@ -414,16 +414,4 @@ class Git(Writes, Facts, WorkStates):
             "--batch=%(objectname) %(objecttype) %(objectsize)",
             input=b"".join(oid.encode("ascii") + b"\n" for oid in oids),
         ).stdout
-        found: dict[str, bytes] = {}
-        pos = 0
-        while pos < len(raw):
-            eol = raw.index(b"\n", pos)
-            header = raw[pos:eol].split()
-            pos = eol + 1
-            if len(header) != 3:  # "<oid> missing"
-                continue
-            size = int(header[2])
-            if header[1] == b"commit":
-                found[header[0].decode("ascii")] = raw[pos : pos + size]
-            pos += size + 1
-        return found
+        return gitparse.parse_batch(raw, kind=b"commit")

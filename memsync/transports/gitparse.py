@@ -225,8 +225,9 @@ def parse_batch_check(raw: bytes) -> dict[str, int]:
     return sizes
 
 
-def parse_batch(raw: bytes) -> dict[str, bytes]:
-    """`cat-file --batch`: object id -> bytes (missing objects are left out)."""
+def parse_batch(raw: bytes, kind: bytes | None = None) -> dict[str, bytes]:
+    """`cat-file --batch`: object id -> bytes (missing objects are left out, and with
+    `kind`, objects of another type)."""
     blobs: dict[str, bytes] = {}
     pos = 0
     while pos < len(raw):
@@ -236,7 +237,8 @@ def parse_batch(raw: bytes) -> dict[str, bytes]:
         if len(header) != 3:  # "<oid> missing"
             continue
         size = int(header[2])
-        blobs[header[0].decode("ascii")] = raw[pos : pos + size]
+        if kind is None or header[1] == kind:
+            blobs[header[0].decode("ascii")] = raw[pos : pos + size]
         pos += size + 1
     return blobs
 

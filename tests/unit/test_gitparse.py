@@ -317,3 +317,16 @@ def test_bad_objects_always_yield_a_coded_finding(text: str) -> None:
     if looks_like_bad_objects(text):
         assert findings
     assert {code for code, _ in findings} <= CODES
+
+
+def test_a_batch_of_one_kind_leaves_the_other_objects_out() -> None:
+    tree, commit = "a" * 40, "b" * 40
+    raw = (
+        f"{tree} tree 3\n".encode()
+        + b"xyz\n"
+        + f"{'c' * 40} missing\n".encode()
+        + f"{commit} commit 5\n".encode()
+        + b"hello\n"
+    )
+    assert parse_batch(raw) == {tree: b"xyz", commit: b"hello"}
+    assert parse_batch(raw, kind=b"commit") == {commit: b"hello"}
