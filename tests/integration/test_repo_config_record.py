@@ -89,7 +89,9 @@ def test_a_second_cold_process_reads_the_record_not_git(tmp_path: Path) -> None:
     assert record.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_change_in_place_with_the_same_size_and_times_is_refused(tmp_path: Path) -> None:
+def _recorded_at_unsafe_size(tmp_path: Path) -> tuple[Path, Path, str, os.stat_result]:
+    """A root whose config is padded to the size an unsafe one will have, recorded by a
+    cold cycle: the root, the record, the unsafe text and the recorded file's stat."""
     root = _repo(tmp_path)
     record = tmp_path / "state" / "repo-config.json"
     config = root / ".git" / "config"
@@ -97,7 +99,12 @@ def test_a_change_in_place_with_the_same_size_and_times_is_refused(tmp_path: Pat
     unsafe = original + UNSAFE
     config.write_text(original + _same_size("", len(unsafe) - len(original)))
     _recorded(root, record)
-    info = config.stat()
+    return root, record, unsafe, config.stat()
+
+
+def test_a_change_in_place_with_the_same_size_and_times_is_refused(tmp_path: Path) -> None:
+    root, record, unsafe, info = _recorded_at_unsafe_size(tmp_path)
+    config = root / ".git" / "config"
     with config.open("r+") as handle:  # the same inode, the same size
         handle.write(unsafe)
     os.utime(config, ns=(info.st_atime_ns, info.st_mtime_ns))  # and the same mtime
@@ -108,14 +115,8 @@ def test_a_change_in_place_with_the_same_size_and_times_is_refused(tmp_path: Pat
 
 
 def test_a_file_swapped_in_with_the_same_size_and_times_is_refused(tmp_path: Path) -> None:
-    root = _repo(tmp_path)
-    record = tmp_path / "state" / "repo-config.json"
+    root, record, unsafe, info = _recorded_at_unsafe_size(tmp_path)
     config = root / ".git" / "config"
-    original = config.read_text()
-    unsafe = original + UNSAFE
-    config.write_text(original + _same_size("", len(unsafe) - len(original)))
-    _recorded(root, record)
-    info = config.stat()
     other = root / ".git" / "config.new"
     other.write_text(unsafe)
     os.utime(other, ns=(info.st_atime_ns, info.st_mtime_ns))
