@@ -23,20 +23,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, NoReturn, TypeVar
 
+from memsync.lazypattern import lazy
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
 LEASE_PATH = "update_queue/lease.json"
-CANDIDATE_PATH = re.compile(r"update_queue/candidates/([0-9a-f]{32})\.json")
-RECOVERY_PATH = re.compile(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
-RECORD_PATH = re.compile(r"update_records/(update-batch-[0-9a-f]{64})\.json")
+CANDIDATE_PATH = lazy(r"update_queue/candidates/([0-9a-f]{32})\.json")
+RECOVERY_PATH = lazy(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
+RECORD_PATH = lazy(r"update_records/(update-batch-[0-9a-f]{64})\.json")
 SCHEMA_VERSION = 1
 _PREFIXES = ("update_queue/", "update_records/")
 
-_UID = re.compile(r"[0-9a-f]{32}")
-_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_BATCH = re.compile(r"update-batch-[0-9a-f]{64}")
-_REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_UID = lazy(r"[0-9a-f]{32}")
+_OID = lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_BATCH = lazy(r"update-batch-[0-9a-f]{64}")
+_REASON = lazy(r"[a-z][a-z0-9_]{0,63}")
 CANDIDATE_KEYS = frozenset({"schema_version", "uid", "session_id", "display_id", "message",
                             "submitted_at"})  # fmt: skip
 LEASE_KEYS = frozenset({"schema_version", "holder", "token", "base_commit", "batch_id",
