@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.atomicfile import private_dir
-from memsync.validators.cachestore import PersistentStore
 from memsync.validators.summary import FileSummary, summarize_bytes
 from memsync.validators.tree import TreeView
 
 if TYPE_CHECKING:
+    from memsync.validators.cachestore import PersistentStore
     from memsync.validators.graphmodel import Profile
     from memsync.validators.lineage import Lineage
     from memsync.validators.lineagestore import LineageStore
@@ -299,6 +299,8 @@ def open_persistent(
     0700 when missing), for CLI runs; with `records`, also the lineage and shape records
     (`open_records`). A store that cannot be opened leaves it in memory only. Each call
     opens its own store: `close()` it when done (or let it be collected)."""
+    from memsync.validators.cachestore import PersistentStore  # noqa: PLC0415 - SQLite's load
+
     store = PersistentStore.open(directory, max_bytes=max_bytes)
     if not records:
         return default_cache().backed_by(store)

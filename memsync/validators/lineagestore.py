@@ -45,7 +45,6 @@ from memsync import atomicfile
 from memsync.validators import (
     assembly,
     blocks,
-    cachestore,
     crossfile,
     document,
     edgelists,
@@ -59,6 +58,7 @@ from memsync.validators import (
     runedges,
     scanwords,
     summary,
+    summaryframe,
     tree,
 )
 from memsync.validators.crossfile import _Join, _Loaded
@@ -89,7 +89,7 @@ def version_digest() -> bytes:
     digest.update(repr(sys.version_info[:2]).encode())
     scan = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
     joins = (crossfile, lineage, graphmodel, edges, assembly, problems, tree, recordfile)
-    for module in (*scan, *joins, cachestore, sys.modules[__name__]):
+    for module in (*scan, *joins, summaryframe, sys.modules[__name__]):
         source = module.__file__
         digest.update(Path(source).read_bytes() if source else module.__name__.encode())
     return digest.digest()
@@ -146,7 +146,7 @@ class _Stored(_Loaded):
         if held is None:
             frame = self._frame
             header = self._summary_header
-            held = None if frame is None else cachestore.decode(self._key, bytes(frame), header)
+            held = None if frame is None else summaryframe.decode(self._key, bytes(frame), header)
             if held is None or not held.decoded or list(held.ids) != self._ids:
                 raise Spoiled(f"the stored summary of {self.path} is damaged")
             self._held = held
@@ -164,7 +164,7 @@ class LineageStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.version = version_digest()
-        self.summary_header = cachestore.FORMAT + cachestore.parser_digest()
+        self.summary_header = summaryframe.FORMAT + summaryframe.parser_digest()
         self.loads = 0  # records read and used for a step (for tests and benches)
         self.saves = 0
 
@@ -368,7 +368,7 @@ class LineageStore:
                 made = loaded.summary
                 text = kept.named[loaded.index] if kept.named is not None else named_text(made)
                 meta = json.dumps(made.ids, separators=(",", ":")).encode()
-                frame = cachestore.encode(key, made, self.summary_header)
+                frame = summaryframe.encode(key, made, self.summary_header)
             metas.append(meta)
             names.append(text)
             frames.append(frame)

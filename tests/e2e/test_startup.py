@@ -64,8 +64,13 @@ HEAVY = (
 # `roots.anchor`'s) and the commit signer (an autocommit loads it), with base64 and struct;
 # shlex (it quotes a refusal's fix or a missing config's hint only); a configuration
 # problem's record (`configproblem`: made where a configuration is judged); git's progress
-# lines (`gitprogress`: a terminal's progress or a failed streamed call parses them).
+# lines (`gitprogress`: a terminal's progress or a failed streamed call parses them); the
+# parse cache's SQLite store (`validators.cachestore`, sqlite3: a sync reads the lineage
+# records, whose summaries are `summaryframe`'s).
 COLD_SYNC_HEAVY = (
+    "memsync.validators.cachestore",
+    "sqlite3",
+    "_sqlite3",
     "memsync.gitprogress",
     "memsync.configproblem",
     "shlex",
