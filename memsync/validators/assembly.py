@@ -12,7 +12,6 @@ the Python stack. It reads only through the TreeView and is linear in the input.
 from __future__ import annotations
 
 import gc
-import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,6 +95,8 @@ class _Builder:
         self.problems.append(Problem(code, path, line, message))
 
     def build(self) -> tuple[MemoryGraph, list[Problem]]:
+        import hashlib  # noqa: PLC0415 - OpenSSL's load: a graph built, not a sync's validation
+
         for path, tree in self.profile.roots:
             entry = self.tree.get(path)
             if entry is None:
@@ -181,6 +182,8 @@ class _Builder:
                     on_path.add(target)
 
     def record(self, doc: Document, tree: str, anchor: str | None) -> list[_Ref]:
+        import hashlib  # noqa: PLC0415 - loaded by `build`
+
         """Record a document's items, kinds, backing claims and Focus; its F# references."""
         blocks = doc.blocks
         path = doc.path

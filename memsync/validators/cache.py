@@ -18,7 +18,6 @@ those.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -220,6 +219,8 @@ class CachedSummaries:
         if known is None:
             known = self.hashed.get(path)
             if known is None:
+                import hashlib  # noqa: PLC0415 - OpenSSL's load: a tree without content ids
+
                 digest = hashlib.sha256(tree.content(path)).hexdigest()
                 known = self.hashed[path] = f"s{digest}"
         return cache_key(known, path, pursuit=pursuit)

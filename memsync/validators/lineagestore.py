@@ -31,7 +31,6 @@ paths, keys and ids, not every file's summary.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync import atomicfile
+from memsync.memodigest import blake2b
 from memsync.validators import (
     assembly,
     blocks,
@@ -85,7 +85,7 @@ _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, Recursion
 def version_digest() -> bytes:
     """Names the code that makes a verdict: a change to any module of the per-file or
     cross-file pass, to this format or to the Python version makes every record foreign."""
-    digest = hashlib.blake2b(FORMAT, digest_size=16)
+    digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
     scan = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
     joins = (crossfile, lineage, graphmodel, edges, assembly, problems, tree, recordfile)
@@ -174,7 +174,7 @@ class LineageStore:
         return cls(directory) if recordfile.private_directory(directory) else None
 
     def _slot(self, profile: Profile) -> str:
-        digest = hashlib.blake2b(self.version, digest_size=8)
+        digest = blake2b(self.version, digest_size=8)
         digest.update(_profile_key(profile).encode())
         return digest.hexdigest()
 
@@ -252,7 +252,7 @@ class LineageStore:
         index_len, body_len, meta_len, named_len = (int(match.group(n)) for n in (2, 3, 4, 5))
         eager_len = index_len + body_len + meta_len + named_len
         eager = memoryview(data)[newline : newline + eager_len]
-        check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
+        check = blake2b(eager, key=self.version, digest_size=16).hexdigest()
         if len(eager) != eager_len or check != match.group(6).decode():
             return None
         try:
@@ -337,7 +337,7 @@ class LineageStore:
         if isinstance(oid, str) and _OID.fullmatch(oid):
             label = oid
         else:
-            digest = hashlib.blake2b(digest_size=20)
+            digest = blake2b(digest_size=20)
             for key in kept.keys:
                 digest.update(key.encode("utf-8", "surrogatepass") + b"\0")
             label = "w" + digest.hexdigest()
@@ -401,7 +401,7 @@ class LineageStore:
         meta, named = b"".join(metas), b"".join(names)
         if len(index) + len(body) + total > MAX_RECORD_BYTES:
             return None
-        digest = hashlib.blake2b(index, key=self.version, digest_size=16)
+        digest = blake2b(index, key=self.version, digest_size=16)
         for part in (body, meta, named):
             digest.update(part)
         head = b"%s %s %d %d %d %d %s\n" % (

@@ -15,7 +15,6 @@ are not regular or not UTF-8 are skipped here: the path and byte rules report th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -107,6 +106,8 @@ def batch_id(candidates: Iterable[Candidate]) -> str:
     canonical = json.dumps(
         participants, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
     )
+    import hashlib  # noqa: PLC0415 - OpenSSL's load: an update batch to name
+
     return "update-batch-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -10,7 +10,6 @@ loads this framing without SQLite (issue 18).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from array import array
@@ -18,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memsync.memodigest import blake2b
 from memsync.validators import (
     blocks,
     document,
@@ -39,7 +39,7 @@ def parser_digest() -> bytes:
     """Names the per-file pass that made an entry: a change to the source of any module a
     summary depends on (or to the Python version) makes every stored entry foreign, so an
     upgrade never reuses an old verdict."""
-    digest = hashlib.blake2b(FORMAT, digest_size=8)
+    digest = blake2b(FORMAT, digest_size=8)
     digest.update(repr(sys.version_info[:2]).encode())
     modules = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
     for module in (*modules, problems):
@@ -63,7 +63,7 @@ def encode(key: str, made: FileSummary, header: bytes) -> bytes:
         [list(x) for x in made.focus],
     ]
     payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-    check = hashlib.blake2b(payload, key=key.encode()[:64], digest_size=16).digest()
+    check = blake2b(payload, key=key.encode()[:64], digest_size=16).digest()
     return header + check + payload
 
 
@@ -72,7 +72,7 @@ def decode(key: str, value: bytes, header: bytes) -> FileSummary | None:
     if not value.startswith(header) or len(value) < len(header) + 16:
         return None
     check, payload = value[len(header) : len(header) + 16], value[len(header) + 16 :]
-    if hashlib.blake2b(payload, key=key.encode()[:64], digest_size=16).digest() != check:
+    if blake2b(payload, key=key.encode()[:64], digest_size=16).digest() != check:
         return None
     try:
         return _shaped(json.loads(payload))

@@ -66,8 +66,11 @@ HEAVY = (
 # problem's record (`configproblem`: made where a configuration is judged); git's progress
 # lines (`gitprogress`: a terminal's progress or a failed streamed call parses them); the
 # parse cache's SQLite store (`validators.cachestore`, sqlite3: a sync reads the lineage
-# records, whose summaries are `summaryframe`'s).
+# records, whose summaries are `summaryframe`'s); OpenSSL's `_hashlib` (the records' BLAKE2b
+# and an operation key's SHA-256 are CPython's own, `memodigest`'s).
 COLD_SYNC_HEAVY = (
+    "hashlib",
+    "_hashlib",
     "memsync.validators.cachestore",
     "sqlite3",
     "_sqlite3",
@@ -135,8 +138,6 @@ STATUS_HEAVY = (
     "memsync.cycles.pressure",
     "memsync.progress",
     "memsync.views",
-    "hashlib",  # OpenSSL's `_hashlib`: the memos' key is `memodigest`'s
-    "_hashlib",
 )
 
 # Runs the console script's entry point in a fresh interpreter, then names what it imported.
