@@ -37,6 +37,8 @@ KEEP_KEYS = 2000
 
 @dataclass(frozen=True)
 class Operation:
+    """One journal record: an operation's kind, phase, commits and outcome."""
+
     id: str
     kind: str
     phase: str

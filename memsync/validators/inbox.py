@@ -48,6 +48,8 @@ class InboxEntry:
 
 @dataclass(frozen=True)
 class Inbox:
+    """A parsed inbox file: its entries, in order."""
+
     entries: tuple[InboxEntry, ...] = ()
 
 

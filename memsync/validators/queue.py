@@ -57,6 +57,8 @@ class QueueFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Candidate:
+    """One queued update candidate, as its file records it."""
+
     uid: str
     session_id: str
     display_id: int
@@ -66,6 +68,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Batch:
+    """A batch of candidates, by its id."""
+
     batch_id: str
     candidate_uids: tuple[str, ...]
 
@@ -261,6 +265,8 @@ def _line(text: str, key: str | None, *, repeated: bool = False) -> int | None:
 
 @dataclass(frozen=True)
 class _Loaded(Generic[T]):
+    """A file of the queue, read and parsed."""
+
     path: str
     text: str
     value: T

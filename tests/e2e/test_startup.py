@@ -742,6 +742,54 @@ def test_a_cold_status_or_sync_now_compiles_only_the_patterns_it_matches(
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
+# Runs the console script's entry point, naming the classes whose docstring `dataclasses`
+# made from their signature (`inspect.signature`, ~0.1 ms a class) as they loaded.
+SIGNATURE_PROBE = """
+import inspect, os, sys
+signed = []
+original = inspect.signature
+def counting(obj, *args, **kwargs):
+    if sys._getframe(1).f_globals.get("__name__") == "dataclasses":
+        signed.append(obj.__module__ + "." + obj.__qualname__)
+    return original(obj, *args, **kwargs)
+inspect.signature = counting
+from memsync.__main__ import main
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
+try:
+    main()
+except SystemExit:
+    pass
+print("SIGNED " + repr(sorted(signed)), file=sys.stderr)
+"""
+# The cycle's options are `roots.cycle`'s (another change of issue 18 edits that module).
+UNDOCUMENTED = ("memsync.roots.cycle.SyncOptions",)
+
+
+def test_a_cold_sync_now_loads_no_dataclass_without_its_docstring(
+    team: Team, tmp_path: Path
+) -> None:
+    """Issue 18: a dataclass without a docstring gets one made from its signature as its
+    module loads; every class a cold `sync-now` loads says what it is instead."""
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    assert memsync("--config", str(config), "sync-now", env=env).returncode == 0  # the memo
+    commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\nsigned\n"}, "cold")
+    push(team.alice.path)
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNATURE_PROBE, "--config", str(config), "sync-now"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    last = done.stderr.rstrip().rpartition("\n")[2]
+    assert done.returncode == 0 and last.startswith("SIGNED "), done.stderr
+    signed = eval(last.removeprefix("SIGNED "))  # noqa: S307 - our own repr
+    assert [name for name in signed if name not in UNDOCUMENTED] == []
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
 def test_no_dataclass_declares_a_class_variable_as_a_field() -> None:
     """A cold status runs without `typing` loaded, and `dataclasses` tells a `ClassVar`
     annotation (a string here) from a field only through it: so no dataclass of memsync's
