@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.atomicfile import private_dir
-from memsync.validators.summary import FileSummary, summarize_bytes
+from memsync.validators.filesummary import FileSummary
 from memsync.validators.tree import TreeView
 
 if TYPE_CHECKING:
     from memsync.validators.cachestore import PersistentStore
-    from memsync.validators.graphmodel import Profile
     from memsync.validators.lineage import Lineage
     from memsync.validators.lineagestore import LineageStore
     from memsync.validators.problems import Problem
+    from memsync.validators.profile import Profile
     from memsync.validators.shapestore import ShapeStore
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -237,6 +237,8 @@ class CachedSummaries:
             self.used.append(key)
             return found
         self.cache.misses += 1
+        from memsync.validators.summary import summarize_bytes  # noqa: PLC0415 - the parser
+
         made = summarize_bytes(tree.content(path), path, pursuit=pursuit)
         self.cache.put(key, made)
         self.fresh[key] = made
@@ -276,6 +278,8 @@ class Uncached:
     """The `SummarySource` that parses every file (no cache)."""
 
     def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:
+        from memsync.validators.summary import summarize_bytes  # noqa: PLC0415 - the parser
+
         return summarize_bytes(tree.content(path), path, pursuit=pursuit)
 
     def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memsync.validators.summary import FileSummary
+from memsync.validators.filesummary import FileSummary
 from memsync.validators.summaryframe import FORMAT, decode, encode, parser_digest
 
 FILE_NAME = "parse-cache.sqlite3"

@@ -42,30 +42,12 @@ from typing import Any
 
 from memsync import atomicfile
 from memsync.memodigest import blake2b
-from memsync.validators import (
-    assembly,
-    blocks,
-    crossfile,
-    document,
-    edgelists,
-    edges,
-    graphmodel,
-    headings,
-    lineage,
-    nodelines,
-    problems,
-    recordfile,
-    runedges,
-    scanwords,
-    summary,
-    summaryframe,
-    tree,
-)
+from memsync.validators import recordfile, summaryframe
 from memsync.validators.crossfile import _Join, _Loaded
-from memsync.validators.graphmodel import PURSUIT, Profile
+from memsync.validators.filesummary import FileSummary
 from memsync.validators.lineage import KeyedSource, Lineage, Spoiled, named_text
 from memsync.validators.problems import Problem
-from memsync.validators.summary import FileSummary
+from memsync.validators.profile import MEMORY, PURSUIT, Profile
 from memsync.validators.tree import TreeView
 
 FORMAT = b"MSLR1"
@@ -87,11 +69,9 @@ def version_digest() -> bytes:
     cross-file pass, to this format or to the Python version makes every record foreign."""
     digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
-    scan = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
-    joins = (crossfile, lineage, graphmodel, edges, assembly, problems, tree, recordfile)
-    for module in (*scan, *joins, summaryframe, sys.modules[__name__]):
-        source = module.__file__
-        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    joins = ("crossfile", "lineage", "graphmodel", "profile", "edges", "assembly", "tree")
+    modules = (*summaryframe.PARSER, *joins, "recordfile", "summaryframe", "lineagestore")
+    summaryframe.source_digest(digest, modules)
     return digest.digest()
 
 
@@ -300,7 +280,7 @@ class LineageStore:
                 and isinstance(listed, list)
             ):
                 return None
-            kind = PURSUIT if pursuit else graphmodel.MEMORY
+            kind = PURSUIT if pursuit else MEMORY
             frame = view[frame_at : frame_at + size]
             frame_at += size
             loaded = _Stored(

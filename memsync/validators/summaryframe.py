@@ -14,24 +14,28 @@ import json
 import sys
 from array import array
 from collections.abc import Iterable
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
+from memsync import validators
 from memsync.memodigest import blake2b
-from memsync.validators import (
-    blocks,
-    document,
-    edgelists,
-    headings,
-    nodelines,
-    problems,
-    runedges,
-    scanwords,
-    summary,
-)
-from memsync.validators.summary import KIND_CHARS, NODE, UNDECODABLE, FileSummary
+from memsync.validators.filesummary import KIND_CHARS, NODE, UNDECODABLE, FileSummary
 
 FORMAT = b"MSPC1"
+# The per-file pass's modules (under `memsync.validators`): their sources name the parser.
+PARSER = (
+    "document",
+    "blocks",
+    "headings",
+    "nodelines",
+    "edgelists",
+    "summary",
+    "runedges",
+    "scanwords",
+    "problems",
+    "filesummary",
+)
 _KINDS = frozenset({NODE, *KIND_CHARS.values()})
 
 
@@ -41,11 +45,23 @@ def parser_digest() -> bytes:
     upgrade never reuses an old verdict."""
     digest = blake2b(FORMAT, digest_size=8)
     digest.update(repr(sys.version_info[:2]).encode())
-    modules = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
-    for module in (*modules, problems):
-        source = module.__file__
-        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    source_digest(digest, PARSER)
     return digest.digest()
+
+
+def source_digest(digest: Any, names: Iterable[str]) -> None:
+    """Feed `digest` the source of each `memsync.validators` module named: a loaded module's
+    file, else the file importing it would load, found without running it (a sync whose
+    lineage record covers its change parses nothing, so it loads no parser, issue 18)."""
+    for name in names:
+        full = f"{__package__}.{name}"
+        module = sys.modules.get(full)
+        if module is not None:
+            source = module.__file__
+        else:
+            spec = PathFinder.find_spec(full, validators.__path__)
+            source = spec.origin if spec is not None else None
+        digest.update(Path(source).read_bytes() if source else full.encode())
 
 
 def encode(key: str, made: FileSummary, header: bytes) -> bytes:

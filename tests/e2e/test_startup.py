@@ -67,8 +67,20 @@ HEAVY = (
 # lines (`gitprogress`: a terminal's progress or a failed streamed call parses them); the
 # parse cache's SQLite store (`validators.cachestore`, sqlite3: a sync reads the lineage
 # records, whose summaries are `summaryframe`'s); OpenSSL's `_hashlib` (the records' BLAKE2b
-# and an operation key's SHA-256 are CPython's own, `memodigest`'s).
+# and an operation key's SHA-256 are CPython's own, `memodigest`'s); the per-file parser and
+# the graph's builder (the lineage record of the tree the root follows holds the summaries
+# of its files, and a change to a file outside the graph parses nothing: `filesummary`,
+# `profile` and `gcpause` are what the cross-file pass needs of them).
 COLD_SYNC_HEAVY = (
+    "memsync.validators.summary",
+    "memsync.validators.document",
+    "memsync.validators.blocks",
+    "memsync.validators.nodelines",
+    "memsync.validators.runedges",
+    "memsync.validators.scanwords",
+    "memsync.validators.assembly",
+    "memsync.validators.edges",
+    "memsync.validators.graphmodel",
     "hashlib",
     "_hashlib",
     "memsync.validators.cachestore",
