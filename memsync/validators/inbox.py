@@ -23,11 +23,11 @@ from datetime import datetime
 
 from memsync.errors import MemsyncError, ProblemError
 from memsync.lazypattern import lazy
+from memsync.validators.auxpaths import INBOX_PATH
 from memsync.validators.corrections import fence_mask, read_text, split_lines
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
-INBOX_PATH = "AGENT_GUIDANCE_INBOX.md"
 TITLE = "# Pending Agent Guidance"
 _ENTRY = lazy(r"## (GI-([0-9]{8})-[0-9a-f]{8})")
 _SUBMITTED = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z")

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Generic, NoReturn, TypeVar
 
 from memsync.lazypattern import lazy
+from memsync.validators.auxpaths import queue_paths
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
@@ -31,7 +32,6 @@ CANDIDATE_PATH = lazy(r"update_queue/candidates/([0-9a-f]{32})\.json")
 RECOVERY_PATH = lazy(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
 RECORD_PATH = lazy(r"update_records/(update-batch-[0-9a-f]{64})\.json")
 SCHEMA_VERSION = 1
-_PREFIXES = ("update_queue/", "update_records/")
 
 _UID = lazy(r"[0-9a-f]{32}")
 _OID = lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -302,12 +302,6 @@ class _Checker:
             message = f"invalid JSON: {exc}"
         self.problems.append(Problem(self.code, path, line, message))
         return None
-
-
-def queue_paths(tree: TreeView) -> list[str]:
-    """The sorted paths under `update_queue/` and `update_records/`: all the queue rules read.
-    One prefix test per entry, so that a big tree costs little here."""
-    return sorted(p for p in tree.entries if p.startswith(_PREFIXES))
 
 
 def check_queue(tree: TreeView, paths: Sequence[str] | None = None) -> list[Problem]:

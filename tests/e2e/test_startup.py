@@ -70,8 +70,11 @@ HEAVY = (
 # and an operation key's SHA-256 are CPython's own, `memodigest`'s); the per-file parser and
 # the graph's builder (the lineage record of the tree the root follows holds the summaries
 # of its files, and a change to a file outside the graph parses nothing: `filesummary`,
-# `profile` and `gcpause` are what the cross-file pass needs of them).
+# `profile` and `gcpause` are what the cross-file pass needs of them); the inbox and queue
+# rules (a root without those files: `auxpaths` tells).
 COLD_SYNC_HEAVY = (
+    "memsync.validators.inbox",
+    "memsync.validators.queue",
     "memsync.validators.summary",
     "memsync.validators.document",
     "memsync.validators.blocks",
