@@ -83,6 +83,8 @@ def setup_logging(debug: bool, log_format: LogFormat = "text") -> None:
 
 @dataclass
 class App:
+    """The options every command shares (click's context object), and what they load."""
+
     config_path: str | None = None
     debug: bool = False
     state_dir: Path | None = None  # the loaded config's, once a command loaded it

@@ -58,6 +58,8 @@ Stage = Callable[[journal.Operation, Path], "str | MergeFailed | None"]
 
 @dataclass(frozen=True)
 class Published:
+    """The candidate passed every check and the branch moved to it."""
+
     operation_id: str
     candidate: str
     files: tuple[str, ...]
@@ -65,6 +67,8 @@ class Published:
 
 @dataclass(frozen=True)
 class DryRun:
+    """The candidate passed every check; a dry run publishes nothing."""
+
     operation_id: str
     candidate: str
     files: tuple[str, ...]
@@ -80,6 +84,8 @@ class Unstaged:
 
 @dataclass(frozen=True)
 class Invalid:
+    """The candidate failed a check (`report`); nothing was published."""
+
     operation_id: str
     candidate: str
     files: tuple[str, ...]
@@ -97,6 +103,8 @@ class Fenced:
 
 @dataclass(frozen=True)
 class AlreadyDone:
+    """An operation with this key already settled; nothing was done again."""
+
     operation_id: str
 
 

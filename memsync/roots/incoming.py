@@ -72,9 +72,9 @@ class Incoming:
         # published (a 10k-file root builds tens of thousands of small acyclic objects: its
         # listing, its shape record, their copies; the collector would scan the whole heap
         # for them and find nothing), not while a repair role runs.
-        from memsync.validators.assembly import _gc_paused  # noqa: PLC0415 - loaded by the gate
+        from memsync.validators.gcpause import gc_paused  # noqa: PLC0415 - loaded by the gate
 
-        with _gc_paused():
+        with gc_paused():
             outcome, verdict = self._admit(plan)
         if outcome is not None and self._repairable(plan, outcome, verdict):
             return self._repaired(verdict, isinstance(outcome, Unstaged))

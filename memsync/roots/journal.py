@@ -22,6 +22,7 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import private_dir, read_json, write_json
+from memsync.memodigest import sha256
 
 RUNNING = "running"
 PREPARED = "prepared"
@@ -36,6 +37,8 @@ KEEP_KEYS = 2000
 
 @dataclass(frozen=True)
 class Operation:
+    """One journal record: an operation's kind, phase, commits and outcome."""
+
     id: str
     kind: str
     phase: str
@@ -58,9 +61,7 @@ class Operation:
 
 def operation_key(kind: str, start: str, upstream: str | None, *inputs: str) -> str:
     """A deterministic key: the same operation on the same commits and inputs, the same key."""
-    import hashlib  # noqa: PLC0415 - OpenSSL's load: only a cycle that records an operation
-
-    digest = hashlib.sha256()
+    digest = sha256()  # CPython's own: a clean cycle loads no OpenSSL (`memodigest`)
     for part in (kind, start, upstream or "", *inputs):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()[:32]

@@ -38,6 +38,8 @@ MAX_DURATION = timedelta(days=3650)
 
 @dataclass(frozen=True)
 class Pause:
+    """One pause: of a root or a view (`kind`, `name`), since when and until when."""
+
     kind: Kind
     name: str
     since: str  # RFC 3339

@@ -52,6 +52,8 @@ class Facts:
 
 @dataclass(frozen=True)
 class Plan:
+    """What a cycle does with the facts it read (`decide`), and why."""
+
     action: Action
     local: str
     upstream: str | None

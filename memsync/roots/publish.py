@@ -70,6 +70,8 @@ class FenceBroken(Exception):
 
 @dataclass(frozen=True)
 class Target:
+    """What a publication moves: the branch, from `start` to `candidate`."""
+
     branch: str
     start: str
     candidate: str

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Recovered:
+    """An operation that start-of-cycle recovery settled, and how."""
+
     operation_id: str
     outcome: str  # committed | failed
     message: str

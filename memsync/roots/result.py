@@ -20,6 +20,8 @@ HELD = frozenset({SyncStatus.PAUSED})  # the operator asked for it: not a failur
 
 @dataclass(frozen=True)
 class SyncResult:
+    """The outcome of one root's cycle, as the CLI and the daemon report it."""
+
     root: str
     status: SyncStatus
     message: str

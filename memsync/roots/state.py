@@ -22,6 +22,8 @@ OK_STATUSES = frozenset({"current", "synced", "pushed"})
 
 @dataclass(frozen=True)
 class RootState:
+    """What a root remembers between cycles (its state file)."""
+
     trusted_upstream: str | None = None
     last_status: str | None = None
     last_message: str | None = None

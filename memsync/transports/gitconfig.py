@@ -26,6 +26,8 @@ BUILTIN_MERGE_DRIVERS = frozenset({"text", "binary", "union"})
 
 @dataclass(frozen=True)
 class ConfigEntry:
+    """One entry of `git config --list`: its scope, origin, key and value."""
+
     scope: str  # local, worktree, command, ...
     origin: str  # "file:<path>" (relative to the repository's cwd), "command line:" ...
     key: str  # section[.subsection].name; section and name lower-cased by git

@@ -31,7 +31,6 @@ object stores (alternates, grafts) are looked at on every use too.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync import atomicfile
+from memsync.memodigest import blake2b
 from memsync.redaction import redact_secrets
 from memsync.transports.gitconfig import ConfigEntry, split_key
 from memsync.transports.gitenv import FORCED_CONFIG, find_git
@@ -70,7 +70,7 @@ Stamp = tuple[str, Identity | None, str | None]  # path, identity (None: absent)
 
 def _rules_digest() -> str:
     """Names the code that reads and judges the config: a change makes every record foreign."""
-    digest = hashlib.blake2b(FORMAT.encode(), digest_size=16)
+    digest = blake2b(FORMAT.encode(), digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
     for name in (
         "memsync.transports.gitguard",
@@ -109,7 +109,7 @@ def _environment(env: Mapping[str, str]) -> str | None:
         program = _identity(Path(found).stat())
     except OSError:
         return None
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     digest.update(json.dumps([sorted(env.items()), found, program]).encode())
     return digest.hexdigest()
 
@@ -190,7 +190,7 @@ def _stamp(path: Path) -> Stamp | None:
         os.close(fd)
     if _identity(before) != _identity(after) or len(data) != before.st_size:
         return None
-    return (str(path), _identity(before), hashlib.blake2b(data, digest_size=32).hexdigest())
+    return (str(path), _identity(before), blake2b(data, digest_size=32).hexdigest())
 
 
 def recordable(entries: Sequence[ConfigEntry]) -> bool:

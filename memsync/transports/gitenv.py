@@ -189,6 +189,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class GitResult:
+    """A finished git call: its exit code, stdout and (decoded) stderr."""
+
     returncode: int
     stdout: bytes
     stderr: str

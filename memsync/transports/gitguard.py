@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class _Reading:
+    """One reading of a repository's config files and what it decided."""
+
     files: tuple[Path, ...]
     stamps: tuple[tuple[int, int, int] | None, ...]
     entries: tuple[ConfigEntry, ...]

@@ -38,6 +38,8 @@ class Kind(Enum):
 
 @dataclass(frozen=True)
 class Verdict:
+    """The judgement of one config key: its kind and why."""
+
     kind: Kind
     reason: str  # why (for a refusal: what the key can do), never the value
 

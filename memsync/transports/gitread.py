@@ -129,6 +129,8 @@ def load_gitpython() -> None:
 
 @dataclass(frozen=True)
 class _Handle:
+    """A GitPython repository kept for one work tree, while its `.git` stays."""
+
     identity: tuple[int, ...]  # of `.git`: its inode, and a `gitdir:` file's stat
     git_dir: Path
     repo: Repo

@@ -49,6 +49,8 @@ class Deadline:
 
 @dataclass(frozen=True)
 class Completed:
+    """A finished process: exit code, outputs (maybe only their tails), expiry."""
+
     returncode: int
     stdout: bytes
     stderr: bytes

@@ -11,26 +11,18 @@ the Python stack. It reads only through the TreeView and is linear in the input.
 
 from __future__ import annotations
 
-import gc
-import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator
-from contextlib import contextmanager
 from types import MappingProxyType
 
 from memsync.validators.blocks import FocusRef, Heading, Node
 from memsync.validators.document import Document, decode, scan
 from memsync.validators.edges import check_edges, check_focus
-from memsync.validators.graphmodel import (
-    PURSUIT,
-    BackingRef,
-    FocusEntry,
-    Item,
-    MemoryGraph,
-    Profile,
-)
+from memsync.validators.gcpause import gc_paused
+from memsync.validators.graphmodel import BackingRef, FocusEntry, Item, MemoryGraph
 from memsync.validators.problems import Problem
-from memsync.validators.tree import MODE_GITLINK, MODE_SYMLINK, Entry, TreeView
+from memsync.validators.profile import PURSUIT, Profile
+from memsync.validators.tree import TreeView, describe
 
 # An F# reference to follow: target file, owner heading's first and last line, owner scope.
 _Ref = tuple[str, int, int, str | None]
@@ -45,33 +37,8 @@ def build_graph(
 ) -> tuple[MemoryGraph, list[Problem]]:
     """The graph of `tree` and every rule 1-33 problem, sorted by (path, line, code)."""
     builder = _Builder(tree, Profile.named(profile, root_path, namespace))
-    with _gc_paused():
+    with gc_paused():
         return builder.build()
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building.
-
-    A 100k-item graph allocates some 500k small acyclic objects; the collector would scan
-    the growing heap again and again (a quarter of the time at that size) and find nothing.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def describe(entry: Entry) -> str:
-    """What a non-regular entry is, for messages."""
-    if entry.mode == MODE_SYMLINK:
-        return "a symbolic link"
-    if entry.mode == MODE_GITLINK:
-        return "a submodule"
-    return f"a special file, mode {entry.mode:06o}"
 
 
 class _Builder:
@@ -96,6 +63,8 @@ class _Builder:
         self.problems.append(Problem(code, path, line, message))
 
     def build(self) -> tuple[MemoryGraph, list[Problem]]:
+        import hashlib  # noqa: PLC0415 - OpenSSL's load: a graph built, not a sync's validation
+
         for path, tree in self.profile.roots:
             entry = self.tree.get(path)
             if entry is None:
@@ -181,6 +150,8 @@ class _Builder:
                     on_path.add(target)
 
     def record(self, doc: Document, tree: str, anchor: str | None) -> list[_Ref]:
+        import hashlib  # noqa: PLC0415 - loaded by `build`
+
         """Record a document's items, kinds, backing claims and Focus; its F# references."""
         blocks = doc.blocks
         path = doc.path

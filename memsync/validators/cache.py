@@ -18,7 +18,6 @@ those.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -27,15 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.atomicfile import private_dir
-from memsync.validators.cachestore import PersistentStore
-from memsync.validators.summary import FileSummary, summarize_bytes
+from memsync.validators.filesummary import FileSummary
 from memsync.validators.tree import TreeView
 
 if TYPE_CHECKING:
-    from memsync.validators.graphmodel import Profile
+    from memsync.validators.cachestore import PersistentStore
     from memsync.validators.lineage import Lineage
     from memsync.validators.lineagestore import LineageStore
     from memsync.validators.problems import Problem
+    from memsync.validators.profile import Profile
     from memsync.validators.shapestore import ShapeStore
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -220,6 +219,8 @@ class CachedSummaries:
         if known is None:
             known = self.hashed.get(path)
             if known is None:
+                import hashlib  # noqa: PLC0415 - OpenSSL's load: a tree without content ids
+
                 digest = hashlib.sha256(tree.content(path)).hexdigest()
                 known = self.hashed[path] = f"s{digest}"
         return cache_key(known, path, pursuit=pursuit)
@@ -236,6 +237,8 @@ class CachedSummaries:
             self.used.append(key)
             return found
         self.cache.misses += 1
+        from memsync.validators.summary import summarize_bytes  # noqa: PLC0415 - the parser
+
         made = summarize_bytes(tree.content(path), path, pursuit=pursuit)
         self.cache.put(key, made)
         self.fresh[key] = made
@@ -275,6 +278,8 @@ class Uncached:
     """The `SummarySource` that parses every file (no cache)."""
 
     def summary(self, tree: TreeView, path: str, *, pursuit: bool) -> FileSummary:
+        from memsync.validators.summary import summarize_bytes  # noqa: PLC0415 - the parser
+
         return summarize_bytes(tree.content(path), path, pursuit=pursuit)
 
     def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None:
@@ -299,6 +304,8 @@ def open_persistent(
     0700 when missing), for CLI runs; with `records`, also the lineage and shape records
     (`open_records`). A store that cannot be opened leaves it in memory only. Each call
     opens its own store: `close()` it when done (or let it be collected)."""
+    from memsync.validators.cachestore import PersistentStore  # noqa: PLC0415 - SQLite's load
+
     store = PersistentStore.open(directory, max_bytes=max_bytes)
     if not records:
         return default_cache().backed_by(store)

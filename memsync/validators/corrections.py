@@ -13,10 +13,10 @@ Files that are absent, not regular or not UTF-8 are skipped; the path rules repo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from itertools import pairwise
 
+from memsync.lazypattern import lazy
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
@@ -32,8 +32,8 @@ MAX_COLLECTION_LINES = 180
 MAX_ENTRY_LINES = 16
 MAX_LINE_CHARS = 200
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_FENCE_OPEN = lazy(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = lazy(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 
 
 def split_lines(text: str) -> list[str]:

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol
 
-from memsync.validators.assembly import describe
-from memsync.validators.graphmodel import PURSUIT, Profile
+from memsync.validators.filesummary import CHAR_KINDS, NODE, FileSummary
 from memsync.validators.problems import Problem
-from memsync.validators.summary import CHAR_KINDS, NODE, FileSummary
-from memsync.validators.tree import Entry, TreeView
+from memsync.validators.profile import PURSUIT, Profile
+from memsync.validators.tree import Entry, TreeView, describe
 
 # An F# reference to follow: target file, owner heading's line, the scope it hands down.
 _Ref = tuple[str, int, str | None]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
+from memsync.lazypattern import lazy
 from memsync.validators import edgelists, headings, nodelines
 from memsync.validators.blocks import Block, Fence, FocusRef, Heading, Node, NodeRun, Prose, Span
 from memsync.validators.edgelists import EDGE_RE, parse_edge_list
@@ -32,8 +33,8 @@ from memsync.validators.scanwords import MESSAGES
 # method call.
 _HEADING, _ANCHOR, _FOCUS_HEADING = headings.HEADING, headings.ANCHOR, headings.FOCUS_HEADING
 _BULLET, _FAST_NODE, _ID_RE = nodelines.BULLET, nodelines.FAST_NODE, edgelists.ID_RE
-_FIELD = re.compile(r"[ \t]*\*\*(State|Next|Done when|Status):\*\*", re.IGNORECASE)
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
+_FIELD = lazy(r"[ \t]*\*\*(State|Next|Done when|Status):\*\*", re.IGNORECASE)
+_FENCE = lazy(r" {0,3}(`{3,}|~{3,})(.*)$")
 
 
 @dataclass(frozen=True)

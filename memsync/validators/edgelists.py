@@ -10,7 +10,7 @@ reads clean lists in one pass.
 
 from __future__ import annotations
 
-import re
+from memsync.lazypattern import lazy
 
 EDGE_TYPES = frozenset(
     {"dep", "emb", "bak", "agg", "ver", "ext", "up", "rel", "loc", "run", "cfg", "out"}
@@ -18,11 +18,11 @@ EDGE_TYPES = frozenset(
 )
 
 ID = r"[A-Za-z0-9_.-]+"
-ID_RE = re.compile(ID)
+ID_RE = lazy(ID)
 _TYPE = r"[A-Za-z][A-Za-z0-9_-]*"
-EDGE_RE = re.compile(rf"({_TYPE}):[ \t]*({ID})")
+EDGE_RE = lazy(rf"({_TYPE}):[ \t]*({ID})")
 # A whole list of well-formed tokens (the common case), read with one findall.
-_CLEAN_LIST = re.compile(rf"[ \t]*{_TYPE}:[ \t]*{ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{ID})*[ \t]*")
+_CLEAN_LIST = lazy(rf"[ \t]*{_TYPE}:[ \t]*{ID}(?:[ \t]*,[ \t]*{_TYPE}:[ \t]*{ID})*[ \t]*")
 # The same, possessive (no token can give back a character the next one needs): the fast
 # path's pattern, which runs over every common line, does not keep backtracking points.
 ID_P = r"[A-Za-z0-9_.-]++"

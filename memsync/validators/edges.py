@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from memsync.validators.edgelists import EDGE_TYPES
-from memsync.validators.graphmodel import PURSUIT, FocusEntry, Item
+from memsync.validators.graphmodel import FocusEntry, Item
 from memsync.validators.problems import Problem
+from memsync.validators.profile import PURSUIT
 
 
 def check_edges(

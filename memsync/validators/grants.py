@@ -9,16 +9,16 @@ Every cycle write then passes the full gate as well.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from memsync.lazypattern import lazy
 from memsync.validators.corrections import COLLECTION_PATHS
 from memsync.validators.paths import printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 
-_INSIGHT_LOG = re.compile(r"insight_logs/[A-Za-z0-9_.-]+\.md")
-_MEMORY = re.compile(r"MEMORY(?:_[^/]*)?\.md")
+_INSIGHT_LOG = lazy(r"insight_logs/[A-Za-z0-9_.-]+\.md")
+_MEMORY = lazy(r"MEMORY(?:_[^/]*)?\.md")
 
 INSIGHT, PRUNE, REPAIR = "insight", "prune", "repair"
 

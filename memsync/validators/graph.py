@@ -12,30 +12,29 @@ so it tolerates files that are not valid UTF-8 (it skips them; the gate reports 
 
 Validation does not build the MemoryGraph: `validate_graph` runs the per-file pass
 (`summary.py`, through the parse cache of `cache.py`) and the cross-file pass
-(`crossfile.py`), whose verdict equals `build_graph`'s problem for problem. `build_graph`
-stays for the readers that need the graph itself (the editor, renders, cycles). With a
-parse cache, the cross-file state of the last trees validated is kept too (`lineage.py`),
-and a tree that changes a few files of one of them is joined from it incrementally; a cache
-with lineage records (a CLI process's, `lineagestore.py`) also looks there, and records the
-lineage of the tree it validated for the next process.
+(`crossfile.py`), whose verdict equals `build_graph`'s problem for problem.
+`assembly.build_graph` stays for the readers that need the graph itself (the editor,
+renders, cycles). With a parse cache, the cross-file state of the last trees validated is
+kept too (`lineage.py`), and a tree that changes a few files of one of them is joined from
+it incrementally; a cache with lineage records (a CLI process's, `lineagestore.py`) also
+looks there, and records the lineage of the tree it validated for the next process.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from memsync.validators.assembly import _gc_paused, build_graph
 from memsync.validators.cache import CachedSummaries, ParseCache, Uncached, default_cache
 from memsync.validators.crossfile import GraphVerdict, _Join, judge
-from memsync.validators.graphmodel import Profile
+from memsync.validators.gcpause import gc_paused
 from memsync.validators.lineage import Lineage, Spoiled
 from memsync.validators.problems import Report
+from memsync.validators.profile import Profile
 from memsync.validators.tree import TreeView
 
 __all__ = [
     "GraphValidator",
     "MemoryGraphValidator",
-    "build_graph",
     "validate_graph",
 ]
 
@@ -55,12 +54,12 @@ def validate_graph(
     with only the files not in `cache` read and parsed."""
     rules = Profile.named(profile, root_path, namespace)
     if isinstance(cache, Uncached):
-        with _gc_paused():
+        with gc_paused():
             return judge(tree, rules, cache)
     chosen = default_cache() if cache is None else cache
     source = chosen.session()
     try:
-        with _gc_paused():
+        with gc_paused():
             return _join(tree, rules, source, chosen)
     finally:
         source.close()

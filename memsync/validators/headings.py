@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import re
 
+from memsync.lazypattern import lazy
 from memsync.validators.edgelists import ID, ID_RE
 
 ANCHOR_KINDS = frozenset({"#", "F#", "M#", "S#", "MF#", "MQ#"})
 TERMINAL_KINDS = frozenset({"F#", "M#", "S#", "MF#", "MQ#"})
 
 _KIND = r"MF#|MQ#|F#|M#|S#|#"
-HEADING = re.compile(r"(#+)(?:[ \t]|$)")
+HEADING = lazy(r"(#+)(?:[ \t]|$)")
 # The anchor, then nothing or an edge list: the lazy title finds the first anchor that fits.
-ANCHOR = re.compile(rf"#+[ \t]+(.*?)\{{({_KIND})({ID})\}}[ \t]*(?:(?:→|->)[ \t]*\[(.*)\])?[ \t]*$")
-_KNOWN_MARKER = re.compile(rf"\{{({_KIND})([^}}]*)\}}")
-_ANY_MARKER = re.compile(r"\{([A-Za-z]+#)([^}]*)\}")
+ANCHOR = lazy(rf"#+[ \t]+(.*?)\{{({_KIND})({ID})\}}[ \t]*(?:(?:→|->)[ \t]*\[(.*)\])?[ \t]*$")
+_KNOWN_MARKER = lazy(rf"\{{({_KIND})([^}}]*)\}}")
+_ANY_MARKER = lazy(r"\{([A-Za-z]+#)([^}]*)\}")
 # A Pursuit's `## Focus` section: its bullets are references, not nodes.
-FOCUS_HEADING = re.compile(r"#{1,2}[ \t]+focus[ \t]*$", re.IGNORECASE)
+FOCUS_HEADING = lazy(r"#{1,2}[ \t]+focus[ \t]*$", re.IGNORECASE)
 
 
 def unanchored(line: str) -> tuple[str, str | None, str | None, tuple[str, str] | None]:

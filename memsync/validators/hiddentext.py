@@ -20,11 +20,11 @@ when a file holds some); property tests keep the three equal.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from memsync.lazypattern import lazy
 from memsync.validators.problems import Problem
 
 TAG_CHARACTERS = range(0xE0000, 0xE0080)
@@ -34,12 +34,12 @@ BYTE_ORDER_MARK = 0xFEFF
 SHOWN_LINES = 8  # further lines holding hidden text are counted, not listed
 
 _HIDDEN_UTF8 = (
-    re.compile(rb"\xe2\x80[\x8b\xaa-\xae]"),  # U+200B, U+202A..U+202E
-    re.compile(rb"\xe2\x81[\xa0\xa6-\xa9]"),  # U+2060, U+2066..U+2069
-    re.compile(rb"\xf3\xa0[\x80\x81]"),  # U+E0000..U+E007F
+    lazy(rb"\xe2\x80[\x8b\xaa-\xae]"),  # U+200B, U+202A..U+202E
+    lazy(rb"\xe2\x81[\xa0\xa6-\xa9]"),  # U+2060, U+2066..U+2069
+    lazy(rb"\xf3\xa0[\x80\x81]"),  # U+E0000..U+E007F
 )
 _BOM_UTF8 = b"\xef\xbb\xbf"
-_HIDDEN = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]")
+_HIDDEN = lazy("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]")
 
 
 def is_hidden(code_point: int, *, at_start: bool = False) -> bool:

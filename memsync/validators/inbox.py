@@ -18,21 +18,21 @@ sides raises `InboxConflict` for a person to settle.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from memsync.errors import MemsyncError, ProblemError
+from memsync.lazypattern import lazy
+from memsync.validators.auxpaths import INBOX_PATH
 from memsync.validators.corrections import fence_mask, read_text, split_lines
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
-INBOX_PATH = "AGENT_GUIDANCE_INBOX.md"
 TITLE = "# Pending Agent Guidance"
-_ENTRY = re.compile(r"## (GI-([0-9]{8})-[0-9a-f]{8})")
-_SUBMITTED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z")
+_ENTRY = lazy(r"## (GI-([0-9]{8})-[0-9a-f]{8})")
+_SUBMITTED = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z")
 # Anything that looks like an attempt at an entry heading but is not exactly one.
-_GI_LIKE = re.compile(r" {0,3}#{1,6}[ \t]*GI-")
+_GI_LIKE = lazy(r" {0,3}#{1,6}[ \t]*GI-")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class InboxEntry:
 
 @dataclass(frozen=True)
 class Inbox:
+    """A parsed inbox file: its entries, in order."""
+
     entries: tuple[InboxEntry, ...] = ()
 
 

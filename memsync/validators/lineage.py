@@ -34,8 +34,8 @@ from itertools import repeat
 from typing import Protocol
 
 from memsync.validators.crossfile import GraphVerdict, _Join, _Loaded
-from memsync.validators.graphmodel import PURSUIT, Profile
-from memsync.validators.summary import FileSummary
+from memsync.validators.filesummary import FileSummary
+from memsync.validators.profile import PURSUIT, Profile
 from memsync.validators.tree import TreeView
 
 MAX_CHANGED = 64  # beyond this many changed files (or half the files) the full pass runs

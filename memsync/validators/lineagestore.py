@@ -31,7 +31,6 @@ paths, keys and ids, not every file's summary.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -42,30 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from memsync import atomicfile
-from memsync.validators import (
-    assembly,
-    blocks,
-    cachestore,
-    crossfile,
-    document,
-    edgelists,
-    edges,
-    graphmodel,
-    headings,
-    lineage,
-    nodelines,
-    problems,
-    recordfile,
-    runedges,
-    scanwords,
-    summary,
-    tree,
-)
+from memsync.memodigest import blake2b
+from memsync.validators import recordfile, summaryframe
 from memsync.validators.crossfile import _Join, _Loaded
-from memsync.validators.graphmodel import PURSUIT, Profile
+from memsync.validators.filesummary import FileSummary
 from memsync.validators.lineage import KeyedSource, Lineage, Spoiled, named_text
 from memsync.validators.problems import Problem
-from memsync.validators.summary import FileSummary
+from memsync.validators.profile import MEMORY, PURSUIT, Profile
 from memsync.validators.tree import TreeView
 
 FORMAT = b"MSLR1"
@@ -85,13 +67,11 @@ _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, Recursion
 def version_digest() -> bytes:
     """Names the code that makes a verdict: a change to any module of the per-file or
     cross-file pass, to this format or to the Python version makes every record foreign."""
-    digest = hashlib.blake2b(FORMAT, digest_size=16)
+    digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
-    scan = (document, blocks, headings, nodelines, edgelists, summary, runedges, scanwords)
-    joins = (crossfile, lineage, graphmodel, edges, assembly, problems, tree, recordfile)
-    for module in (*scan, *joins, cachestore, sys.modules[__name__]):
-        source = module.__file__
-        digest.update(Path(source).read_bytes() if source else module.__name__.encode())
+    joins = ("crossfile", "lineage", "graphmodel", "profile", "edges", "assembly", "tree")
+    modules = (*summaryframe.PARSER, *joins, "recordfile", "summaryframe", "lineagestore")
+    summaryframe.source_digest(digest, modules)
     return digest.digest()
 
 
@@ -146,7 +126,7 @@ class _Stored(_Loaded):
         if held is None:
             frame = self._frame
             header = self._summary_header
-            held = None if frame is None else cachestore.decode(self._key, bytes(frame), header)
+            held = None if frame is None else summaryframe.decode(self._key, bytes(frame), header)
             if held is None or not held.decoded or list(held.ids) != self._ids:
                 raise Spoiled(f"the stored summary of {self.path} is damaged")
             self._held = held
@@ -164,7 +144,7 @@ class LineageStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.version = version_digest()
-        self.summary_header = cachestore.FORMAT + cachestore.parser_digest()
+        self.summary_header = summaryframe.FORMAT + summaryframe.parser_digest()
         self.loads = 0  # records read and used for a step (for tests and benches)
         self.saves = 0
 
@@ -174,7 +154,7 @@ class LineageStore:
         return cls(directory) if recordfile.private_directory(directory) else None
 
     def _slot(self, profile: Profile) -> str:
-        digest = hashlib.blake2b(self.version, digest_size=8)
+        digest = blake2b(self.version, digest_size=8)
         digest.update(_profile_key(profile).encode())
         return digest.hexdigest()
 
@@ -252,7 +232,7 @@ class LineageStore:
         index_len, body_len, meta_len, named_len = (int(match.group(n)) for n in (2, 3, 4, 5))
         eager_len = index_len + body_len + meta_len + named_len
         eager = memoryview(data)[newline : newline + eager_len]
-        check = hashlib.blake2b(eager, key=self.version, digest_size=16).hexdigest()
+        check = blake2b(eager, key=self.version, digest_size=16).hexdigest()
         if len(eager) != eager_len or check != match.group(6).decode():
             return None
         try:
@@ -300,7 +280,7 @@ class LineageStore:
                 and isinstance(listed, list)
             ):
                 return None
-            kind = PURSUIT if pursuit else graphmodel.MEMORY
+            kind = PURSUIT if pursuit else MEMORY
             frame = view[frame_at : frame_at + size]
             frame_at += size
             loaded = _Stored(
@@ -337,7 +317,7 @@ class LineageStore:
         if isinstance(oid, str) and _OID.fullmatch(oid):
             label = oid
         else:
-            digest = hashlib.blake2b(digest_size=20)
+            digest = blake2b(digest_size=20)
             for key in kept.keys:
                 digest.update(key.encode("utf-8", "surrogatepass") + b"\0")
             label = "w" + digest.hexdigest()
@@ -368,7 +348,7 @@ class LineageStore:
                 made = loaded.summary
                 text = kept.named[loaded.index] if kept.named is not None else named_text(made)
                 meta = json.dumps(made.ids, separators=(",", ":")).encode()
-                frame = cachestore.encode(key, made, self.summary_header)
+                frame = summaryframe.encode(key, made, self.summary_header)
             metas.append(meta)
             names.append(text)
             frames.append(frame)
@@ -401,7 +381,7 @@ class LineageStore:
         meta, named = b"".join(metas), b"".join(names)
         if len(index) + len(body) + total > MAX_RECORD_BYTES:
             return None
-        digest = hashlib.blake2b(index, key=self.version, digest_size=16)
+        digest = blake2b(index, key=self.version, digest_size=16)
         for part in (body, meta, named):
             digest.update(part)
         head = b"%s %s %d %d %d %d %s\n" % (

@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import re
 
+from memsync.lazypattern import lazy
 from memsync.validators.edgelists import CLEAN_P, ID_P
 
-BULLET = re.compile(r"[ \t]*-[ \t]+`([^`]+)`(?=[ \t]|$)")
+BULLET = lazy(r"[ \t]*-[ \t]+`([^`]+)`(?=[ \t]|$)")
 # Greedy prefix: the last arrow whose bracketed list closes the line is the edge list.
-_NODE_EDGES = re.compile(r".*[ \t](?:→|->)[ \t]*\[(.*)\][ \t]*$")
-_AFTER_ARROW = re.compile(r"[ \t]*\[(.*)\][ \t]*$")
-FAST_RUN = re.compile(
+_NODE_EDGES = lazy(r".*[ \t](?:→|->)[ \t]*\[(.*)\][ \t]*$")
+_AFTER_ARROW = lazy(r"[ \t]*\[(.*)\][ \t]*$")
+FAST_RUN = lazy(
     rf"^(?:[ \t]*+-[ \t]++`{ID_P}`(?=[ \t])(?:.*→(?<=[ \t]→)|.*->(?<=[ \t]->))"
     rf"[ \t]*+\[{CLEAN_P}\][ \t]*+$\n*+)++",
     re.MULTILINE,
 )
-FAST_NODE = re.compile(r"^[^`]*`([^`]*)`.*\[(.*)\][ \t]*$(\n*)", re.MULTILINE)
+FAST_NODE = lazy(r"^[^`]*`([^`]*)`.*\[(.*)\][ \t]*$(\n*)", re.MULTILINE)
 
 
 def edge_list(line: str, start: int) -> re.Match[str] | None:

@@ -15,7 +15,6 @@ are not regular or not UTF-8 are skipped here: the path and byte rules report th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -23,20 +22,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, NoReturn, TypeVar
 
+from memsync.lazypattern import lazy
+from memsync.validators.auxpaths import queue_paths
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 
 LEASE_PATH = "update_queue/lease.json"
-CANDIDATE_PATH = re.compile(r"update_queue/candidates/([0-9a-f]{32})\.json")
-RECOVERY_PATH = re.compile(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
-RECORD_PATH = re.compile(r"update_records/(update-batch-[0-9a-f]{64})\.json")
+CANDIDATE_PATH = lazy(r"update_queue/candidates/([0-9a-f]{32})\.json")
+RECOVERY_PATH = lazy(r"update_queue/recovery/(update-batch-[0-9a-f]{64})\.json")
+RECORD_PATH = lazy(r"update_records/(update-batch-[0-9a-f]{64})\.json")
 SCHEMA_VERSION = 1
-_PREFIXES = ("update_queue/", "update_records/")
 
-_UID = re.compile(r"[0-9a-f]{32}")
-_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_BATCH = re.compile(r"update-batch-[0-9a-f]{64}")
-_REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_UID = lazy(r"[0-9a-f]{32}")
+_OID = lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_BATCH = lazy(r"update-batch-[0-9a-f]{64}")
+_REASON = lazy(r"[a-z][a-z0-9_]{0,63}")
 CANDIDATE_KEYS = frozenset({"schema_version", "uid", "session_id", "display_id", "message",
                             "submitted_at"})  # fmt: skip
 LEASE_KEYS = frozenset({"schema_version", "holder", "token", "base_commit", "batch_id",
@@ -57,6 +57,8 @@ class QueueFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Candidate:
+    """One queued update candidate, as its file records it."""
+
     uid: str
     session_id: str
     display_id: int
@@ -66,6 +68,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Batch:
+    """A batch of candidates, by its id."""
+
     batch_id: str
     candidate_uids: tuple[str, ...]
 
@@ -106,6 +110,8 @@ def batch_id(candidates: Iterable[Candidate]) -> str:
     canonical = json.dumps(
         participants, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
     )
+    import hashlib  # noqa: PLC0415 - OpenSSL's load: an update batch to name
+
     return "update-batch-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -259,6 +265,8 @@ def _line(text: str, key: str | None, *, repeated: bool = False) -> int | None:
 
 @dataclass(frozen=True)
 class _Loaded(Generic[T]):
+    """A file of the queue, read and parsed."""
+
     path: str
     text: str
     value: T
@@ -294,12 +302,6 @@ class _Checker:
             message = f"invalid JSON: {exc}"
         self.problems.append(Problem(self.code, path, line, message))
         return None
-
-
-def queue_paths(tree: TreeView) -> list[str]:
-    """The sorted paths under `update_queue/` and `update_records/`: all the queue rules read.
-    One prefix test per entry, so that a big tree costs little here."""
-    return sorted(p for p in tree.entries if p.startswith(_PREFIXES))
 
 
 def check_queue(tree: TreeView, paths: Sequence[str] | None = None) -> list[Problem]:

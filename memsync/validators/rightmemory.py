@@ -8,6 +8,7 @@ the Agent Correction collections, the guidance inbox and the update queue and re
 
 from __future__ import annotations
 
+from memsync.validators.auxpaths import INBOX_PATH, queue_paths
 from memsync.validators.cache import Uncached, content_id, default_cache
 from memsync.validators.corrections import (
     COLLECTION_PATHS,
@@ -16,9 +17,7 @@ from memsync.validators.corrections import (
     check_corrections,
 )
 from memsync.validators.graph import CacheChoice, GraphValidator, MemoryGraphValidator
-from memsync.validators.inbox import INBOX_PATH, check_inbox
 from memsync.validators.problems import Problem, Report
-from memsync.validators.queue import check_queue, check_records, queue_paths
 from memsync.validators.tree import TreeView
 
 
@@ -51,9 +50,8 @@ class RootValidator:
         extra = (
             *check_corrections(tree, enforce_capacity=self.enforce_capacity),
             *check_collections(tree),
-            *check_inbox(tree),
-            *check_queue(tree, listed),
-            *check_records(tree, listed),
+            *_inbox_problems(tree),
+            *_queue_problems(tree, listed),
         )
         if memo is not None and key is not None:
             memo.remember(key, extra)
@@ -72,6 +70,26 @@ class RootValidator:
                 return None
             parts.append((path, entry.mode, known))
         return tuple(parts)
+
+
+def _inbox_problems(tree: TreeView) -> list[Problem]:
+    """`inbox.check_inbox`: an absent inbox has no problems (it reads nothing else), so a
+    tree without one loads no inbox rules."""
+    if tree.get(INBOX_PATH) is None:
+        return []
+    from memsync.validators.inbox import check_inbox  # noqa: PLC0415 - an inbox to check
+
+    return check_inbox(tree)
+
+
+def _queue_problems(tree: TreeView, listed: list[str]) -> list[Problem]:
+    """`queue.check_queue` and `queue.check_records` over `listed` (`queue_paths`): the
+    queue rules read only those paths, so a tree without any loads no queue rules."""
+    if not listed:
+        return []
+    from memsync.validators.queue import check_queue, check_records  # noqa: PLC0415
+
+    return [*check_queue(tree, listed), *check_records(tree, listed)]
 
 
 def default_graph_validator(

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from itertools import chain, compress
 from operator import eq, itemgetter, or_
 
+from memsync.lazypattern import lazy
 from memsync.validators.edgelists import EDGE_RE, EDGE_TYPES, Edge
 
 # (the first item of a run, each item's clean edge-list text, "" for none)
@@ -29,7 +30,7 @@ Pending = tuple[int, str, str]
 _T = r"[A-Za-z][A-Za-z0-9_-]*+"
 _I = r"[A-Za-z0-9_.-]++"
 # One clean, non-empty list per line: its first edge, its second, what follows a second comma.
-_CELLS = re.compile(
+_CELLS = lazy(
     rf"^[ \t]*+({_T}):[ \t]*+({_I})(?:[ \t]*+,[ \t]*+({_T}):[ \t]*+({_I}))?"
     rf"(?:[ \t]*+,(.*))?[ \t]*+$",
     re.MULTILINE,

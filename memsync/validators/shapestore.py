@@ -32,7 +32,6 @@ record is gone, damaged or foreign is ignored like any other bad record.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync import atomicfile
+from memsync.memodigest import blake2b
 from memsync.validators import collisions, paths, policy, problems, recordfile, tree
 from memsync.validators.collisions import FoldedTree
 from memsync.validators.problems import Problem
@@ -67,7 +67,7 @@ _ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, Recursion
 
 def version_digest() -> bytes:
     """Names the code that decides a shape (a change makes every record foreign)."""
-    digest = hashlib.blake2b(FORMAT, digest_size=16)
+    digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
     gate = sys.modules.get("memsync.validators.gate")
     for module in (collisions, paths, policy, problems, tree, sys.modules[__name__], gate):
@@ -97,7 +97,7 @@ class ShapeStore:
     def _path(self, oid: str, rules: SyncPolicy) -> Path | None:
         if not isinstance(oid, str) or not _OID.fullmatch(oid):
             return None
-        digest = hashlib.blake2b(self.version, digest_size=8)
+        digest = blake2b(self.version, digest_size=8)
         digest.update(repr(rules).encode())
         return self.directory / f"{digest.hexdigest()}-{oid}.shape"
 
@@ -139,7 +139,7 @@ class ShapeStore:
         if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
             return None
         raw = data[newline:]
-        check = hashlib.blake2b(raw, key=self.version, digest_size=16).hexdigest()
+        check = blake2b(raw, key=self.version, digest_size=16).hexdigest()
         if len(raw) != int(match.group(2)) or check != match.group(3).decode():
             return None
         try:
@@ -273,7 +273,7 @@ class ShapeStore:
         data = json.dumps(body, separators=(",", ":")).encode()
         if len(data) > MAX_RECORD_BYTES:
             return False
-        check = hashlib.blake2b(data, key=self.version, digest_size=16).hexdigest()
+        check = blake2b(data, key=self.version, digest_size=16).hexdigest()
         head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check.encode())
         atomicfile.write_bytes(path, head + data, durable=False)  # a cache
         self.saves += 1

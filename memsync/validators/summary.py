@@ -10,11 +10,13 @@ problems. Nothing here knows the profile, the load order or other files: `crossf
 does that. Because a summary is a function of (bytes, path, pursuit), it can be cached by
 content (`cache.py`).
 
-A summary is compact on purpose: a daemon keeps one per graph file of every root it syncs.
-Ids are strings in one tuple (a heading's id is interned: headings are what other files'
-edges name most; interning every node id costs a cold validation 3-4% and saves little),
-lines and parents are machine-integer arrays, kinds one string with a character per item;
-the edge types and targets left for the graph are interned; no per-item objects or dicts.
+The summary itself is `filesummary.py`'s (a sync that reads stored summaries loads no
+parser, issue 18). A summary is compact on purpose: a daemon keeps one per graph file of
+every root it syncs. Ids are strings in one tuple (a heading's id is interned: headings are
+what other files' edges name most; interning every node id costs a cold validation 3-4% and
+saves little), lines and parents are machine-integer arrays, kinds one string with a
+character per item; the edge types and targets left for the graph are interned; no per-item
+objects or dicts.
 """
 
 from __future__ import annotations
@@ -23,89 +25,23 @@ import sys
 from array import array
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Final, cast
+from typing import cast
 
 from memsync.validators.blocks import Block, Fence, FocusRef, Heading, Node, NodeRun, Prose
 from memsync.validators.document import Document, decode, scan_blocks
 from memsync.validators.edgelists import EDGE_TYPES, Edge
+from memsync.validators.filesummary import (
+    KIND_CHARS,
+    NODE,
+    UNDECODABLE,
+    FileSummary,
+    ItemProblem,
+)
 from memsync.validators.problems import Problem
 from memsync.validators.runedges import Pending, RunLists, expanded, run_edges
 
-# One character per item: a node, or the anchor kind of an addressable heading.
-NODE = "n"
-KIND_CHARS: Final = {"#": "#", "F#": "F", "M#": "M", "S#": "S", "MF#": "f", "MQ#": "q"}
-CHAR_KINDS: Final = {char: kind for kind, char in KIND_CHARS.items()}
-
 # (item index, its well-formed edges, its malformed edge tokens): an item with an edge list.
 Edged = tuple[int, Sequence[Edge], tuple[str, ...]]
-# (item index, code, message): a problem reported at the item's line if the item is kept.
-ItemProblem = tuple[int, str, str]
-# (code, line, message): a problem of the file whatever else the graph holds.
-LocalProblem = tuple[str, int, str]
-
-
-class FileSummary:
-    """The graph-relevant content of one file. `decoded` is False for a file that is not
-    UTF-8 (the graph skips it; the path rules report it) and then everything is empty."""
-
-    __slots__ = (
-        "decoded",
-        "focus",
-        "ids",
-        "item_problems",
-        "kinds",
-        "lines",
-        "orphans",
-        "parents",
-        "pending",
-        "problems",
-        "specials",
-    )
-
-    def __init__(
-        self,
-        *,
-        decoded: bool = True,
-        ids: tuple[str, ...] = (),
-        lines: array[int] | None = None,
-        parents: array[int] | None = None,
-        kinds: str = "",
-        specials: tuple[int, ...] = (),
-        pending: tuple[Pending, ...] = (),
-        item_problems: tuple[ItemProblem, ...] = (),
-        problems: tuple[LocalProblem, ...] = (),
-        orphans: tuple[tuple[int, bool], ...] = (),
-        focus: tuple[tuple[str, int], ...] = (),
-    ) -> None:
-        self.decoded = decoded
-        self.ids = ids  # item ids in document order (nodes and addressable headings)
-        self.lines = lines if lines is not None else array("I")  # 1-based line per item
-        self.parents = parents if parents is not None else array("i")  # heading item or -1
-        self.kinds = kinds  # NODE or a KIND_CHARS value per item
-        self.specials = specials  # items that are headings of a kind other than `#`
-        self.pending = pending
-        self.item_problems = item_problems
-        self.problems = problems
-        self.orphans = orphans  # (line, before the first heading): MF prose outside items
-        self.focus = focus  # (target, line) of each Pursuit Focus reference
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FileSummary):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def weight(self) -> int:
-        """An estimate of the bytes this summary holds, for the cache's bound."""
-        count = len(self.ids)
-        text = sum(map(len, self.ids))
-        extra = len(self.pending) + len(self.item_problems) + len(self.problems)
-        extra += len(self.orphans) + len(self.focus) + len(self.specials)
-        return 400 + count * 70 + text + extra * 160
-
-
-UNDECODABLE: Final = FileSummary(decoded=False)
 
 
 def summarize_bytes(data: bytes, path: str, *, pursuit: bool) -> FileSummary:

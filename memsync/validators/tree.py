@@ -142,3 +142,12 @@ class Change:
     diff: int = 0
     parents: tuple[str, ...] | None = None
     created: bool | None = None
+
+
+def describe(entry: Entry) -> str:
+    """What a non-regular entry is, for messages."""
+    if entry.mode == MODE_SYMLINK:
+        return "a symbolic link"
+    if entry.mode == MODE_GITLINK:
+        return "a submodule"
+    return f"a special file, mode {entry.mode:06o}"

@@ -26,9 +26,10 @@ from memsync.validators.assembly import build_graph
 from memsync.validators.blocks import Block, Fence, Heading, Node, Prose
 from memsync.validators.document import Document
 from memsync.validators.edgelists import EDGE_RE
-from memsync.validators.graphmodel import MEMORY, MemoryGraph
+from memsync.validators.graphmodel import MemoryGraph
 from memsync.validators.paths import check_utf8
 from memsync.validators.problems import Problem
+from memsync.validators.profile import MEMORY
 from memsync.validators.tree import TreeView
 from memsync.views.recipe import Recipe
 

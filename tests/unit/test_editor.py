@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.validators.assembly import build_graph
 from memsync.validators.editor import remove_items
-from memsync.validators.graph import build_graph
 from memsync.validators.tree import TreeView
 from tests.unit.test_graph_props import Generated, valid_graphs
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import pytest
 
 from memsync.roots.create import MEMORY_TEMPLATE, PURSUITS_TEMPLATE
+from memsync.validators.assembly import build_graph
 from memsync.validators.blocks import Fence, FocusRef, Heading, Node, Prose
 from memsync.validators.document import scan
 from memsync.validators.gate import validate_tree
-from memsync.validators.graph import MemoryGraphValidator, build_graph
+from memsync.validators.graph import MemoryGraphValidator
 from memsync.validators.policy import DEFAULT_POLICY
 from memsync.validators.problems import Problem
 from memsync.validators.rightmemory import default_graph_validator

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.validators.assembly import build_graph
 from memsync.validators.edgelists import EDGE_TYPES
-from memsync.validators.graph import build_graph
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
 

@@ -15,12 +15,13 @@ from types import ModuleType
 
 import pytest
 
-from memsync.validators import cachestore
+from memsync.validators import summaryframe
 from memsync.validators.cache import ParseCache, Uncached, cache_key, content_id
-from memsync.validators.cachestore import FILE_NAME, FORMAT, PersistentStore, encode
+from memsync.validators.cachestore import FILE_NAME, PersistentStore
 from memsync.validators.graph import validate_graph
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.summary import summarize_bytes
+from memsync.validators.summaryframe import FORMAT, encode
 from memsync.validators.tree import MODE_FILE, Entry, TreeView
 from tests.unit.test_validator_equivalence import git_tree
 
@@ -256,7 +257,7 @@ def changed_source(module: ModuleType, tmp_path: Path, patch: pytest.MonkeyPatch
 def test_the_parser_digest_follows_every_module_a_summary_depends_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = cachestore.parser_digest()
+    before = summaryframe.parser_digest()
     modules = validator_imports("summary")
     assert {"memsync.validators.document", "memsync.validators.scanwords"} < {
         module.__name__ for module in modules
@@ -264,7 +265,7 @@ def test_the_parser_digest_follows_every_module_a_summary_depends_on(
     for module in modules:
         with monkeypatch.context() as patch:
             changed_source(module, tmp_path, patch)
-            assert cachestore.parser_digest() != before, module.__name__
+            assert summaryframe.parser_digest() != before, module.__name__
 
 
 def test_a_git_object_id_and_a_sha256_of_bytes_are_never_one_key() -> None:

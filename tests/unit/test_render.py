@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.validators.graph import build_graph
-from memsync.validators.graphmodel import MEMORY, MemoryGraph
+from memsync.validators.assembly import build_graph
+from memsync.validators.graphmodel import MemoryGraph
+from memsync.validators.profile import MEMORY
 from memsync.validators.tree import TreeView
 from memsync.views.package import validate_package
 from memsync.views.recipe import Recipe

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memsync.validators.cache import ParseCache, Uncached
-from memsync.validators.rightmemory import default_graph_validator
+from memsync.validators.corrections import check_collections, check_corrections
+from memsync.validators.inbox import check_inbox
+from memsync.validators.queue import check_queue, check_records
+from memsync.validators.rightmemory import RootValidator, default_graph_validator
 from tests.unit.test_queue import (
     LEASE,
     U1,
@@ -87,3 +93,32 @@ def test_capacity_is_part_of_the_key() -> None:
     lax = default_graph_validator(enforce_capacity=False, cache=cache).validate(tree)
     assert "corrections-capacity" in [p.code for p in strict.problems]
     assert "corrections-capacity" not in [p.code for p in lax.problems]
+
+
+# An inbox or queue file: absent, a symbolic link, not UTF-8, broken, or as `base` has it.
+_AUXILIARY = ["AGENT_GUIDANCE_INBOX.md", *good_files()]
+_CHOICES = st.sampled_from(["absent", "link", "binary", "broken", "base"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_CHOICES, min_size=len(_AUXILIARY), max_size=len(_AUXILIARY)))
+def test_the_auxiliary_verdict_is_every_rule_run_whatever_files_are_absent(
+    choices: list[str],
+) -> None:
+    """Issue 18: the root validator runs the inbox and queue rules only when their files
+    are there (a tree without them loads neither); the verdict is every rule's, run."""
+    files = base()
+    for path, choice in zip(_AUXILIARY, choices, strict=True):
+        if choice == "absent":
+            del files[path]
+        elif choice != "base":
+            files[path] = {"link": None, "binary": b"\xff\xfe", "broken": b"{"}[choice]
+    tree, _ = git_tree(files)
+    every = (
+        *check_corrections(tree, enforce_capacity=True),
+        *check_collections(tree),
+        *check_inbox(tree),
+        *check_queue(tree),
+        *check_records(tree),
+    )
+    assert RootValidator(enforce_capacity=True, cache=Uncached()).auxiliary(tree) == every
