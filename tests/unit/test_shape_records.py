@@ -90,6 +90,31 @@ def test_fresh_processes_over_shape_records_equal_full_passes(
         assert store.loads == 2
 
 
+@given(
+    data=st.data(),
+    base=trees,
+    content=st.one_of(st.none(), st.lists(paths, max_size=6)),
+    fits=st.booleans(),
+)
+def test_a_fresh_process_derives_the_candidates_shape_from_its_bases_record(
+    data: st.DataObject, base: dict[str, Entry], content: list[str] | None, fits: bool
+) -> None:
+    """The candidate's view names its base's listing (`base_entries`, as the git box's do):
+    a process that never validated the base (its history check needed no tree) reads the
+    base's record, checked against that listing, and derives the candidate's shape from it;
+    a record that does not fit that listing is not used. Verdicts as computed from scratch."""
+    new = edited(data, base)
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)) as store:
+        base_oid, new_oid = tree_id(), tree_id()
+        validate_tree(Told(base, base_oid), POLICY, NoGraph())  # a first process records
+        SHAPES.clear()  # the next process
+        listed = base if fits else {**base, "MEMORY_other.md": Entry(MODE_FILE, 1)}
+        told = Told(new, new_oid, base_oid, diff(base, new), base_entries=listed)
+        got = validate_tree(told, POLICY, NoGraph(), content_paths=content)
+        assert got.problems == reference(TreeView(new), content)
+        assert (store.loads, store.deltas) == ((1, 1) if fits else (0, 0))
+
+
 @given(data=st.data(), base=trees)
 def test_the_series_check_over_shape_records_equals_the_one_from_paths(
     data: st.DataObject, base: dict[str, Entry]
