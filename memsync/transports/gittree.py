@@ -216,7 +216,12 @@ class TreeReads(GitCore):
                     gitmemo.TREES.put(commit, tree)
                 if ancestor in parents:  # and a commit itself, as git would insist
                     found = self._ask(ancestor, SESSION_COMMIT_MAX)
-                    return found is not None and _commit_parents(found) is not None
+                    if found is None or _commit_parents(found) is None:
+                        return False
+                    tree = _commit_tree(found)
+                    if tree is not None:
+                        gitmemo.TREES.put(ancestor, tree)
+                    return True
                 for parent in parents:
                     if parent not in seen:
                         seen.add(parent)
@@ -232,6 +237,10 @@ class TreeReads(GitCore):
 
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
+
+    def known_tree(self, rev: str) -> str | None:
+        """The tree id of commit `rev` when this process learnt it already (no git run)."""
+        return gitmemo.TREES.get(rev) if OID.fullmatch(rev) else None
 
     def ls_tree(self, rev: str) -> GitListing:
         """Every leaf of a commit's (or tree's) tree with mode, size and object id.

@@ -421,3 +421,15 @@ def _recorded(oid: str, policy: SyncPolicy, entries: Mapping[str, Entry]) -> Tre
     if shape is not None:
         SHAPES.put(oid, policy, shape)
     return shape
+
+
+def shape_reader(oid: str, policy: SyncPolicy) -> Callable[[], None] | None:
+    """What reads tree `oid`'s shape record ahead (`ShapeStore.read_ahead`), for a caller
+    to run while it waits for something else (a fresh process, waiting for git, before the
+    tree's listing is at hand); None when there is nothing to read (the shape is kept, or
+    no records are kept in this process). The record's checks against the listing run
+    when the shape is asked for, as for any record."""
+    records = SHAPES.records
+    if records is None or SHAPES.get(oid, policy) is not None:
+        return None
+    return lambda: records.read_ahead(oid, policy)
