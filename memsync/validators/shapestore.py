@@ -14,7 +14,9 @@ listing's at hand (all that a shape's verdict depends on: a record copied under 
 tree's id is not used); anything truncated, corrupt, foreign, oversized, not a private
 regular file of ours or not shaped like a shape is ignored and the shape is computed from
 the entries. Written atomically, 0600 in a 0700 directory, pruned to the
-`KEEP` most recent (`MAX_TOTAL_BYTES` in all).
+`KEEP` most recent (`MAX_TOTAL_BYTES` in all). A record may be read ahead (`read_ahead`:
+everything checked that needs no listing, say while git lists the tree); the `load` that
+follows runs the checks against the listing at hand, as any load does.
 
 Saving costs the change, not the tree. The record of a tree that the gate derived from a
 recorded tree (`gate.tree_shape`: the base's shape plus git's diff) is written as a delta:
