@@ -135,8 +135,8 @@ class ShapeStore:
         hand (which may still be being listed meanwhile). Never raises; a record it cannot
         read is not used by that `load`, as any other."""
         path = self._path(oid, rules)
-        if path is not None:
-            self._ahead[path.name] = self._prepare(path, oid, rules)
+        if path is not None:  # one at a time: a record read ahead and never asked is let go
+            self._ahead = {path.name: self._prepare(path, oid, rules)}
 
     def _prepare(self, path: Path, oid: str, rules: SyncPolicy) -> _Prepared | None:
         """The record at `path` (tree `oid`'s under `rules`) read and checked in itself: a

@@ -372,6 +372,9 @@ def test_a_record_read_ahead_gives_what_reading_it_then_gives(
         if got is not None:
             same_shape(got, files)
         assert fresh.load(oid, POLICY, listed) is None  # read ahead once, for one load
+        fresh.read_ahead(oid, POLICY)
+        fresh.read_ahead(base_oid if delta else new_oid, POLICY)  # one kept at a time
+        assert len(fresh._ahead) == 1
 
 
 @pytest.mark.parametrize("damage", ["edit-body", "resealed-mode", "version"])
