@@ -257,7 +257,8 @@ class TreeReads(GitCore):
         base_entries: Mapping[str, Entry] | None = None
         if kept is None or tree is None:
             if self._ahead and rev not in self._ahead and gitmemo.LAST.get(self.cwd) is None:
-                self.ls_tree(next(iter(self._ahead)))  # listed ahead to derive this one from
+                with contextlib.suppress(GitError):  # else listed in full, as without it
+                    self.ls_tree(next(iter(self._ahead)))  # listed ahead, to derive this from
             derived = self._derive(rev, tree)
             if derived is not None:
                 tree, kept, base_oid, delta, base_entries = derived

@@ -285,6 +285,11 @@ def test_a_listing_started_ahead_is_what_another_commits_listing_derives_from(
     assert [path for path, _entry in listing.delta or ()] == ["a/MEMORY_x.md"]
     assert _runs(log).count("ls-tree") == 1
     assert _listing_threads() == []
+    gitmemo.forget()
+    with box.object_session():  # a listing ahead that fails: this one is listed in full
+        box.list_ahead("f" * 40)
+        assert dict(box.ls_tree(candidate)) == dict(full_listing(repo, candidate))
+    assert _listing_threads() == []
 
 
 def test_a_listing_ahead_only_in_a_one_shot_session_and_fails_as_the_plain_one(
