@@ -8,6 +8,7 @@ says what happened in the sync vocabulary: synced, conflict, rejected, dirty, er
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
+from memsync.validators.gate import shape_reader
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
@@ -84,9 +86,15 @@ class Incoming:
         """The admission's outcome and verdict; no outcome when the history is refused."""
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
-        if plan.action is Action.BEHIND:  # the history check lists the start's tree next
-            git.list_ahead(local)
-        count, changes = git.changes(upstream, local)
+        reading: threading.Thread | None = None
+        if plan.action is Action.BEHIND:  # the candidate's check derives from the start's
+            git.list_ahead(local)  # listing, listed beside the log
+            reading = self._read_shape_ahead(local)  # and its shape record, read meanwhile
+        try:
+            count, changes = git.changes(upstream, local)
+        finally:
+            if reading is not None:
+                reading.join()
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
@@ -117,6 +125,19 @@ class Incoming:
             before_publish=keep_previous_head,
         )
         return outcome, self._admitted(plan, outcome, kept)
+
+    def _read_shape_ahead(self, start: str) -> threading.Thread | None:
+        """In a fresh process, read the start tree's shape record on a thread while git
+        logs and lists (the record is checked against the listing when the candidate's
+        shape is derived from it); None when nothing is to be read (the start's tree id is
+        not known yet, the shape is kept, or no records are kept)."""
+        tree = self.git.known_tree(start)
+        read = None if tree is None else shape_reader(tree, self.policy)
+        if read is None:
+            return None
+        thread = threading.Thread(target=read, name="memsync-shape-ahead", daemon=True)
+        thread.start()
+        return thread
 
     def _repairable(self, plan: Plan, outcome: Outcome, verdict: SyncResult) -> bool:
         """A merge (never a replay) that conflicted or is invalid, with a repair role set.

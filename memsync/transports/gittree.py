@@ -3,12 +3,12 @@
 A sync pays for what changed. A listing asked by object id is kept (`gitmemo`), and the
 next one in the same work tree is derived from it with git's own diff between the two
 trees (`diff-tree -r -t`, one process, no full listing parsed): the derived listing says
-so (`tree_oid`, `base_oid`, `delta`), which lets the gate derive its whole-tree verdict
-the same way. A diff whose records do not fit the base listing (a path added twice, a
-directory added where one is, a file where a directory is: trees git's object check
-refuses) is not trusted: the tree is listed in full. Diffs, blob sizes and small blobs are
-kept too, so the diff a cycle asks three times (admission, validation, the fence) and the
-blob it reads twice run git once.
+so (`tree_oid`, `base_oid`, `delta`, and the base's own listing `base_entries`), which
+lets the gate derive its whole-tree verdict the same way. A diff whose records do not fit
+the base listing (a path added twice, a directory added where one is, a file where a
+directory is: trees git's object check refuses) is not trusted: the tree is listed in full.
+Diffs, blob sizes and small blobs are kept too, so the diff a cycle asks three times
+(admission, validation, the fence) and the blob it reads twice run git once.
 """
 
 from __future__ import annotations
@@ -61,12 +61,14 @@ class GitListing(Listing):
         tree_oid: str | None = None,
         base_oid: str | None = None,
         delta: tuple[tuple[str, Entry | None], ...] | None = None,
+        base_entries: Mapping[str, Entry] | None = None,
     ) -> None:
         super().__init__((), duplicates)
         self.update(entries)  # one C-level copy (a listing of pairs would be rebuilt)
         self.tree_oid = tree_oid
         self.base_oid = base_oid
         self.delta = delta
+        self.base_entries = base_entries  # tree `base_oid`'s listing (kept: never changed)
 
 
 class GitTreeView(TreeView):
@@ -77,6 +79,7 @@ class GitTreeView(TreeView):
         self.tree_oid = listing.tree_oid
         self.base_oid = listing.base_oid
         self.delta = listing.delta
+        self.base_entries = listing.base_entries
 
 
 class TreeReads(GitCore):
@@ -111,7 +114,9 @@ class TreeReads(GitCore):
     def list_ahead(self, rev: str) -> None:
         """Start listing commit `rev`'s tree in full on a thread of its own, for a later
         `ls_tree(rev)` that would list it (a one-shot box in its object session, with no
-        listing kept: the start of a fast-forward, listed while git logs what comes in).
+        listing kept: the start of a fast-forward, listed while git logs what comes in),
+        or for the `ls_tree` of another commit that finds no listing to derive its own from
+        (the candidate's, when the history check needed no tree: it derives from this one).
         The listing is what `ls_tree` would run itself, so nothing else changes; it is
         waited for by that call or at the end of the session."""
         if self.resident or not self._batching or OID.fullmatch(rev) is None:
@@ -211,7 +216,12 @@ class TreeReads(GitCore):
                     gitmemo.TREES.put(commit, tree)
                 if ancestor in parents:  # and a commit itself, as git would insist
                     found = self._ask(ancestor, SESSION_COMMIT_MAX)
-                    return found is not None and _commit_parents(found) is not None
+                    if found is None or _commit_parents(found) is None:
+                        return False
+                    tree = _commit_tree(found)
+                    if tree is not None:
+                        gitmemo.TREES.put(ancestor, tree)
+                    return True
                 for parent in parents:
                     if parent not in seen:
                         seen.add(parent)
@@ -228,6 +238,10 @@ class TreeReads(GitCore):
     def tree_of(self, rev: str) -> str:
         return self.out("rev-parse", "--verify", f"{rev}^{{tree}}")
 
+    def known_tree(self, rev: str) -> str | None:
+        """The tree id of commit `rev` when this process learnt it already (no git run)."""
+        return gitmemo.TREES.get(rev) if OID.fullmatch(rev) else None
+
     def ls_tree(self, rev: str) -> GitListing:
         """Every leaf of a commit's (or tree's) tree with mode, size and object id.
 
@@ -240,10 +254,14 @@ class TreeReads(GitCore):
         kept = gitmemo.LISTINGS.get(tree) if tree is not None else None
         base_oid: str | None = None
         delta: tuple[tuple[str, Entry | None], ...] | None = None
+        base_entries: Mapping[str, Entry] | None = None
         if kept is None or tree is None:
+            if self._ahead and rev not in self._ahead and gitmemo.LAST.get(self.cwd) is None:
+                with contextlib.suppress(GitError):  # else listed in full, as without it
+                    self.ls_tree(next(iter(self._ahead)))  # listed ahead, to derive this from
             derived = self._derive(rev, tree)
             if derived is not None:
-                tree, kept, base_oid, delta = derived
+                tree, kept, base_oid, delta, base_entries = derived
             else:
                 tree = tree or self.tree_of(rev)
                 entries = self._listed_ahead(rev) or self._list(rev)
@@ -257,6 +275,7 @@ class TreeReads(GitCore):
             tree_oid=tree,
             base_oid=base_oid,
             delta=delta,
+            base_entries=base_entries,
         )
 
     def _list(self, rev: str) -> Listing:
@@ -266,7 +285,7 @@ class TreeReads(GitCore):
 
     def _derive(
         self, rev: str, tree: str | None
-    ) -> tuple[str, KeptListing, str, tuple[tuple[str, Entry | None], ...]] | None:
+    ) -> tuple[str, KeptListing, str, tuple[tuple[str, Entry | None], ...], Listing] | None:
         """`rev`'s listing from the last one kept in this work tree and git's diff between
         them; None when there is none, or when the diff does not fit it."""
         last = gitmemo.LAST.get(self.cwd)
@@ -304,7 +323,7 @@ class TreeReads(GitCore):
         if tree is None:
             return None
         kept, delta = applied
-        return tree, kept, last[1], delta
+        return tree, kept, last[1], delta, base.entries
 
     def diff_records(self, old: str, new: str) -> tuple[DiffRecord, ...]:
         """git's diff between two commits or trees, leaves and directories (`-t`); kept when

@@ -155,6 +155,32 @@ def _shapes(
     linear history, an approximation for a branching one (a path a merge brings in again is
     read as modified, and a clash is reported at the first commit of the line to hold it).
     """
+    if trees is not None and _creates_nothing(changes):
+        return  # no tree of the series gains a path: none gains a clash (see `_creates_nothing`)
+    yield from _replayed(changes, base, trees, policy)
+
+
+def _creates_nothing(changes: Sequence[Change]) -> bool:
+    """Whether every change of a series deletes a path, or changes one that git says the
+    parent its diff is against holds (`created is False`, never unknown, in a commit that
+    names its parents and has one).
+
+    Then `_replayed`, given each parent's true tree (`trees`), adds no path to any state
+    (a path is added when the state lacks it or git says it is new; a deletion adds none),
+    so it reports nothing: a clash is only ever reported for a path added. `_shapes` then
+    needs no parent's tree: a history of edits reads neither the start's listing nor its
+    shape (property-tested equal to the full replay).
+    """
+    return all(
+        change.entry is None or (change.created is False and bool(change.parents))
+        for change in changes
+    )
+
+
+def _replayed(
+    changes: Sequence[Change], base: Collection[str], trees: TreePaths | None, policy: SyncPolicy
+) -> Iterator[tuple[Change, Problem]]:
+    """`_shapes` in full: every commit's tree replayed (see `_shapes`)."""
     by_commit: dict[str, list[Change]] = {}
     for change in changes:
         by_commit.setdefault(change.commit, []).append(change)
@@ -355,7 +381,8 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
     `source` (the view or listing) may say, as attributes a git adapter sets, which tree it
     is (`tree_oid`, a Git object id) and that it is the tree `base_oid`'s plus `delta` (git's
     own diff between the two trees): then the shape is the kept one, or derived from the
-    base's kept shape; else it is computed from every entry. A view built any other way has
+    base's kept shape (or recorded one, checked against the base's listing `base_entries`
+    like any record); else it is computed from every entry. A view built any other way has
     no such attributes and is checked from scratch.
     """
     oid = getattr(source, "tree_oid", None)
@@ -371,6 +398,9 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
         return kept
     base_oid, delta = getattr(source, "base_oid", None), getattr(source, "delta", None)
     base = SHAPES.get(base_oid, policy) if isinstance(base_oid, str) else None
+    base_entries = getattr(source, "base_entries", None)
+    if base is None and isinstance(base_oid, str) and isinstance(base_entries, Mapping):
+        base = _recorded(base_oid, policy, base_entries)  # a fresh process: not kept yet
     derived: tuple[str, Delta] | None = None
     if base is not None and isinstance(base_oid, str) and delta is not None:
         derived = (base_oid, delta)
@@ -382,3 +412,24 @@ def tree_shape(source: object, entries: Mapping[str, Entry], policy: SyncPolicy)
     if records is not None:  # a derived tree's record is a delta from its base's
         records.save(oid, policy, shape, entries, derived)
     return shape
+
+
+def _recorded(oid: str, policy: SyncPolicy, entries: Mapping[str, Entry]) -> TreeShape | None:
+    """Tree `oid`'s recorded shape (kept once read), when its record fits `entries`."""
+    records = SHAPES.records
+    shape = records.load(oid, policy, entries) if records is not None else None
+    if shape is not None:
+        SHAPES.put(oid, policy, shape)
+    return shape
+
+
+def shape_reader(oid: str, policy: SyncPolicy) -> Callable[[], None] | None:
+    """What reads tree `oid`'s shape record ahead (`ShapeStore.read_ahead`), for a caller
+    to run while it waits for something else (a fresh process, waiting for git, before the
+    tree's listing is at hand); None when there is nothing to read (the shape is kept, or
+    no records are kept in this process). The record's checks against the listing run
+    when the shape is asked for, as for any record."""
+    records = SHAPES.records
+    if records is None or SHAPES.get(oid, policy) is not None:
+        return None
+    return lambda: records.read_ahead(oid, policy)

@@ -14,7 +14,9 @@ listing's at hand (all that a shape's verdict depends on: a record copied under 
 tree's id is not used); anything truncated, corrupt, foreign, oversized, not a private
 regular file of ours or not shaped like a shape is ignored and the shape is computed from
 the entries. Written atomically, 0600 in a 0700 directory, pruned to the
-`KEEP` most recent (`MAX_TOTAL_BYTES` in all).
+`KEEP` most recent (`MAX_TOTAL_BYTES` in all). A record may be read ahead (`read_ahead`:
+everything checked that needs no listing, say while git lists the tree); the `load` that
+follows runs the checks against the listing at hand, as any load does.
 
 Saving costs the change, not the tree. The record of a tree that the gate derived from a
 recorded tree (`gate.tree_shape`: the base's shape plus git's diff) is written as a delta:
@@ -88,6 +90,7 @@ class ShapeStore:
         # The records read or written here, by file name: the full record each one is (its
         # own id, no delta) or names, and its delta from it (path -> (mode, size) or None).
         self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
+        self._ahead: dict[str, _Prepared | None] = {}  # records read ahead (`read_ahead`)
 
     @classmethod
     def open(cls, directory: Path) -> ShapeStore | None:
@@ -106,19 +109,16 @@ class ShapeStore:
         from memsync.validators.gate import TreeShape  # noqa: PLC0415 - gate imports this
 
         path = self._path(oid, rules)
-        body = None if path is None else self._body(path, oid, rules)
-        if path is None or body is None:
+        if path is None:
             return None
-        found: _Found | None
+        if path.name in self._ahead:  # read (and checked in itself) by `read_ahead`
+            prepared = self._ahead.pop(path.name)
+        else:
+            prepared = self._prepare(path, oid, rules)
+        if prepared is None:
+            return None
         try:
-            if "base" in body:
-                found = self._from_delta(body, rules, entries)
-            else:
-                listed = _same(body, entries, {})
-                if listed is None:
-                    return None  # not made from these paths, modes and sizes: what it judges
-                decoded = _decode(body, listed)
-                found = None if decoded is None else (*decoded, (oid, {}))
+            found = _fit(prepared, rules, entries)
         except _ERRORS:
             return None
         if found is None:
@@ -127,6 +127,42 @@ class ShapeStore:
         self._chains[path.name] = chain
         self.loads += 1
         return TreeShape(folded, flagged)
+
+    def read_ahead(self, oid: str, rules: SyncPolicy) -> None:
+        """Read tree `oid`'s record now, with every check that does not need the tree's
+        listing (its header, checksum, delta rows, its full record's columns, decoded),
+        for the `load` of that tree: it then runs only the checks against the listing at
+        hand (which may still be being listed meanwhile). Never raises; a record it cannot
+        read is not used by that `load`, as any other."""
+        path = self._path(oid, rules)
+        if path is not None:  # one at a time: a record read ahead and never asked is let go
+            self._ahead = {path.name: self._prepare(path, oid, rules)}
+
+    def _prepare(self, path: Path, oid: str, rules: SyncPolicy) -> _Prepared | None:
+        """The record at `path` (tree `oid`'s under `rules`) read and checked in itself: a
+        full record's body and columns, or a delta's full record and rows (see `_fit`)."""
+        with contextlib.suppress(OSError, *_ERRORS):
+            body = self._body(path, oid, rules)
+            if body is None:
+                return None
+            if "base" not in body:
+                columns = _columns(body)
+                return None if columns is None else (body, columns, oid, None)
+            full_oid, rows = body["base"], body["delta"]
+            full_path = self._path(full_oid, rules) if isinstance(full_oid, str) else None
+            full = None if full_path is None else self._body(full_path, full_oid, rules)
+            if full is None or "base" in full or not isinstance(rows, list):
+                return None
+            delta: dict[str, _Row] = {}
+            for row in rows:
+                if not isinstance(row, list) or not row or not isinstance(row[0], str):
+                    return None
+                if row[0] in delta:
+                    return None  # a path once
+                delta[row[0]] = _row(row[1:])
+            columns = _columns(full)
+            return None if columns is None else (full, columns, full_oid, delta)
+        return None
 
     def _body(self, path: Path, oid: str, rules: SyncPolicy) -> dict[str, Any] | None:
         """The checked body of the record at `path`, which must say it is tree `oid`'s
@@ -149,42 +185,6 @@ class ShapeStore:
         if not isinstance(body, dict) or body.get("policy") != repr(rules):
             return None
         return body if body.get("tree") == oid else None
-
-    def _from_delta(
-        self, body: dict[str, Any], rules: SyncPolicy, entries: Mapping[str, Entry]
-    ) -> _Found | None:
-        """A delta record's shape: its full record's, derived by the delta (see the module
-        docstring), when the full record's listing changed by the delta is `entries`."""
-        from memsync.validators.gate import TreeShape  # noqa: PLC0415 - gate imports this
-
-        full_oid, rows = body["base"], body["delta"]
-        full_path = self._path(full_oid, rules) if isinstance(full_oid, str) else None
-        full = None if full_path is None else self._body(full_path, full_oid, rules)
-        if full is None or "base" in full or not isinstance(rows, list):
-            return None
-        delta: dict[str, _Row] = {}
-        for row in rows:
-            if not isinstance(row, list) or not row or not isinstance(row[0], str):
-                return None
-            if row[0] in delta:
-                return None  # a path once
-            delta[row[0]] = _row(row[1:])
-        if _same_order(full, entries, delta):  # modified in place: the full one's paths
-            decoded = _decode(full, entries)
-        else:
-            recorded = _listing(full)
-            decoded = _decode(full, recorded)  # the full record's shape, of its own listing
-            for path, now in delta.items():  # now the listing the delta was made from
-                if now is None:
-                    recorded.pop(path, None)
-                else:
-                    recorded[path] = now
-            if recorded != _pairs(entries):
-                return None  # not made from these paths, modes and sizes
-        if decoded is None:
-            return None
-        shape = TreeShape(*decoded).derive([(p, entries.get(p)) for p in delta], rules)
-        return shape.folded, dict(shape.flagged), (full_oid, delta)
 
     def save(
         self,
@@ -284,6 +284,11 @@ class ShapeStore:
 _Row = tuple[int, int | None] | None  # a path's (mode, size) in a delta, None when deleted
 # A record's shape (folded paths, flagged paths) and its chain (its full record's id, delta).
 _Found = tuple[FoldedTree, dict[str, tuple[Problem, ...]], tuple[str, dict[str, _Row]]]
+# A full record's columns checked in themselves: folded paths, their leaves, flagged paths.
+_Columns = tuple[FoldedTree, list[str], dict[str, tuple[Problem, ...]]]
+# A record read ahead: its full record's body and columns, that record's id, and the delta
+# from it (None for a full record itself).
+_Prepared = tuple[dict[str, Any], _Columns, str, dict[str, _Row] | None]
 
 
 def _row(values: list[Any]) -> _Row:
@@ -347,10 +352,39 @@ def _listing(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     return recorded
 
 
-def _decode(
-    body: dict[str, Any], listed: Mapping[str, object]
-) -> tuple[FoldedTree, dict[str, tuple[Problem, ...]]] | None:
-    """A full record's shape, whose listing (`_listing`, checked by the caller) is `listed`."""
+def _fit(prepared: _Prepared, rules: SyncPolicy, entries: Mapping[str, Entry]) -> _Found | None:
+    """A prepared record's shape when its listing is `entries` (its paths, modes and
+    sizes; a delta's: its full record's listing changed by the delta, the shape derived
+    from the full one's as the gate derives it in memory), else None."""
+    from memsync.validators.gate import TreeShape  # noqa: PLC0415 - gate imports this
+
+    body, (folded, held, flagged), full_oid, delta = prepared
+    if delta is None:
+        listed = _same(body, entries, {})
+        if listed is None or not _holds(held, flagged, listed):
+            return None  # not made from these paths, modes and sizes: what it judges
+        return folded, flagged, (full_oid, {})
+    if _same_order(body, entries, delta):  # modified in place: the full one's paths
+        if not _holds(held, flagged, entries):
+            return None
+    else:
+        recorded = _listing(body)
+        if not _holds(held, flagged, recorded):  # the full record's shape, of its listing
+            return None
+        for path, now in delta.items():  # now the listing the delta was made from
+            if now is None:
+                recorded.pop(path, None)
+            else:
+                recorded[path] = now
+        if recorded != _pairs(entries):
+            return None  # not made from these paths, modes and sizes
+    shape = TreeShape(folded, flagged).derive([(p, entries.get(p)) for p in delta], rules)
+    return shape.folded, dict(shape.flagged), (full_oid, delta)
+
+
+def _columns(body: dict[str, Any]) -> _Columns | None:
+    """A full record's shape, checked in itself: its folded paths, the paths they hold as
+    leaves (`_holds` checks them against the listing) and the flagged paths' problems."""
     keys, spellings, leaves, counts = (body[n] for n in ("keys", "spellings", "leaves", "counts"))
     one = dict(
         zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)
@@ -371,18 +405,25 @@ def _decode(
         return None  # flags booleans, counts integers
     if min(counts, default=1) < 1:
         return None
-    held = list(compress(spellings, leaves))
-    if len(held) != len(listed) or not all(map(listed.__contains__, held)):
-        return None  # the folded paths are not the listing's (each leaf is one path)
     folded = FoldedTree()
     folded._one = one
     folded._many = many
     flagged: dict[str, tuple[Problem, ...]] = {}
     for path, rows in body["flagged"]:
-        if path not in listed or not rows:
+        if not isinstance(path, str) or not rows:
             return None
         flagged[path] = tuple(_problem(row) for row in rows)
-    return folded, flagged
+    return folded, list(compress(spellings, leaves)), flagged
+
+
+def _holds(held: list[str], flagged: Mapping[str, object], listed: Mapping[str, object]) -> bool:
+    """Whether a record's leaves are exactly the listing's paths (each leaf is one path)
+    and every path it flags is one of them."""
+    return (
+        len(held) == len(listed)
+        and all(map(listed.__contains__, held))
+        and all(map(listed.__contains__, flagged))
+    )
 
 
 def _problem(row: Any) -> Problem:

@@ -218,6 +218,24 @@ def test_ancestry_read_through_the_session_is_git_s(tmp_path: Path) -> None:
         assert process.started() == before + 1
 
 
+def test_ancestry_read_from_commits_learns_the_ancestors_tree(tmp_path: Path) -> None:
+    """The start of a fast-forward, found among the upstream's parents, is read as a
+    commit: its tree id is known from then on (a cold cycle reads its shape record ahead by
+    it), with no git process of its own."""
+    repo = _repo(tmp_path / "repo")
+    first = commit(repo, {"a.md": "a\n"}, "one")
+    second = commit(repo, {"a.md": "b\n"}, "two")
+    gitmemo.forget()
+    box = _session_box(repo)
+    with box.object_session():
+        assert box.known_tree(first) is None
+        assert box.parents_reach(first, second)
+        before = process.started()
+        assert box.known_tree(first) == git(repo, "rev-parse", f"{first}^{{tree}}")
+        assert process.started() == before
+    assert box.known_tree("HEAD") is None  # by commit id only
+
+
 def test_a_shallow_repository_asks_git_for_ancestry(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo")
     first = commit(repo, {"a.md": "a\n"}, "one")

@@ -259,6 +259,39 @@ def test_a_listing_started_ahead_is_the_one_listing_and_ends_with_the_session(
     assert _runs(log).count("ls-tree") == 2
 
 
+def test_a_listing_started_ahead_is_what_another_commits_listing_derives_from(
+    tmp_path: Path,
+) -> None:
+    """The candidate's listing, asked first (the history check of a series of edits needs
+    no tree), is derived from the start's listing started ahead and git's diff: the start
+    is listed once, the candidate never in full, and the derived listing names its base's
+    listing (`base_entries`), for the gate's shape."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"MEMORY.md": "# M\n", "a/MEMORY_x.md": "x\n"})
+    start = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"a/MEMORY_x.md": "y\n"})
+    candidate = git(repo, "rev-parse", "HEAD")
+    folder, log = _spy(tmp_path / "spy")
+    env = {"PATH": f"{folder}:{os.environ['PATH']}"}
+    gitmemo.forget()
+    box = Git(repo, env=env, resident=False)
+    with box.object_session():
+        box.list_ahead(start)
+        listing = box.ls_tree(candidate)
+    assert dict(listing) == dict(full_listing(repo, candidate))
+    assert listing.base_oid == git(repo, "rev-parse", f"{start}^{{tree}}")
+    assert dict(listing.base_entries or {}) == dict(full_listing(repo, start))
+    assert [path for path, _entry in listing.delta or ()] == ["a/MEMORY_x.md"]
+    assert _runs(log).count("ls-tree") == 1
+    assert _listing_threads() == []
+    gitmemo.forget()
+    with box.object_session():  # a listing ahead that fails: this one is listed in full
+        box.list_ahead("f" * 40)
+        assert dict(box.ls_tree(candidate)) == dict(full_listing(repo, candidate))
+    assert _listing_threads() == []
+
+
 def test_a_listing_ahead_only_in_a_one_shot_session_and_fails_as_the_plain_one(
     tmp_path: Path,
 ) -> None:

@@ -9,7 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators.collisions import case_collisions
-from memsync.validators.gate import validate_changes, validate_tree
+from memsync.validators.gate import (
+    _creates_nothing,
+    _replayed,
+    _shapes,
+    validate_changes,
+    validate_tree,
+)
 from memsync.validators.policy import DEFAULT_POLICY, SyncPolicy
 from memsync.validators.problems import Report
 from memsync.validators.rightmemory import default_graph_validator
@@ -457,3 +463,73 @@ def test_per_commit_check_sees_exactly_the_colliding_intermediate_trees(
     for listed, known in ((changes, {"trees": Trees(trees)}), (plain, {"base": base})):
         report = validate_changes(listed, DictBlobs({}), P, **known)  # type: ignore[arg-type]
         assert bool(_shape_codes(report)) == collided, (base, listed)
+
+
+@given(st.data())
+def test_a_history_that_creates_no_path_needs_no_parent_tree(data: st.DataObject) -> None:
+    # Histories as git lists them (each diff against its parent; `created` is git's word,
+    # or unknown), from a start that may hold clashes already, with merges. Whatever the
+    # short cut skips, the full replay (`_replayed`) over the true trees reports the same.
+    base = frozenset(data.draw(st.lists(SHAPE_NAMES, max_size=5)))
+    trees: dict[str, frozenset[str]] = {BASE: base}
+    tips = [BASE]
+    changes: list[Change] = []
+    for number in range(data.draw(st.integers(1, 4))):
+        commit = f"{number + 1:040x}"
+        parents = tuple(data.draw(st.lists(st.sampled_from(tips), min_size=1, max_size=2)))
+        parents = tuple(dict.fromkeys(parents))
+        tree = set(trees[parents[0]])
+        if data.draw(st.booleans()):  # edits and deletions only
+            touched = (
+                data.draw(st.lists(st.sampled_from(sorted(tree)), unique=True)) if tree else []
+            )
+            for path in touched:
+                if data.draw(st.booleans()):
+                    tree.discard(path)
+        else:
+            touched = data.draw(st.lists(SHAPE_NAMES, unique=True))
+            tree ^= {p for p in touched if data.draw(st.booleans())} | (set(touched) - tree)
+        for diff, parent in enumerate(parents):
+            before = trees[parent]
+            for path in sorted((set(touched) | before | tree) if diff else touched):
+                if path not in tree and path in before:
+                    changes.append(_delete(commit, path, diff=diff, parents=parents))
+                elif path in tree and (diff == 0 or path not in before):
+                    created = data.draw(st.sampled_from([path not in before, None]))
+                    changes.append(_add(commit, path, diff=diff, parents=parents, created=created))
+        trees[commit] = frozenset(tree)
+        tips.append(commit)
+    short = Trees(trees)
+    found = list(_shapes(changes, (), short, P))
+    assert found == list(_replayed(changes, (), Trees(trees), P))
+    if _creates_nothing(changes):
+        assert found == [] and short.asked == []
+    # A parent's tree unknown (no `trees`: the start taken to be `base`, right or not) or
+    # the parents unnamed: the full replay, as before.
+    plain = [Change(c.commit, c.path, c.entry, c.diff, created=c.created) for c in changes]
+    for start in (base, frozenset()):
+        assert list(_shapes(changes, start, None, P)) == list(_replayed(changes, start, None, P))
+        assert list(_shapes(plain, start, None, P)) == list(_replayed(plain, start, None, P))
+        assert list(_shapes(plain, start, short, P)) == list(_replayed(plain, start, short, P))
+
+
+def test_a_root_commit_said_to_change_paths_is_still_replayed() -> None:
+    # No parent to hold the paths: `created=False` there says nothing of a tree.
+    changes = [
+        _add(C1, "MEMORY_x.md", created=False, parents=()),
+        _add(C1, "MEMORY_X.md", created=False, parents=()),
+    ]
+    report = validate_changes(changes, DictBlobs({}), P, trees=Trees({}))
+    assert [code for code, _path, _at in _shape_codes(report)] == ["case-collision"] * 2
+
+
+def test_without_trees_an_edit_is_replayed_from_the_base_given() -> None:
+    # No `trees`: the start is taken to be `base` (empty here), where the edits are new.
+    changes = [
+        _add(C1, "MEMORY_x.md", created=False, parents=(BASE,)),
+        _add(C1, "MEMORY_X.md", created=False, parents=(BASE,)),
+    ]
+    assert not validate_changes(changes, DictBlobs({}), P).ok
+    trees = Trees({BASE: ["MEMORY_x.md", "MEMORY_X.md"]})
+    assert validate_changes(changes, DictBlobs({}), P, trees=trees).ok  # git's word, no clash
+    assert trees.asked == []

@@ -78,11 +78,13 @@ class Told(TreeView):
         base_oid: str | None = None,
         delta: tuple[tuple[str, Entry | None], ...] | None = None,
         duplicates: tuple[str, ...] = (),
+        base_entries: dict[str, Entry] | None = None,
     ) -> None:
         super().__init__(files, duplicates=duplicates)
         self.tree_oid = tree_oid
         self.base_oid = base_oid
         self.delta = delta
+        self.base_entries = base_entries
 
 
 def reference(tree: TreeView, content: list[str] | None) -> tuple[Problem, ...]:

@@ -90,6 +90,31 @@ def test_fresh_processes_over_shape_records_equal_full_passes(
         assert store.loads == 2
 
 
+@given(
+    data=st.data(),
+    base=trees,
+    content=st.one_of(st.none(), st.lists(paths, max_size=6)),
+    fits=st.booleans(),
+)
+def test_a_fresh_process_derives_the_candidates_shape_from_its_bases_record(
+    data: st.DataObject, base: dict[str, Entry], content: list[str] | None, fits: bool
+) -> None:
+    """The candidate's view names its base's listing (`base_entries`, as the git box's do):
+    a process that never validated the base (its history check needed no tree) reads the
+    base's record, checked against that listing, and derives the candidate's shape from it;
+    a record that does not fit that listing is not used. Verdicts as computed from scratch."""
+    new = edited(data, base)
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)) as store:
+        base_oid, new_oid = tree_id(), tree_id()
+        validate_tree(Told(base, base_oid), POLICY, NoGraph())  # a first process records
+        SHAPES.clear()  # the next process
+        listed = base if fits else {**base, "MEMORY_other.md": Entry(MODE_FILE, 1)}
+        told = Told(new, new_oid, base_oid, diff(base, new), base_entries=listed)
+        got = validate_tree(told, POLICY, NoGraph(), content_paths=content)
+        assert got.problems == reference(TreeView(new), content)
+        assert (store.loads, store.deltas) == ((1, 1) if fits else (0, 0))
+
+
 @given(data=st.data(), base=trees)
 def test_the_series_check_over_shape_records_equals_the_one_from_paths(
     data: st.DataObject, base: dict[str, Entry]
@@ -319,3 +344,60 @@ def test_a_damaged_delta_record_is_ignored(tmp_path: Path, damage: str) -> None:
         verdict = validate_tree(Told(BAD, bad if damage != "renamed" else other), POLICY, NoGraph())
         assert [p.code for p in verdict.problems] == ["executable"]
         assert store.loads == loads
+
+
+@given(data=st.data(), base=trees, fits=st.booleans(), delta=st.booleans())
+def test_a_record_read_ahead_gives_what_reading_it_then_gives(
+    data: st.DataObject, base: dict[str, Entry], fits: bool, delta: bool
+) -> None:
+    """`read_ahead` reads a record (full, or a delta and its full one) and checks it in
+    itself before the listing is at hand; the `load` that follows checks it against the
+    listing: the same shape as a `load` alone, or none when the listing is not the one the
+    record was made from. The files are not read again (they may be gone by then)."""
+    new = edited(data, base)
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)):
+        base_oid, new_oid = tree_id(), tree_id()
+        validate_tree(Told(base, base_oid), POLICY, NoGraph())
+        validate_tree(Told(new, new_oid, base_oid, diff(base, new)), POLICY, NoGraph())
+        oid, files = (new_oid, new) if delta else (base_oid, base)
+        listed = files if fits else {**files, "MEMORY_other.md": Entry(MODE_FILE, 1)}
+        fresh = ShapeStore.open(Path(tmp))
+        assert fresh is not None
+        want = fresh.load(oid, POLICY, listed)
+        fresh.read_ahead(oid, POLICY)
+        for record in shapes(Path(tmp)):
+            record.unlink()
+        got = fresh.load(oid, POLICY, listed)
+        assert (got is None) == (want is None) == (not fits)
+        if got is not None:
+            same_shape(got, files)
+        assert fresh.load(oid, POLICY, listed) is None  # read ahead once, for one load
+        fresh.read_ahead(oid, POLICY)
+        fresh.read_ahead(base_oid if delta else new_oid, POLICY)  # one kept at a time
+        assert len(fresh._ahead) == 1
+
+
+@pytest.mark.parametrize("damage", ["edit-body", "resealed-mode", "version"])
+def test_a_damaged_record_read_ahead_is_ignored(tmp_path: Path, damage: str) -> None:
+    bad = tree_id()
+    with recording(tmp_path) as store:
+        validate_tree(Told(BAD, bad), POLICY, NoGraph())
+        (record,) = shapes(tmp_path)
+        data = record.read_bytes()
+        head = data.index(b"\n") + 1
+        body = json.loads(data[head:])
+        if damage == "edit-body":  # the problem dropped, the checksum left as it was
+            body["flagged"] = []
+            record.write_bytes(data[:head] + json.dumps(body, separators=(",", ":")).encode())
+        elif damage == "resealed-mode":  # only the check against the listing catches it
+            body["modes"] = [MODE_FILE for _ in body["modes"]]
+            body["flagged"] = []
+            reseal(record, body)
+        else:
+            version = shapestore.version_digest().hex().encode()
+            record.write_bytes(data.replace(version, b"f" * 32, 1))
+        SHAPES.clear()
+        store.read_ahead(bad, POLICY)
+        verdict = validate_tree(Told(BAD, bad), POLICY, NoGraph())
+        assert [p.code for p in verdict.problems] == ["executable"]
+        assert store.loads == 0
