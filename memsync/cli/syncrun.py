@@ -42,9 +42,9 @@ def sync_now(
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
 
-    if not gc.isenabled():  # the plain form loaded the cycle's code with it off (`__main__`)
-        gc.freeze()  # what is loaded stays for good: never walked again
-        gc.enable()
+    # The plain form loads the code with the collector off (`__main__`): it stays off while
+    # the first cycle loads the gate beside its first git processes (`_Graph`).
+    thaw = not gc.isenabled()
 
     settings = app.settings()
     chosen = _choose(settings, roots)
@@ -53,7 +53,7 @@ def sync_now(
     )
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
-        graph = _Graph(settings.state_dir)
+        graph = _Graph(settings.state_dir, thaw=thaw)
         try:
             with for_terminal(as_json) as progress:
                 shown = replace(options, progress=progress, repair=_make_repairer)
@@ -75,10 +75,13 @@ class _Graph:
     """The process's graph validator, made when the first cycle asks for it (after its first
     git processes started: the validators load while they run), over the lineage and shape
     records of each root's last validated tree: a fresh process joins and checks only the
-    files that changed since (a cache: damaged or foreign records are ignored)."""
+    files that changed since (a cache: damaged or foreign records are ignored).
+    With `thaw` (the collector is off: the plain form), what is loaded by then is frozen
+    (never walked again) and the collector turned on: a cycle's validation runs with it."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, thaw: bool = False) -> None:
         self.state_dir = state_dir
+        self.thaw = thaw
         self.made: tuple[ParseCache, GraphValidator] | None = None
 
     def __call__(self) -> GraphValidator:
@@ -88,6 +91,11 @@ class _Graph:
 
             cache = open_records(self.state_dir / STATE_CACHE_DIR)
             self.made = cache, default_graph_validator(cache=cache)
+            if self.thaw:
+                import gc  # noqa: PLC0415 - built in
+
+                gc.freeze()
+                gc.enable()
         return self.made[1]
 
     def close(self) -> None:

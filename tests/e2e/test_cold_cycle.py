@@ -129,8 +129,10 @@ GATE = (
 )
 
 # The console script's entry point with an audit hook: every import begun (not one already
-# loaded) and every process started, in the order this interpreter saw them.
+# loaded; with whether the garbage collector was on) and every process started, in the
+# order this interpreter saw them.
 ORDER_PROBE = """
+import gc
 import os
 import sys
 
@@ -139,12 +141,12 @@ seen = []
 
 def hook(event, args):
     if event == "import":
-        seen.append(("import", args[0]))
+        seen.append(("import", args[0], gc.isenabled()))
     elif event == "subprocess.Popen":
         argv = [str(a) for a in args[1]]
         while argv[1:2] == ["-c"]:
             del argv[1:3]
-        seen.append(("process", " ".join(argv[:2])))
+        seen.append(("process", " ".join(argv[:2]), None))
 
 
 sys.addaudithook(hook)
@@ -159,8 +161,10 @@ print("ORDER " + repr((code, seen)), file=sys.stderr)
 """
 
 
-def _cold_sync_order(config: Path, env: dict[str, str]) -> tuple[str, list[tuple[str, str]]]:
-    """stdout of a cold `sync-now` and what it imported and started, in order."""
+def _cold_sync_order(
+    config: Path, env: dict[str, str]
+) -> tuple[str, list[tuple[str, str, bool | None]]]:
+    """stdout of a cold `sync-now` and what it imported (collector on?) and started, in order."""
     done = subprocess.run(
         [sys.executable, "-c", ORDER_PROBE, "--config", str(config), "sync-now"],
         capture_output=True,
@@ -189,6 +193,10 @@ def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
     out, seen = _cold_sync_order(config, env)
     assert out.split()[:2] == ["bob", "synced"], out
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
-    gate = next(i for i, (kind, name) in enumerate(seen) if kind == "import" and name in GATE)
-    started = [name for kind, name in seen[:gate] if kind == "process"]
+    gate = next(i for i, (kind, name, _) in enumerate(seen) if kind == "import" and name in GATE)
+    started = [name for kind, name, _ in seen[:gate] if kind == "process"]
     assert {"git fetch", "git status"} <= set(started), (seen[gate], started)
+    # ... and loads as the rest of the command's code does: with the collector off (it
+    # would walk the new modules' objects again and again and find no garbage).
+    collected = [name for kind, name, on in seen[gate:] if kind == "import" and name in GATE and on]
+    assert collected == [], collected
