@@ -34,7 +34,8 @@ def main() -> NoReturn:
         # Loading a command makes tens of thousands of objects (modules, functions, classes)
         # and no garbage cycles worth collecting: the collector, run every few hundred of
         # them, would walk them all again and again. It is off until the command's code is
-        # loaded (`status` ends first; `cli.syncrun` turns it back on before the cycles).
+        # loaded (`status` ends first; `cli.syncrun` turns it back on once a cycle has loaded
+        # the gate, beside its first git processes).
         gc.disable()
         from memsync.cli import plain  # noqa: PLC0415 - no click
 

@@ -14,11 +14,14 @@ from memsync.cli.app import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memsync.config.model import RootSettings, Settings
     from memsync.roots.cycle import SyncOptions
     from memsync.roots.layout import RootLayout
     from memsync.roots.repairing import Settler
     from memsync.roots.result import SyncResult
+    from memsync.validators.cache import ParseCache
     from memsync.validators.graph import GraphValidator
     from memsync.validators.policy import SyncPolicy
 
@@ -39,9 +42,9 @@ def sync_now(
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
 
-    if not gc.isenabled():  # the plain form loaded the cycle's code with it off (`__main__`)
-        gc.freeze()  # what is loaded stays for good: never walked again
-        gc.enable()
+    # The plain form loads the code with the collector off (`__main__`): it stays off while
+    # the first cycle loads the gate beside its first git processes (`_Graph`).
+    thaw = not gc.isenabled()
 
     settings = app.settings()
     chosen = _choose(settings, roots)
@@ -50,20 +53,13 @@ def sync_now(
     )
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
-        from memsync.validators.cache import STATE_CACHE_DIR, open_records  # noqa: PLC0415
-        from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
-
-        # The lineage and shape records of each root's last validated tree: a fresh process
-        # joins and checks only the files that changed since (a cache: damaged or foreign
-        # records are ignored).
-        cache = open_records(settings.state_dir / STATE_CACHE_DIR)
-        graph = default_graph_validator(cache=cache)
+        graph = _Graph(settings.state_dir, thaw=thaw)
         try:
             with for_terminal(as_json) as progress:
                 shown = replace(options, progress=progress, repair=_make_repairer)
                 results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
         finally:
-            cache.close()
+            graph.close()
     if as_json:
         from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic
 
@@ -73,6 +69,38 @@ def sync_now(
             text.print_result(r)
     # A paused root is held because the operator asked for it: not a failure (exit 0).
     return EXIT_OK if all(r.ok or r.status in HELD for r in results) else EXIT_VERDICT
+
+
+class _Graph:
+    """The process's graph validator, made when the first cycle asks for it (after its first
+    git processes started: the validators load while they run), over the lineage and shape
+    records of each root's last validated tree: a fresh process joins and checks only the
+    files that changed since (a cache: damaged or foreign records are ignored).
+    With `thaw` (the collector is off: the plain form), what is loaded by then is frozen
+    (never walked again) and the collector turned on: a cycle's validation runs with it."""
+
+    def __init__(self, state_dir: Path, *, thaw: bool = False) -> None:
+        self.state_dir = state_dir
+        self.thaw = thaw
+        self.made: tuple[ParseCache, GraphValidator] | None = None
+
+    def __call__(self) -> GraphValidator:
+        if self.made is None:
+            from memsync.validators.cache import STATE_CACHE_DIR, open_records  # noqa: PLC0415
+            from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
+
+            cache = open_records(self.state_dir / STATE_CACHE_DIR)
+            self.made = cache, default_graph_validator(cache=cache)
+            if self.thaw:
+                import gc  # noqa: PLC0415 - built in
+
+                gc.freeze()
+                gc.enable()
+        return self.made[1]
+
+    def close(self) -> None:
+        if self.made is not None:
+            self.made[0].close()
 
 
 def _sync_through_daemon(

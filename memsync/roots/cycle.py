@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,16 +21,12 @@ from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRe
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import anchor as trust_anchor
 from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
-from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, Published, Unstaged
-from memsync.roots.checks import Checks
 from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
-from memsync.roots.incoming import Incoming
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
 from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
-from memsync.roots.prefetch import Prefetch
-from memsync.roots.publish import staged_refusal
+from memsync.roots.prefetch import Beside, Prefetch
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
 from memsync.roots.statusmemo import Seen, StatusMemo
@@ -38,19 +34,21 @@ from memsync.transports.git import FetchOutcome, Git
 from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
 from memsync.transports.workstate import WorkState
-from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
-from memsync.validators.rightmemory import default_graph_validator
 
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
+    from memsync.roots.incoming import Incoming
     from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
+    from memsync.validators.graph import GraphValidator
 
 # A one-shot cycle imports what a clean fast-forward uses; the push, the words for a failed
 # fetch, the repository-config report and the views' layout load when first needed
-# (tests/e2e/test_cold_cycle.py lists what a cold `sync-now` must not import).
+# (tests/e2e/test_cold_cycle.py lists what a cold `sync-now` must not import). The gate
+# (admission, checks, validators) loads after the cycle's first git processes started:
+# in a one-shot process, while they run (`_Cycle._status_loading_gate`).
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +72,16 @@ def sync_root(
     settings: RootSettings,
     state_dir: Path,
     options: SyncOptions,
-    graph: GraphValidator | None = None,
+    graph: Callable[[], GraphValidator] | None = None,
     memo: StatusMemo | None = None,
     watch: Hashable | None = None,
 ) -> SyncResult:
     """Run one cycle and record its outcome in the root's state file.
 
-    `memo` and `watch` (the daemon's: its root's last settled status and its watcher's
-    token, None without one) let an automatic cycle reuse that status (`statusmemo`)."""
+    `graph` makes the graph validator (`default_graph_validator` when None), called once
+    the cycle's first git processes run, if the cycle needs one. `memo` and `watch` (the
+    daemon's: its root's last settled status and its watcher's token, None without one)
+    let an automatic cycle reuse that status (`statusmemo`)."""
     started = time.monotonic()
     if not settings.sync_enabled:
         return SyncResult(
@@ -98,7 +98,7 @@ def sync_root(
             # Only the daemon hands its memo: a process that lives on, where GitPython's
             # handle and in-process object reads pay for themselves (`GitCore.resident`).
             resident = memo is not None
-            cycle = _Cycle(settings, layout, options, graph or default_graph_validator(), resident)
+            cycle = _Cycle(settings, layout, options, graph, resident)
             cycle.memo, cycle.watch = memo, watch
             result = cycle.run()
             if not options.dry_run:
@@ -114,13 +114,13 @@ class _Cycle:
         settings: RootSettings,
         layout: RootLayout,
         options: SyncOptions,
-        graph: GraphValidator,
+        graph: Callable[[], GraphValidator] | None = None,
         resident: bool = True,
     ) -> None:
         self.settings = settings
         self.layout = layout
         self.options = options
-        self.graph = graph
+        self.make_graph = graph
         self.policy = SyncPolicy(max_file_size=settings.max_file_size)
         self.timeout = settings.timeout.total_seconds()
         # One deadline for the whole cycle (`sync.timeout`): each git process gets what is left.
@@ -149,6 +149,15 @@ class _Cycle:
         self.memo: StatusMemo | None = None  # the daemon's, for a status to reuse
         self.watch: Hashable | None = None  # its watcher's token (None: cannot vouch)
         self.seen: Seen | None = None  # this cycle's status, kept when the root is settled
+
+    @functools.cached_property
+    def graph(self) -> GraphValidator:
+        """The graph validator, made when first needed (`sync_root`'s `graph`)."""
+        if self.make_graph is not None:
+            return self.make_graph()
+        from memsync.validators.rightmemory import default_graph_validator  # noqa: PLC0415
+
+        return default_graph_validator()
 
     def result(self, status: SyncStatus, message: str, **fields: object) -> SyncResult:
         name, dry_run = self.settings.name, self.options.dry_run
@@ -233,7 +242,7 @@ class _Cycle:
             )
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
-        state = self._status(git_dir)
+        state = self._status(git_dir) if self.git.resident else self._status_loading_gate(git_dir)
         self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
             return self.result(SyncStatus.ERROR, "HEAD is detached; check out the root's branch")
@@ -267,7 +276,7 @@ class _Cycle:
             if staged:  # the person's staged version, which committing the work tree would drop
                 return self.result(
                     SyncStatus.DIRTY,
-                    f"autocommit: nothing committed: {staged_refusal(staged).message}",
+                    f"autocommit: nothing committed: {_staged_refusal(staged)}",
                     files=staged,
                     head=state.head,
                 )
@@ -284,6 +293,25 @@ class _Cycle:
             self.memo.last = self.seen  # settled: a later quiet cycle may reuse it
         return None
 
+    def _status_loading_gate(self, git_dir: Path) -> WorkState:
+        """The preflight's status, run on a thread; once it and the prefetch (when the branch
+        is known) run, this thread loads the gate's modules and makes the graph validator.
+        In a one-shot process those imports cost about what the fetch and the status take,
+        and the other core runs git meanwhile. Whatever the loading does, the status is
+        waited for before this returns or raises (the prefetch, as always, before `run`
+        returns)."""
+        status = Beside(lambda told: self._status(git_dir, told), "memsync-status")
+        try:
+            status.running()  # git runs before the imports take this core
+            if self.prefetch is not None:
+                self.prefetch.running()
+            from memsync.roots import incoming  # noqa: F401, PLC0415 - the gate, see above
+
+            _ = self.graph
+        finally:
+            status.wait()
+        return status.answer()
+
     def _runtime_tracked(self) -> bool:
         """Whether the views' runtime directory, which no watch covers, holds a tracked file
         (an edit to it would go unheard): then the status is never reused. Asked only when
@@ -294,13 +322,13 @@ class _Cycle:
             return False
         return self.git.tracks_under(RUNTIME_DIR)
 
-    def _status(self, git_dir: Path) -> WorkState:
+    def _status(self, git_dir: Path, on_start: Callable[[int], None] | None = None) -> WorkState:
         """The preflight's status: the memo's when nothing it read can have changed since
         (`statusmemo.may_reuse`), else git's. Only an automatic daemon cycle may reuse one;
         the publication fence always asks git (`publish.check_fence`)."""
         memo = self.memo
         if memo is None or not self.options.reuse_status or self.options.dry_run:
-            return self.git.work_state()
+            return self.git.work_state(on_start=on_start)
         now = statusmemo.marks(git_dir, self.watch)  # before the status: a change during it
         last, memo.last = memo.last, None  # counts as after it
         if last is not None and statusmemo.may_reuse(last, now, time.monotonic()):
@@ -308,7 +336,7 @@ class _Cycle:
             memo.last = last
             return last.state
         at = time.monotonic()
-        state = self.git.work_state()
+        state = self.git.work_state(on_start=on_start)
         self.seen = Seen(now, state, at)
         return state
 
@@ -327,6 +355,16 @@ class _Cycle:
             from memsync.transports.commitsign import sign_commit  # noqa: PLC0415 - autocommit
 
             return sign_commit(git, made, self.settings.signing)
+
+        from memsync.roots.admit import (  # noqa: PLC0415 - the gate: loaded after the first git
+            Admission,
+            Admitter,
+            Fenced,
+            Invalid,
+            Published,
+            Unstaged,
+        )
+        from memsync.roots.checks import Checks  # noqa: PLC0415 - the same
 
         outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
             Admission("autocommit", self.branch, start, in_place=True),
@@ -543,6 +581,8 @@ class _Cycle:
 
     @property
     def incoming(self) -> Incoming:
+        from memsync.roots.incoming import Incoming  # noqa: PLC0415 - the gate (see above)
+
         return Incoming(
             self.git,
             self.journal,
@@ -608,3 +648,10 @@ class _Cycle:
             files=pushed.files,
             problems=pushed.problems,
         )
+
+
+def _staged_refusal(staged: tuple[str, ...]) -> str:
+    """Why autocommit commits nothing over a person's staged versions (the fence's words)."""
+    from memsync.roots.publish import staged_refusal  # noqa: PLC0415 - a refusal only
+
+    return staged_refusal(staged).message

@@ -9,14 +9,64 @@ the preflight finds another one (a new upstream setting, another branch checked 
 prefetched answer is dropped and the cycle fetches the right branch as before. Whatever
 the preflight decides, the prefetch is waited for before the cycle returns: no process of
 a cycle outlives its root lock.
+
+`Beside` is the thread under it: one git call whose answer, or the error it raised, the
+cycle's own thread takes when it needs it, and which says when its git process runs. A
+one-shot process runs its preflight status on one too, and loads the gate's modules once
+both processes run (`roots.cycle`): git then starts without waiting for those imports.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.transports.git import FetchOutcome, Git
+
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """`call(on_start)` on a thread of its own, started at once; the call hands `on_start`
+    to the box (`GitCore.run`), which tells it when git runs."""
+
+    def __init__(self, call: Callable[[Callable[[int], None]], T], name: str) -> None:
+        self._call = call
+        self._answer: tuple[T] | None = None
+        self._error: BaseException | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._answer = (self._call(self._told),)
+        except BaseException as exc:  # handed to the caller's thread by `answer`
+            self._error = exc
+        finally:
+            self._started.set()  # a call that started no process (an error, a reused status)
+
+    def _told(self, _pid: int) -> None:
+        self._started.set()
+
+    def running(self) -> None:
+        """Until git runs, or the call is over without it (the same deadline bounds both)."""
+        self._started.wait()
+
+    def wait(self) -> None:
+        """Until the call is over (a git call's deadline bounds it: the box kills git then)."""
+        self._thread.join()
+
+    def answer(self) -> T:
+        """What the call returned, or the error it raised, raised here."""
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        if self._answer is None:  # the thread always sets one of the two
+            raise RuntimeError(f"{self._thread.name} ended without an answer")
+        return self._answer[0]
 
 
 class Prefetch:
@@ -28,28 +78,19 @@ class Prefetch:
         self.branch = branch
         self.into = into
         self.progress = progress
-        self._answer: tuple[FetchOutcome, str] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._fetch, args=(git, remote), name="memsync-prefetch", daemon=True
+        self._fetch = Beside(
+            lambda told: git.fetch(remote, branch, into, progress=progress, on_start=told),
+            "memsync-prefetch",
         )
-        self._thread.start()
 
-    def _fetch(self, git: Git, remote: str) -> None:
-        try:
-            self._answer = git.fetch(remote, self.branch, self.into, progress=self.progress)
-        except BaseException as exc:  # handed to the cycle's thread by `answer`
-            self._error = exc
+    def running(self) -> None:
+        """Until the fetch runs (or is over)."""
+        self._fetch.running()
 
     def wait(self) -> None:
         """Until the fetch is over (its deadline bounds it: the box kills it when it runs out)."""
-        self._thread.join()
+        self._fetch.wait()
 
     def answer(self) -> tuple[FetchOutcome, str]:
         """What `Git.fetch` returned, or the error it raised, raised here."""
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        if self._answer is None:  # the thread always sets one of the two
-            raise RuntimeError("the prefetch ended without an answer")
-        return self._answer
+        return self._fetch.answer()

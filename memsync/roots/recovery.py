@@ -21,12 +21,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
-from memsync.roots.publish import FenceBroken, Target, publish
-from memsync.transports.git import Git
-from memsync.validators.policy import SyncPolicy
+
+if TYPE_CHECKING:  # `needed` is asked before every cycle's first git: it loads neither
+    from memsync.transports.git import Git
+    from memsync.validators.policy import SyncPolicy
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +101,8 @@ def _finish_prepared(git: Git, op: journal.Operation, policy: SyncPolicy) -> tup
         return journal.FAILED, f"{op.branch} is no longer checked out; nothing changed"
     if git.rev_parse(candidate_ref(op.id)) != candidate:
         git.update_ref(candidate_ref(op.id), candidate, reason="memsync: recovery")
+    from memsync.roots.publish import FenceBroken, Target, publish  # noqa: PLC0415 - a prepared record only
+
     try:
         publish(git, Target(op.branch, op.start, candidate, op.id, resumed=True), policy)
     except FenceBroken as fence:

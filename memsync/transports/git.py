@@ -40,7 +40,7 @@ name), `gitstatus` (a work tree's `git status`); `Git` here adds the rest. Nothi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memsync.errors import GitError
@@ -252,9 +252,10 @@ class Git(Writes, Facts, WorkStates):
         into: str,
         timeout: float | None = None,
         progress: Progress = NO_PROGRESS,
+        on_start: Callable[[int], None] | None = None,
     ) -> tuple[FetchOutcome, str]:
         """Fetch one upstream branch into `into` (forced: the planner judges rewinds);
-        git's progress goes to `progress` when it shows anything."""
+        git's progress goes to `progress` when it shows anything; `on_start` as `run`'s."""
         # Naming upload-pack and receive-pack keeps a root's remote.*.uploadpack and
         # remote.*.receivepack settings (commands in repository config) from ever running.
         shown = progress.enabled
@@ -269,6 +270,7 @@ class Git(Writes, Facts, WorkStates):
             timeout=timeout,
             check=False,
             on_stderr_line=GitLines(progress) if shown else None,
+            on_start=on_start,
         )
         if result.returncode == 0:
             return FetchOutcome.OK, ""

@@ -111,10 +111,12 @@ class GitCore:
         env: Mapping[str, str] | None = None,
         guard: bool = True,
         on_stderr_line: Callable[[bytes], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
     ) -> GitResult:
         """Run git in the box. `guard=False` only for reading the config the guard needs.
         `on_stderr_line` sees git's stderr line by line as it runs (its progress); the
-        result's stderr then holds the other lines only.
+        result's stderr then holds the other lines only. `on_start` is told git's pid as
+        soon as it runs (not the guard's own reading before it).
 
         A network command (`fetch`, `push`, `ls-remote`) of a box with credentials gets
         them for its remote (see `_authenticated`).
@@ -141,7 +143,7 @@ class GitCore:
                     env=run_env,
                     seconds=limit,
                     input=input,
-                    on_start=auth.started,
+                    on_start=_both(auth.started, on_start),
                     on_stderr_line=on_stderr_line,
                 )
             except FileNotFoundError as exc:
@@ -341,3 +343,17 @@ class GitCore:
         if os.path.normpath(repo.common_dir) == os.path.normpath(repo.git_dir):
             return handle.git_dir
         return Path(repo.common_dir).resolve()
+
+
+def _both(
+    first: Callable[[int], None] | None, second: Callable[[int], None] | None
+) -> Callable[[int], None] | None:
+    """One `on_start` telling both (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def told(pid: int) -> None:
+        first(pid)
+        second(pid)
+
+    return told

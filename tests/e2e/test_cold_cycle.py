@@ -3,18 +3,23 @@ the git processes it runs and the modules it imports are pinned, so neither grow
 
 Each run is a fresh interpreter through the console script's entry point, with a `git` on
 PATH that logs each run (`test_git_refs._spy`); the process box's own counter must agree.
+Its first git processes (the fetch, the preflight status) start before the gate's modules
+load, so they run on the other core meanwhile: Python's own audit events (an import begun,
+a process started) give the order.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
 from tests.e2e.test_startup import probe_counting
-from tests.helpers import commit, git, push
+from tests.helpers import GIT_ENV, commit, git, push
 from tests.integration.test_git_refs import _runs, _spy
 
 # The git processes of a cold fast-forward of one incoming one-file commit, at most (12
@@ -107,3 +112,91 @@ def test_a_cold_fast_forward_imports_only_what_it_uses(team: Team, tmp_path: Pat
         if turn:
             assert loaded == [], turn
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+# The gate: the admission transaction and the checks and validators it runs. A cold cycle's
+# fetch and status must be running before the first of these begins to load.
+GATE = (
+    "memsync.roots.incoming",
+    "memsync.roots.admit",
+    "memsync.roots.checks",
+    "memsync.roots.publish",
+    "memsync.validators.candidate",
+    "memsync.validators.gate",
+    "memsync.validators.graph",
+    "memsync.validators.rightmemory",
+    "memsync.validators.cache",
+)
+
+# The console script's entry point with an audit hook: every import begun (not one already
+# loaded; with whether the garbage collector was on) and every process started, in the
+# order this interpreter saw them.
+ORDER_PROBE = """
+import gc
+import os
+import sys
+
+seen = []
+
+
+def hook(event, args):
+    if event == "import":
+        seen.append(("import", args[0], gc.isenabled()))
+    elif event == "subprocess.Popen":
+        argv = [str(a) for a in args[1]]
+        while argv[1:2] == ["-c"]:
+            del argv[1:3]
+        seen.append(("process", " ".join(argv[:2]), None))
+
+
+sys.addaudithook(hook)
+from memsync.__main__ import main
+
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print("ORDER " + repr((code, seen)), file=sys.stderr)
+"""
+
+
+def _cold_sync_order(
+    config: Path, env: dict[str, str]
+) -> tuple[str, list[tuple[str, str, bool | None]]]:
+    """stdout of a cold `sync-now` and what it imported (collector on?) and started, in order."""
+    done = subprocess.run(
+        [sys.executable, "-c", ORDER_PROBE, "--config", str(config), "sync-now"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV, **env},
+        cwd=Path(__file__).parents[2],
+        timeout=120,
+        check=False,
+    )
+    last = done.stderr.rstrip("\n").rpartition("\n")[2]
+    assert last.startswith("ORDER "), done.stderr
+    code, seen = eval(last.removeprefix("ORDER "))  # noqa: S307 - our own repr
+    assert code == 0, (done.stdout, done.stderr)
+    return done.stdout, seen
+
+
+def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file (the branch to prefetch) and the settings memo
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    out, seen = _cold_sync_order(config, env)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    gate = next(i for i, (kind, name, _) in enumerate(seen) if kind == "import" and name in GATE)
+    started = [name for kind, name, _ in seen[:gate] if kind == "process"]
+    assert {"git fetch", "git status"} <= set(started), (seen[gate], started)
+    # ... and loads as the rest of the command's code does: with the collector off (it
+    # would walk the new modules' objects again and again and find no garbage).
+    collected = [name for kind, name, on in seen[gate:] if kind == "import" and name in GATE and on]
+    assert collected == [], collected
