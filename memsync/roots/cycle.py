@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SyncOptions:
+    """How one cycle runs: what the caller allows (a rewrite, no push, a dry run), how long it
+    waits for the root lock, and what it may reuse or show."""
+
     accept_rewrite: bool = False
     no_push: bool = False
     dry_run: bool = False

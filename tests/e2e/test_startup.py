@@ -776,8 +776,6 @@ except SystemExit:
     pass
 print("SIGNED " + repr(sorted(signed)), file=sys.stderr)
 """
-# The cycle's options are `roots.cycle`'s (another change of issue 18 edits that module).
-UNDOCUMENTED = ("memsync.roots.cycle.SyncOptions",)
 
 
 def test_a_cold_sync_now_loads_no_dataclass_without_its_docstring(
@@ -801,7 +799,7 @@ def test_a_cold_sync_now_loads_no_dataclass_without_its_docstring(
     last = done.stderr.rstrip().rpartition("\n")[2]
     assert done.returncode == 0 and last.startswith("SIGNED "), done.stderr
     signed = eval(last.removeprefix("SIGNED "))  # noqa: S307 - our own repr
-    assert [name for name in signed if name not in UNDOCUMENTED] == []
+    assert signed == []
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
