@@ -16,8 +16,8 @@ import sys
 
 try:
     from _blake2 import blake2b
-except ImportError:  # an interpreter without CPython's module: hashlib's is the same function
-    from hashlib import blake2b
+except ImportError:  # another interpreter's own module, if it has one (on CPython,
+    from hashlib import blake2b  # hashlib's blake2b is `_blake2`'s: no fallback there)
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # typeshed names CPython's module for 3.12 on (`_sha2`): the same type

@@ -150,9 +150,9 @@ class _Builder:
                     on_path.add(target)
 
     def record(self, doc: Document, tree: str, anchor: str | None) -> list[_Ref]:
+        """Record a document's items, kinds, backing claims and Focus; its F# references."""
         import hashlib  # noqa: PLC0415 - loaded by `build`
 
-        """Record a document's items, kinds, backing claims and Focus; its F# references."""
         blocks = doc.blocks
         path = doc.path
         physical: list[str | None] = [None] * len(blocks)

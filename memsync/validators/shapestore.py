@@ -64,7 +64,16 @@ _IN_PLACE = 16  # a delta of up to this many modifications is checked in the col
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.shape")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEAD = re.compile(rb"MSTS1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
-_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
+_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+)
+_COLUMNS = ("keys", "spellings", "leaves", "counts", "many", "flagged")
 
 
 def version_digest() -> bytes:
@@ -385,6 +394,8 @@ def _fit(prepared: _Prepared, rules: SyncPolicy, entries: Mapping[str, Entry]) -
 def _columns(body: dict[str, Any]) -> _Columns | None:
     """A full record's shape, checked in itself: its folded paths, the paths they hold as
     leaves (`_holds` checks them against the listing) and the flagged paths' problems."""
+    if not all(type(body.get(n)) is list for n in _COLUMNS):
+        return None  # not shaped like a shape: every column is a JSON array
     keys, spellings, leaves, counts = (body[n] for n in ("keys", "spellings", "leaves", "counts"))
     one = dict(
         zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)

@@ -401,3 +401,29 @@ def test_a_damaged_record_read_ahead_is_ignored(tmp_path: Path, damage: str) -> 
         verdict = validate_tree(Told(BAD, bad), POLICY, NoGraph())
         assert [p.code for p in verdict.problems] == ["executable"]
         assert store.loads == 0
+
+
+@pytest.mark.parametrize("wrong", ["text", 0, {}, None, [[]]])
+def test_a_resealed_record_with_a_field_of_the_wrong_type_is_ignored(
+    tmp_path: Path, wrong: object
+) -> None:
+    """A record that passes its checksum (as only code that knows the format could write)
+    but holds a field of another JSON type is not shaped like a shape: read ahead or read,
+    it is ignored, never an exception, and the tree's verdict is computed from its entries."""
+    bad = tree_id()
+    with recording(tmp_path):
+        validate_tree(Told(BAD, bad), POLICY, NoGraph())
+        (record,) = shapes(tmp_path)
+        data = record.read_bytes()
+        fields = sorted(json.loads(data[data.index(b"\n") + 1 :]))
+    for field in fields:
+        with recording(tmp_path) as store:
+            body = json.loads(data[data.index(b"\n") + 1 :])
+            body[field] = wrong
+            reseal(record, body)
+            record.chmod(0o600)
+            SHAPES.clear()
+            store.read_ahead(bad, POLICY)
+            assert store.load(bad, POLICY, BAD) is None, field
+            verdict = validate_tree(Told(BAD, bad), POLICY, NoGraph())
+            assert [p.code for p in verdict.problems] == ["executable"], field
