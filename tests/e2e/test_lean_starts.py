@@ -1,0 +1,47 @@
+"""What a process loads for what it does (issue 18, item 5): every `memsync` process a user
+(or the test suite) starts pays its imports in CPU, so a command loads only what its work and
+its configuration use. tests/e2e/test_startup.py covers `--help`, `status` and `sync-now`;
+these cover `init` and the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.test_startup import probe
+from tests.helpers import git
+
+# A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
+GITPYTHON = ("git", "gitdb")
+# The wire models (pydantic) load for a `--json` document only.
+WIRE = ("pydantic", "pydantic_core", "memsync.wire.cli")
+
+
+def test_init_loads_neither_gitpython_nor_the_wire_models_it_does_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    upstream = tmp_path / "team.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
+    # A new root whose baseline goes to an empty upstream, then one that joins it.
+    for name in ("first", "second"):
+        code, heavy, out, err = probe(
+            "init",
+            str(tmp_path / name),
+            "--upstream",
+            str(upstream),
+            env=env,
+            heavy=(*GITPYTHON, *WIRE),
+        )
+        assert (code, heavy) == (0, []), err
+        assert out.startswith(f"{tmp_path / name}: "), out
+    assert git(tmp_path / "second", "rev-parse", "HEAD") == git(upstream, "rev-parse", "main")
+    # --json prints the wire model's document; GitPython still stays out.
+    code, heavy, out, err = probe(
+        "init", str(tmp_path / "third"), "--json", env=env, heavy=(*GITPYTHON, *WIRE)
+    )
+    assert code == 0, err
+    assert "memsync.wire.cli" in heavy
+    assert not [m for m in heavy if m.split(".")[0] in GITPYTHON], heavy
+    assert json.loads(out)["created"] is True
