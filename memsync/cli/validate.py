@@ -28,20 +28,22 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
 
 
 def render(path: Path, result: RootCheck, as_json: bool) -> None:
-    """The report (CONTRACT §2): the JSON document, or the lines a person reads."""
+    """The report (CONTRACT §2): the JSON document, or the lines a person reads (those
+    without the wire models: pydantic loads for the document only)."""
+    if not as_json:
+        text.print_validation(f"{path} at {result.rev}" if result.rev else str(path), result)
+        return
     from memsync.wire.cli import ProblemModel, ValidateReport  # noqa: PLC0415 - pydantic
 
-    out = ValidateReport(
-        valid=result.valid,
-        root=str(result.root),
-        rev=result.rev,
-        files=result.files,
-        items=result.items,
-        problems=[ProblemModel.of(p) for p in result.problems],
-        tracked=result.tracked,
-        memory_files=result.memory_files,
+    emit(
+        ValidateReport(
+            valid=result.valid,
+            root=str(result.root),
+            rev=result.rev,
+            files=result.files,
+            items=result.items,
+            problems=[ProblemModel.of(p) for p in result.problems],
+            tracked=result.tracked,
+            memory_files=result.memory_files,
+        )
     )
-    if as_json:
-        emit(out)
-    else:
-        text.print_validation(f"{path} at {result.rev}" if result.rev else str(path), out)

@@ -291,8 +291,7 @@ def start_config(
     """`memsync config init`: the roots given (`NAME=PATH`) or found, described, rendered
     and written to `out`, else `config_path` (`--config`), else `$MEMSYNC_CONFIG`, else
     `$XDG_CONFIG_HOME/memsync/config.yaml` (default `~/.config/...`)."""
-    from memsync.config.paths import CONFIG_ENV  # noqa: PLC0415
-    from memsync.config.schema import default_state_dir  # noqa: PLC0415 - pydantic
+    from memsync.config.paths import CONFIG_ENV, default_state_dir  # noqa: PLC0415
 
     given = [parse_root_option(text) for text in root_options]
     home = Path.home()

@@ -45,3 +45,23 @@ def test_init_loads_neither_gitpython_nor_the_wire_models_it_does_not_print(
     assert "memsync.wire.cli" in heavy
     assert not [m for m in heavy if m.split(".")[0] in GITPYTHON], heavy
     assert json.loads(out)["created"] is True
+
+
+def test_validate_loads_neither_the_schema_nor_the_wire_models_it_does_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    root = tmp_path / "mem"
+    assert probe("init", str(root), env=env)[0] == 0
+    (root / "MEMORY.md").write_text("# User Context\n\n# Notes {#notes}\n\n- `a` one → [b]\n")
+    code, heavy, out, err = probe(
+        "validate", str(root), env=env, heavy=(*WIRE, "memsync.config.schema", "yaml")
+    )
+    assert (code, heavy) == (1, []), err
+    # The lines a person reads say what the document says.
+    code, _, document, _ = probe("validate", str(root), "--json", env=env)
+    problems = json.loads(document)["problems"]
+    assert code == 1 and problems
+    assert out.splitlines()[0].startswith(f"{root}: {len(problems)} problem(s) in ")
+    for problem, line in zip(problems, out.splitlines()[1:], strict=True):
+        assert line.split()[0] == problem["code"] and problem["message"] in line
