@@ -65,9 +65,10 @@ def sync_now(
         finally:
             cache.close()
     if as_json:
-        from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic
+        # The model's text without pydantic (`wire.documents`; an odd value: the model).
+        from memsync.wire.documents import sync_report  # noqa: PLC0415
 
-        emit(SyncReport(results=[r.model() for r in results]))
+        emit(sync_report(r.document() for r in results))
     else:
         for r in results:
             text.print_result(r)

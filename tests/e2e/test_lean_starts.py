@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memsync.wire.cli import SyncReport
+from tests.conftest import Team
+from tests.e2e.daemons import write_config
 from tests.e2e.test_startup import probe
-from tests.helpers import git
+from tests.helpers import commit, git, push
 
 # A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
 GITPYTHON = ("git", "gitdb")
@@ -65,3 +68,21 @@ def test_validate_loads_neither_the_schema_nor_the_wire_models_it_does_not_print
     assert out.splitlines()[0].startswith(f"{root}: {len(problems)} problem(s) in ")
     for problem, line in zip(problems, out.splitlines()[1:], strict=True):
         assert line.split()[0] == problem["code"] and problem["message"] in line
+
+
+def test_sync_now_json_prints_the_models_text_without_loading_the_models(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the first loads the schema (no settings memo yet); the second not
+        commit(team.alice.path, {"MEMORY_json.md": f"# Json\n\nturn {turn}\n"}, "json")
+        push(team.alice.path)
+        code, heavy, out, err = probe(
+            "--config", str(config), "sync-now", "--json", env=env, heavy=WIRE
+        )
+        assert code == 0, err
+        assert out == SyncReport.model_validate_json(out).model_dump_json() + "\n"
+        assert SyncReport.model_validate_json(out).results[0].status == "synced"
+        if turn:
+            assert heavy == []
