@@ -86,3 +86,33 @@ def test_sync_now_json_prints_the_models_text_without_loading_the_models(
         assert SyncReport.model_validate_json(out).results[0].status == "synced"
         if turn:
             assert heavy == []
+
+
+def test_hub_init_and_tokens_load_no_server_and_no_models_they_do_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    data = tmp_path / "hub"
+    server = ("aiohttp", "memsync.hub.app", "memsync.hub.serve", "memsync.hub.workers")
+    code, heavy, out, err = probe("hub", "init", str(data), env=env, heavy=(*server, *WIRE))
+    assert (code, heavy) == (0, []), err
+    assert out.startswith("msk_"), out
+    create = ("hub", "token", "create", "--data", str(data), "--scope", "read:team")
+    code, heavy, out, err = probe(*create, env=env, heavy=(*server, *WIRE))
+    assert (code, heavy) == (0, []), err
+    made = out.strip()
+    code, heavy, out, err = probe(*create, "--json", env=env, heavy=server)
+    assert (code, heavy) == (0, []), err
+    assert json.loads(out)["scopes"] == ["read:team"]
+    code, heavy, out, err = probe(
+        "hub",
+        "token",
+        "revoke",
+        made.split("_")[1],
+        "--data",
+        str(data),
+        env=env,
+        heavy=(*server, *WIRE),
+    )
+    assert (code, heavy) == (0, []), err
+    assert out == f"token {made.split('_')[1]} revoked\n"
