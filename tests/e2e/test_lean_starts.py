@@ -13,6 +13,7 @@ from memsync.wire.cli import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
 from tests.e2e.test_startup import probe
+from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
 from tests.helpers import commit, git, push
 
 # A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
@@ -116,3 +117,30 @@ def test_hub_init_and_tokens_load_no_server_and_no_models_they_do_not_print(
     )
     assert (code, heavy) == (0, []), err
     assert out == f"token {made.split('_')[1]} revoked\n"
+
+
+def test_keys_and_views_build_load_no_http_client_and_no_pull(
+    provider: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    http = ("aiohttp", "memsync.transports.http", "memsync.views.pull", "memsync.views.publish")
+    key = tmp_path / "view.key"
+    code, heavy, out, err = probe("keys", "generate", "--out", str(key), env=env, heavy=http)
+    assert (code, heavy) == (0, []), err
+    assert out.startswith("ed25519:"), out
+    code, heavy, out, err = probe(
+        "views",
+        "build",
+        str(provider),
+        "auth",
+        "--out",
+        str(tmp_path / "out"),
+        "--key",
+        str(key),
+        "--json",
+        env=env,
+        heavy=http,
+    )
+    assert (code, heavy) == (0, []), err
+    assert (Path(json.loads(out)["out"]) / "package").is_file()
