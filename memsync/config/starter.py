@@ -99,7 +99,7 @@ def describe_root(name: str, path: Path) -> StarterRoot:
     fix = f"create one with `memsync init {path}`, or pass the path of an existing root"
     if not path.is_dir():
         raise RootError(f"root {name}: {path} does not exist or is not a directory", hint=fix)
-    git = Git(path, timeout=30)
+    git = Git(path, timeout=30, resident=False)  # a one-shot: git answers, no GitPython
     if git.git_dir() is None:
         raise RootError(f"root {name}: {path} is not the top level of a Git work tree", hint=fix)
     document = path / ROOT_DOCUMENT

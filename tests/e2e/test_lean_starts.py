@@ -144,3 +144,28 @@ def test_keys_and_views_build_load_no_http_client_and_no_pull(
     )
     assert (code, heavy) == (0, []), err
     assert (Path(json.loads(out)["out"]) / "package").is_file()
+
+
+def test_doctor_and_config_init_ask_git_instead_of_loading_gitpython(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = tmp_path / "made.yaml"
+    code, heavy, _, err = probe(
+        "--config",
+        str(config),
+        "config",
+        "init",
+        "--root",
+        f"bob={team.bob.path}",
+        env=env,
+        heavy=GITPYTHON,
+    )
+    assert (code, heavy) == (0, []), err
+    assert f"path: {team.bob.path}" in config.read_text()
+    code, heavy, out, err = probe(
+        "--config", str(config), "doctor", "--json", env=env, heavy=GITPYTHON
+    )
+    assert (code, heavy) == (0, []), err + out
+    checks = {c["name"]: c["status"] for c in json.loads(out)["checks"]}
+    assert checks["roots.bob"] == "ok", out
