@@ -11,8 +11,8 @@ from pathlib import Path
 
 from memsync.wire.cli import SyncReport
 from tests.conftest import Team
-from tests.e2e.daemons import write_config
-from tests.e2e.test_startup import probe
+from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
 from tests.helpers import commit, git, push
 
@@ -169,3 +169,26 @@ def test_doctor_and_config_init_ask_git_instead_of_loading_gitpython(
     assert (code, heavy) == (0, []), err + out
     checks = {c["name"]: c["status"] for c in json.loads(out)["checks"]}
     assert checks["roots.bob"] == "ok", out
+
+
+def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        for turn, flags in enumerate(((), ("--json",))):
+            commit(team.alice.path, {"MEMORY_daemon.md": f"# Daemon\n\nturn {turn}\n"}, "d")
+            push(team.alice.path)
+            code, heavy, started, out, err = probe_counting(
+                "--config", str(config), "sync-now", *flags, env=env, heavy=WIRE
+            )
+            assert (code, heavy, started) == (0, [], 0), err  # no git here: the daemon ran it
+            if flags:
+                [result] = SyncReport.model_validate_json(out).results
+                assert (result.root, result.status) == ("bob", "synced"), out
+            else:
+                assert out.split()[:2] == ["bob", "synced"], out
+        assert daemon.proc.poll() is None
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
