@@ -28,22 +28,28 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
 
 
 def render(path: Path, result: RootCheck, as_json: bool) -> None:
-    """The report (CONTRACT §2): the JSON document, or the lines a person reads (those
-    without the wire models: pydantic loads for the document only)."""
+    """The report (CONTRACT §2): the JSON document (the wire model's text, written without
+    pydantic: `wire.documents`), or the lines a person reads."""
     if not as_json:
         text.print_validation(f"{path} at {result.rev}" if result.rev else str(path), result)
         return
-    from memsync.wire.cli import ProblemModel, ValidateReport  # noqa: PLC0415 - pydantic
+    from memsync.wire.documents import validate_report  # noqa: PLC0415 - the model's text
 
+    problems = [
+        {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
+        for p in result.problems
+    ]
     emit(
-        ValidateReport(
-            valid=result.valid,
-            root=str(result.root),
-            rev=result.rev,
-            files=result.files,
-            items=result.items,
-            problems=[ProblemModel.of(p) for p in result.problems],
-            tracked=result.tracked,
-            memory_files=result.memory_files,
+        validate_report(
+            {
+                "valid": result.valid,
+                "root": str(result.root),
+                "rev": result.rev,
+                "files": result.files,
+                "items": result.items,
+                "problems": problems,
+                "tracked": result.tracked,
+                "memory_files": result.memory_files,
+            }
         )
     )

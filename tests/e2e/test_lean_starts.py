@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memsync.wire.cli import SyncReport
+from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_startup import probe, probe_counting
@@ -62,8 +62,13 @@ def test_validate_loads_neither_the_schema_nor_the_wire_models_it_does_not_print
         "validate", str(root), env=env, heavy=(*WIRE, "memsync.config.schema", "yaml")
     )
     assert (code, heavy) == (1, []), err
-    # The lines a person reads say what the document says.
-    code, _, document, _ = probe("validate", str(root), "--json", env=env)
+    # The document is the wire model's text, written without the model; the lines a
+    # person reads say what it says.
+    code, heavy, document, err = probe(
+        "validate", str(root), "--json", env=env, heavy=(*WIRE, "memsync.config.schema")
+    )
+    assert (code, heavy) == (1, []), err
+    assert document == ValidateReport.model_validate_json(document).model_dump_json() + "\n"
     problems = json.loads(document)["problems"]
     assert code == 1 and problems
     assert out.splitlines()[0].startswith(f"{root}: {len(problems)} problem(s) in ")

@@ -17,8 +17,22 @@ from pydantic import BaseModel
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.validators.problems import Problem
 from memsync.wire import documents
-from memsync.wire.cli import DaemonStatus, StatusReport, SyncReport, SyncResultModel
-from memsync.wire.shape import DAEMON_STATUS, STATUS_REPORT, SYNC_REPORT, SYNC_RESULT, Shape, fit
+from memsync.wire.cli import (
+    DaemonStatus,
+    StatusReport,
+    SyncReport,
+    SyncResultModel,
+    ValidateReport,
+)
+from memsync.wire.shape import (
+    DAEMON_STATUS,
+    STATUS_REPORT,
+    SYNC_REPORT,
+    SYNC_RESULT,
+    VALIDATE_REPORT,
+    Shape,
+    fit,
+)
 from tests.e2e.test_startup import documents as shaped
 
 # Any text JSON can carry, a lone surrogate too (`"\ud800"` decodes to one).
@@ -71,6 +85,7 @@ def test_the_shapes_are_the_wire_models() -> None:
         (SyncReport, SYNC_REPORT),
         (DaemonStatus, DAEMON_STATUS),
         (StatusReport, STATUS_REPORT),
+        (ValidateReport, VALIDATE_REPORT),
     ):
         assert json.dumps(shape_of(model)) == json.dumps(shape)  # fields and their order
 
@@ -103,6 +118,13 @@ def test_the_daemon_block_is_the_models_text(document: dict[str, Any]) -> None:
 def test_the_status_report_is_the_models_text(document: dict[str, Any]) -> None:
     mine = documents.status_report(document).model_dump_json()
     assert mine == StatusReport.model_validate(document).model_dump_json()
+
+
+@given(shaped(VALIDATE_REPORT))
+def test_the_validate_report_is_the_models_text(document: dict[str, Any]) -> None:
+    mine = outcome(lambda: documents.validate_report(document).model_dump_json())
+    model = outcome(lambda: ValidateReport.model_validate(document).model_dump_json())
+    assert mine == model
 
 
 def test_a_document_of_another_shape_goes_through_the_model() -> None:
