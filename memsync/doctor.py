@@ -163,7 +163,12 @@ def check_root(root: RootSettings) -> list[Check]:
     fix_path = f"fix {name}.path, or create the root with `memsync init {path}`"
     if not path.is_dir():
         return [Check(name, FAIL, f"{path} does not exist or is not a directory", fix_path)]
-    git = Git(path, timeout=root.timeout.total_seconds(), credentials=root.git_credentials)
+    git = Git(  # a one-shot: git answers, no GitPython
+        path,
+        timeout=root.timeout.total_seconds(),
+        credentials=root.git_credentials,
+        resident=False,
+    )
     if git.git_dir() is None:
         return [Check(name, FAIL, f"{path} is not the top level of a Git work tree", fix_path)]
     try:
@@ -301,7 +306,7 @@ def _repo_config(root: RootSettings) -> list[Check]:
     found = repo_config_problems(root.path)
     if not found:
         return [Check(name, OK, "holds only settings memsync allows, and names no programs")]
-    refusing = {p.message for p in refusing_problems(Git(root.path))}
+    refusing = {p.message for p in refusing_problems(Git(root.path, resident=False))}
     return [
         Check(
             name,

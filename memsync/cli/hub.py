@@ -10,14 +10,13 @@ import click
 
 from memsync import timefmt
 from memsync.cli.kit import EXIT_OK, App, emit
-from memsync.config.model import default_hub
 from memsync.config.units import parse_duration
 from memsync.errors import UsageError
-from memsync.hub.guard import Limits
-from memsync.hub.serve import run_hub
 from memsync.hub.tokens import hub_init, open_store
-from memsync.hub.workers import default_workers
-from memsync.wire.hub import TokenCreated, TokenList
+
+# The server stack (aiohttp, the hub's app, its workers) loads for `hub serve` only and
+# the wire models (pydantic) for a `--json` document only: `hub init` and the token
+# commands are short jobs that read and write the token store (issue 18).
 
 # -- hub --------------------------------------------------------------------------------------
 
@@ -43,6 +42,8 @@ def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
     """Create a hub data dir and print the first admin token (shown this once)."""
     raw = hub_init(data_dir)
     if as_json:
+        from memsync.wire.hub import TokenCreated  # noqa: PLC0415
+
         token_id = raw.split("_")[1]
         emit(
             TokenCreated(
@@ -120,6 +121,11 @@ def hub_serve(
     With --data, the configuration is not read; otherwise the `hub:` section gives the
     data dir, the address and the limits the options above do not set.
     """
+    from memsync.config.model import default_hub  # noqa: PLC0415
+    from memsync.hub.guard import Limits  # noqa: PLC0415
+    from memsync.hub.serve import run_hub  # noqa: PLC0415
+    from memsync.hub.workers import default_workers  # noqa: PLC0415
+
     data_dir = _hub_dir(app, data)
     settings = app.settings().hub if data is None else None
     base = settings or default_hub(data_dir)
@@ -201,6 +207,8 @@ def hub_token_create(
     finally:
         store.close()
     if as_json:
+        from memsync.wire.hub import TokenCreated  # noqa: PLC0415
+
         entry = info.model(timefmt.now())
         emit(
             TokenCreated(
@@ -230,6 +238,8 @@ def hub_token_list(app: App, data: Path | None, as_json: bool) -> int:
     finally:
         store.close()
     if as_json:
+        from memsync.wire.hub import TokenList  # noqa: PLC0415
+
         emit(TokenList(tokens=entries))
     else:
         for e in entries:

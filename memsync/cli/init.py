@@ -32,7 +32,6 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
     """
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.create import init_root  # noqa: PLC0415
-    from memsync.wire.cli import InitReport  # noqa: PLC0415
 
     configured = None
     if find_config_path(app.config_path) is not None:  # optional here: a broken one is unused
@@ -49,18 +48,21 @@ def init(app: App, path: Path, upstream: str | None, branch: str, as_json: bool)
             progress=progress,
             signing=signing,
         )
-    report = InitReport(
-        path=str(done.path),
-        created=done.created,
-        joined=done.joined,
-        head=done.head,
-        branch=done.branch,
-        upstream=redact(done.upstream) if done.upstream else None,
-        pushed=done.pushed,
-        message=done.message,
-    )
-    if as_json:
-        emit(report)
+    if as_json:  # the wire model (pydantic) loads for the document only
+        from memsync.wire.cli import InitReport  # noqa: PLC0415
+
+        emit(
+            InitReport(
+                path=str(done.path),
+                created=done.created,
+                joined=done.joined,
+                head=done.head,
+                branch=done.branch,
+                upstream=redact(done.upstream) if done.upstream else None,
+                pushed=done.pushed,
+                message=done.message,
+            )
+        )
     else:
         click.echo(f"{done.path}: {done.message} (branch {done.branch}, head {done.head[:12]})")
         if done.upstream is None:

@@ -61,9 +61,10 @@ def sync_now(
         finally:
             graph.close()
     if as_json:
-        from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic
+        # The model's text without pydantic (`wire.documents`; an odd value: the model).
+        from memsync.wire.documents import sync_report  # noqa: PLC0415
 
-        emit(SyncReport(results=[r.model() for r in results]))
+        emit(sync_report(r.document() for r in results))
     else:
         for r in results:
             text.print_result(r)
@@ -126,7 +127,12 @@ def _sync_through_daemon(
     except DaemonUnavailable:
         return None
     from memsync.roots.result import SyncResult  # noqa: PLC0415
-    from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for the answer only
+    from memsync.wire.shape import SYNC_REPORT, fit  # noqa: PLC0415
+
+    fitted = fit(answer, SYNC_REPORT)  # the model's exact shape: read without pydantic
+    if fitted is not None:
+        return [SyncResult.from_document(d) for d in fitted["results"]]
+    from memsync.wire.cli import SyncReport  # noqa: PLC0415 - pydantic, for an odd answer only
 
     return [SyncResult.from_model(m) for m in SyncReport.model_validate(answer).results]
 

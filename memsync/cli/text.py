@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memsync.doctor import Diagnosis
+    from memsync.roots.check import RootCheck
     from memsync.roots.result import SyncResult
-    from memsync.wire import ValidateReport
 
 _MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
-def print_validation(where: str, report: ValidateReport) -> None:
+def print_validation(where: str, report: RootCheck) -> None:
     checked = (
         f"{_count(report.tracked, 'tracked file')}, {_count(report.memory_files, 'memory file')}, "
         f"{_count(report.items, 'item')}"

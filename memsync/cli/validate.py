@@ -28,20 +28,28 @@ def validate(path: Path, rev: str | None, as_json: bool) -> int:
 
 
 def render(path: Path, result: RootCheck, as_json: bool) -> None:
-    """The report (CONTRACT §2): the JSON document, or the lines a person reads."""
-    from memsync.wire.cli import ProblemModel, ValidateReport  # noqa: PLC0415 - pydantic
+    """The report (CONTRACT §2): the JSON document (the wire model's text, written without
+    pydantic: `wire.documents`), or the lines a person reads."""
+    if not as_json:
+        text.print_validation(f"{path} at {result.rev}" if result.rev else str(path), result)
+        return
+    from memsync.wire.documents import validate_report  # noqa: PLC0415 - the model's text
 
-    out = ValidateReport(
-        valid=result.valid,
-        root=str(result.root),
-        rev=result.rev,
-        files=result.files,
-        items=result.items,
-        problems=[ProblemModel.of(p) for p in result.problems],
-        tracked=result.tracked,
-        memory_files=result.memory_files,
+    problems = [
+        {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
+        for p in result.problems
+    ]
+    emit(
+        validate_report(
+            {
+                "valid": result.valid,
+                "root": str(result.root),
+                "rev": result.rev,
+                "files": result.files,
+                "items": result.items,
+                "problems": problems,
+                "tracked": result.tracked,
+                "memory_files": result.memory_files,
+            }
+        )
     )
-    if as_json:
-        emit(out)
-    else:
-        text.print_validation(f"{path} at {result.rev}" if result.rev else str(path), out)

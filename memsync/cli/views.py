@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -14,21 +14,14 @@ from memsync.cli.kit import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.config.units import format_size, parse_duration, parse_size
 from memsync.errors import UsageError
 from memsync.progress import for_terminal
-from memsync.secrets import resolve_header
 from memsync.views.archive import MAX_FILE_CEILING, ArchiveLimits
-from memsync.views.build import StaticBuild, build_static
-from memsync.views.keys import generate_key, key_id, load_private_key, parse_public_key
-from memsync.views.publish import PublishRefused, publish_view, secret_ref
-from memsync.views.pull import pull_views
-from memsync.views.verify import ViewCheck, verify_view
-from memsync.wire import (
-    KeyReport,
-    ProblemModel,
-    ViewBuildReport,
-    ViewPublishReport,
-    ViewsPullReport,
-    ViewVerifyReport,
-)
+
+# Each command loads its own part of the view stack (issue 18): `keys generate` and `views
+# build` no HTTP client, `views build` and `verify` no pull.
+if TYPE_CHECKING:
+    from memsync.views.build import StaticBuild
+    from memsync.views.verify import ViewCheck
+    from memsync.wire import ViewsPullReport
 
 FC = TypeVar("FC", bound=Callable[..., object])
 
@@ -78,6 +71,9 @@ def keys() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def keys_generate(out: Path, as_json: bool) -> int:
     """Write a new private key and print its public key (`ed25519:…`) to pin on consumers."""
+    from memsync.views.keys import generate_key, key_id, parse_public_key  # noqa: PLC0415
+    from memsync.wire import KeyReport  # noqa: PLC0415
+
     public = generate_key(out)
     report = KeyReport(path=str(out), public_key=public, key_id=key_id(parse_public_key(public)))
     if as_json:
@@ -106,6 +102,9 @@ def views() -> None:
 @click.pass_obj
 def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     """Refresh imported views now (all configured views when none is named)."""
+    from memsync.views.pull import pull_views  # noqa: PLC0415
+    from memsync.wire import ViewsPullReport  # noqa: PLC0415
+
     settings = app.settings()
     known = {v.name: v for v in settings.views}
     unknown = [n for n in names if n not in known]
@@ -137,6 +136,7 @@ def _pull_through_daemon(
 ) -> ViewsPullReport | None:
     """The running daemon's pull verdicts, or None when no daemon serving `config` answers."""
     from memsync.daemon.client import DaemonUnavailable, call_serving  # noqa: PLC0415
+    from memsync.wire import ViewsPullReport  # noqa: PLC0415
     from memsync.wire.requests import PullRequest  # noqa: PLC0415
 
     try:
@@ -178,6 +178,8 @@ def views_verify(
     DIR_OR_URL is a view's directory in the static layout (holding `manifest` and
     `package`) or its URL (`https://hub/v1/views/ID`).
     """
+    from memsync.views.verify import verify_view  # noqa: PLC0415
+
     if not keys_ and not allow_unsigned:
         raise UsageError("give at least one --key (or --allow-unsigned)")
     if not source.startswith(("http://", "https://")):
@@ -202,6 +204,8 @@ def views_verify(
 
 def _render_verify(check: ViewCheck, as_json: bool) -> None:
     """The report (CONTRACT §2): the JSON document, or the lines a person reads."""
+    from memsync.wire import ProblemModel, ViewVerifyReport  # noqa: PLC0415
+
     report = ViewVerifyReport(
         valid=check.valid,
         source=check.source,
@@ -274,6 +278,9 @@ def views_build(
     content builds nothing. Any static HTTP server (or a CDN) can then serve OUT;
     consumers point `views.<name>.source.url` at `https://HOST/v1/views/VIEW_ID`.
     """
+    from memsync.views.build import build_static  # noqa: PLC0415
+    from memsync.views.keys import load_private_key  # noqa: PLC0415
+
     if revision is not None and revision < 1:
         raise UsageError("--revision must be 1 or more")
     lifetime = parse_duration(expires)
@@ -295,6 +302,8 @@ def views_build(
 
 def _render_build(done: StaticBuild, view_id: str, *, signed: bool, as_json: bool) -> None:
     """The report (CONTRACT §2): the JSON document, or the line a person reads."""
+    from memsync.wire import ViewBuildReport  # noqa: PLC0415
+
     built, decided, target = done.built, done.decided, done.target
     report = ViewBuildReport(
         view_id=view_id,
@@ -366,6 +375,11 @@ def views_publish(
     as_json: bool,
 ) -> int:
     """Build, sign and upload the next revision (nothing when the content is unchanged)."""
+    from memsync.secrets import resolve_header  # noqa: PLC0415
+    from memsync.views.keys import load_private_key  # noqa: PLC0415
+    from memsync.views.publish import PublishRefused, publish_view, secret_ref  # noqa: PLC0415
+    from memsync.wire import ProblemModel, ViewPublishReport  # noqa: PLC0415
+
     token = resolve_header(secret_ref(token_ref), where="--token")
     keys_ = [load_private_key(k) for k in key_files]
     try:

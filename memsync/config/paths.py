@@ -33,6 +33,15 @@ MEMO_ENTRIES = 16  # config files remembered; the oldest is dropped first
 _MEMO_BYTES = 64 * 1024
 
 
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/memsync` (when set and absolute), else `~/.local/state/memsync`:
+    the default state dir (CONTRACT §4), here so `validate PATH` needs no schema."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "memsync"
+    return Path.home() / ".local" / "state" / "memsync"
+
+
 @dataclass(frozen=True)
 class StatePaths:
     """Where a configuration that loaded cleanly puts the state dir and the control socket."""

@@ -34,6 +34,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticUndefined
 
+from memsync.config.paths import default_state_dir
 from memsync.config.units import (
     check_branch,
     check_http_url,
@@ -607,14 +608,6 @@ class Hub(_Model):
     log_interval: Duration = _about(
         "the same warning is logged at most this often", timedelta(seconds=60)
     )
-
-
-def default_state_dir() -> Path:
-    """`$XDG_STATE_HOME/memsync` (when set and absolute), else `~/.local/state/memsync`."""
-    xdg = os.environ.get("XDG_STATE_HOME", "")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "memsync"
-    return Path.home() / ".local" / "state" / "memsync"
 
 
 def default_control_socket(state_dir: Path) -> Path:

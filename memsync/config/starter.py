@@ -99,7 +99,7 @@ def describe_root(name: str, path: Path) -> StarterRoot:
     fix = f"create one with `memsync init {path}`, or pass the path of an existing root"
     if not path.is_dir():
         raise RootError(f"root {name}: {path} does not exist or is not a directory", hint=fix)
-    git = Git(path, timeout=30)
+    git = Git(path, timeout=30, resident=False)  # a one-shot: git answers, no GitPython
     if git.git_dir() is None:
         raise RootError(f"root {name}: {path} is not the top level of a Git work tree", hint=fix)
     document = path / ROOT_DOCUMENT
@@ -291,8 +291,7 @@ def start_config(
     """`memsync config init`: the roots given (`NAME=PATH`) or found, described, rendered
     and written to `out`, else `config_path` (`--config`), else `$MEMSYNC_CONFIG`, else
     `$XDG_CONFIG_HOME/memsync/config.yaml` (default `~/.config/...`)."""
-    from memsync.config.paths import CONFIG_ENV  # noqa: PLC0415
-    from memsync.config.schema import default_state_dir  # noqa: PLC0415 - pydantic
+    from memsync.config.paths import CONFIG_ENV, default_state_dir  # noqa: PLC0415
 
     given = [parse_root_option(text) for text in root_options]
     home = Path.home()

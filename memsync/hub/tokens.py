@@ -38,14 +38,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memsync import timefmt
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.errors import UsageError
 from memsync.names import NAME_MAX, is_name
 from memsync.redaction import TOKENISH
-from memsync.wire.hub import TokenEntry
+
+if TYPE_CHECKING:  # the wire model (pydantic) loads for a listed token only
+    from memsync.wire.hub import TokenEntry
 
 DB_NAME = "hub.db"
 TOKEN_RE = re.compile(r"msk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -137,6 +139,7 @@ class TokenInfo:
 
     def model(self, now: datetime) -> TokenEntry:
         """The token as `hub token list --json` prints it (never its secret)."""
+        from memsync.wire.hub import TokenEntry  # noqa: PLC0415
 
         def stamp(moment: datetime | None) -> str | None:
             return None if moment is None else timefmt.rfc3339(moment)

@@ -38,7 +38,7 @@ def check_root(path: Path, rev: str | None = None, *, state_dir: Path | None = N
     the result. Files parsed by an earlier check (same bytes) are not parsed again: the
     cache lives under `state_dir` (default: the default state dir; in memory when that is
     unusable); it is only a cache, and damaged or foreign entries are ignored."""
-    from memsync.config.schema import default_state_dir  # noqa: PLC0415 - pydantic
+    from memsync.config.paths import default_state_dir  # noqa: PLC0415
     from memsync.roots.disktree import disk_tree_view  # noqa: PLC0415
     from memsync.transports.git import Git  # noqa: PLC0415
     from memsync.transports.repoconfig import refusing_problems, repo_config_problems  # noqa: PLC0415

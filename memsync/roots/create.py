@@ -84,7 +84,11 @@ def init_root(
     """`credentials`: how to reach a private upstream (the configured root's `sync.https`
     or `sync.ssh`, when the path is a configured root). `progress` is shown the fetch,
     the validation and the checkout of a joined upstream. `signing`: the configured
-    root's `signing.key`, which signs the baseline commit."""
+    root's `signing.key`, which signs the baseline commit.
+
+    A one-shot job (its box is not `resident`): what the plain readers cannot answer is asked
+    of git, and GitPython is never imported (issue 18: it cost `memsync init` more than
+    the rest of its imports together)."""
     policy = policy or SyncPolicy()
     path = path.expanduser().absolute()
     if path.exists() and not path.is_dir():
@@ -96,13 +100,13 @@ def init_root(
                 f"{path} holds only {leftovers[0]}, left by an init that was killed",
                 hint=f"remove {path / leftovers[0]}, then run init again",
             )
-        return _existing(Git(path, credentials=credentials), path, upstream, policy)
+        return _existing(Git(path, credentials=credentials, resident=False), path, upstream, policy)
     upstream = local_upstream(upstream)  # the staging directory is one level deeper
     try:
         with _claimed(path) as target:
             staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
             try:
-                git = Git(staging, credentials=credentials)
+                git = Git(staging, credentials=credentials, resident=False)
                 done = _create(git, staging, branch, upstream, policy, progress, signing)
                 _move_into(staging, target)
             finally:
@@ -114,7 +118,7 @@ def init_root(
         ) from exc
     # The renames changed the moved entries' ctime: store fresh stat data once, so that
     # `git status` (memsync's cycles, the person's) does not hash every file again.
-    indexstat.refresh(Git(path, credentials=credentials))
+    indexstat.refresh(Git(path, credentials=credentials, resident=False))
     return replace(done, path=path)
 
 

@@ -77,6 +77,27 @@ class SyncResult:
         )
 
     @classmethod
+    def from_document(cls, document: dict[str, Any]) -> SyncResult:
+        """Back from a daemon's answer that has exactly the wire model's shape
+        (`wire.shape.fit(..., SYNC_RESULT)`): what `from_model` gives for it, without
+        pydantic (tests/unit/test_wire_documents.py holds the two equal)."""
+        return cls(
+            root=document["root"],
+            status=SyncStatus(document["status"]),
+            message=document["message"],
+            head=document["head"],
+            upstream=document["upstream"],
+            files=tuple(document["files"]),
+            problems=tuple(
+                Problem(p["code"], p["path"], p["line"], p["message"]) for p in document["problems"]
+            ),
+            rescue_ref=document["rescue_ref"],
+            operation_id=document["operation_id"],
+            duration_ms=document["duration_ms"],
+            dry_run=document["dry_run"],
+        )
+
+    @classmethod
     def from_model(cls, model: SyncResultModel) -> SyncResult:
         """Back from the wire (a daemon's answer, printed like an in-process result)."""
         return cls(

@@ -15,7 +15,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memsync.wire.shape import DAEMON_STATUS, STATUS_REPORT, SYNC_REPORT, SYNC_RESULT, fit
+from memsync.wire.shape import (
+    DAEMON_STATUS,
+    STATUS_REPORT,
+    SYNC_REPORT,
+    SYNC_RESULT,
+    VALIDATE_REPORT,
+    fit,
+)
 
 
 class Answer:
@@ -56,6 +63,16 @@ def sync_report(results: Iterable[dict[str, Any]]) -> Answer:
     from memsync.wire.cli import SyncReport  # noqa: PLC0415
 
     return Answer(SyncReport.model_validate(report).model_dump_json())
+
+
+def validate_report(document: dict[str, Any]) -> Answer:
+    """The `validate --json` document: the `ValidateReport` model's."""
+    fitted = fit(document, VALIDATE_REPORT)
+    if fitted is not None:
+        return Answer.of(fitted)
+    from memsync.wire.cli import ValidateReport  # noqa: PLC0415
+
+    return Answer(ValidateReport.model_validate(document).model_dump_json())
 
 
 def daemon_status(document: dict[str, Any]) -> Answer:

@@ -109,6 +109,16 @@ SYNC_RESULT: Shape = {
     "dry_run": "bool",
 }
 SYNC_REPORT: Shape = {"results": [SYNC_RESULT]}
+VALIDATE_REPORT: Shape = {
+    "valid": "bool",
+    "root": "str",
+    "rev": "str?",
+    "files": "int",
+    "items": "int",
+    "problems": [_PROBLEM],
+    "tracked": "int",
+    "memory_files": "int",
+}
 
 
 class _Misfit(Exception):

@@ -33,3 +33,32 @@ def test_a_finished_orphan_is_reaped_and_not_blamed() -> None:
     proc.wait()
     assert leftovers.settle(before, grace=0.2) == []
     assert not [c for pid, c in leftovers.children().items() if pid not in before]
+
+
+@pytest.mark.skipif(not leftovers.become_subreaper(), reason="needs PR_SET_CHILD_SUBREAPER")
+def test_the_threads_child_lists_name_every_child_a_scan_of_proc_finds() -> None:
+    """The guard reads its threads' `children` lists rather than every process: they must
+    name what a scan of /proc names, whichever thread started a child or adopted an orphan."""
+    import threading  # noqa: PLC0415
+
+    before = set(leftovers.children())
+    started: list[subprocess.Popen[bytes]] = [subprocess.Popen(["sleep", "30"])]
+    thread = threading.Thread(target=lambda: started.append(subprocess.Popen(["sleep", "30"])))
+    thread.start()
+    thread.join()
+    subprocess.run(["sh", "-c", "setsid sleep 30 </dev/null >/dev/null 2>&1 &"], check=True)
+    done = subprocess.Popen(["true"])  # a zombie until reaped
+    try:
+        scanned = {
+            int(e.name)
+            for e in os.scandir("/proc")
+            if e.name.isdigit() and leftovers._child(int(e.name))
+        }
+        assert len(scanned) >= 4
+        assert set(leftovers.children()) == scanned
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
+        done.wait()
+        leftovers.settle(before, grace=0)  # the setsid'd orphan

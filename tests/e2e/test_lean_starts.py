@@ -1,0 +1,199 @@
+"""What a process loads for what it does (issue 18, item 5): every `memsync` process a user
+(or the test suite) starts pays its imports in CPU, so a command loads only what its work and
+its configuration use. tests/e2e/test_startup.py covers `--help`, `status` and `sync-now`;
+these cover `init` and the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memsync.wire.cli import SyncReport, ValidateReport
+from tests.conftest import Team
+from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_startup import probe, probe_counting
+from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
+from tests.helpers import commit, git, push
+
+# A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
+GITPYTHON = ("git", "gitdb")
+# The wire models (pydantic) load for a `--json` document only.
+WIRE = ("pydantic", "pydantic_core", "memsync.wire.cli")
+
+
+def test_init_loads_neither_gitpython_nor_the_wire_models_it_does_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    upstream = tmp_path / "team.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
+    # A new root whose baseline goes to an empty upstream, then one that joins it.
+    for name in ("first", "second"):
+        code, heavy, out, err = probe(
+            "init",
+            str(tmp_path / name),
+            "--upstream",
+            str(upstream),
+            env=env,
+            heavy=(*GITPYTHON, *WIRE),
+        )
+        assert (code, heavy) == (0, []), err
+        assert out.startswith(f"{tmp_path / name}: "), out
+    assert git(tmp_path / "second", "rev-parse", "HEAD") == git(upstream, "rev-parse", "main")
+    # --json prints the wire model's document; GitPython still stays out.
+    code, heavy, out, err = probe(
+        "init", str(tmp_path / "third"), "--json", env=env, heavy=(*GITPYTHON, *WIRE)
+    )
+    assert code == 0, err
+    assert "memsync.wire.cli" in heavy
+    assert not [m for m in heavy if m.split(".")[0] in GITPYTHON], heavy
+    assert json.loads(out)["created"] is True
+
+
+def test_validate_loads_neither_the_schema_nor_the_wire_models_it_does_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    root = tmp_path / "mem"
+    assert probe("init", str(root), env=env)[0] == 0
+    (root / "MEMORY.md").write_text("# User Context\n\n# Notes {#notes}\n\n- `a` one → [b]\n")
+    code, heavy, out, err = probe(
+        "validate", str(root), env=env, heavy=(*WIRE, "memsync.config.schema", "yaml")
+    )
+    assert (code, heavy) == (1, []), err
+    # The document is the wire model's text, written without the model; the lines a
+    # person reads say what it says.
+    code, heavy, document, err = probe(
+        "validate", str(root), "--json", env=env, heavy=(*WIRE, "memsync.config.schema")
+    )
+    assert (code, heavy) == (1, []), err
+    assert document == ValidateReport.model_validate_json(document).model_dump_json() + "\n"
+    problems = json.loads(document)["problems"]
+    assert code == 1 and problems
+    assert out.splitlines()[0].startswith(f"{root}: {len(problems)} problem(s) in ")
+    for problem, line in zip(problems, out.splitlines()[1:], strict=True):
+        assert line.split()[0] == problem["code"] and problem["message"] in line
+
+
+def test_sync_now_json_prints_the_models_text_without_loading_the_models(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the first loads the schema (no settings memo yet); the second not
+        commit(team.alice.path, {"MEMORY_json.md": f"# Json\n\nturn {turn}\n"}, "json")
+        push(team.alice.path)
+        code, heavy, out, err = probe(
+            "--config", str(config), "sync-now", "--json", env=env, heavy=WIRE
+        )
+        assert code == 0, err
+        assert out == SyncReport.model_validate_json(out).model_dump_json() + "\n"
+        assert SyncReport.model_validate_json(out).results[0].status == "synced"
+        if turn:
+            assert heavy == []
+
+
+def test_hub_init_and_tokens_load_no_server_and_no_models_they_do_not_print(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    data = tmp_path / "hub"
+    server = ("aiohttp", "memsync.hub.app", "memsync.hub.serve", "memsync.hub.workers")
+    code, heavy, out, err = probe("hub", "init", str(data), env=env, heavy=(*server, *WIRE))
+    assert (code, heavy) == (0, []), err
+    assert out.startswith("msk_"), out
+    create = ("hub", "token", "create", "--data", str(data), "--scope", "read:team")
+    code, heavy, out, err = probe(*create, env=env, heavy=(*server, *WIRE))
+    assert (code, heavy) == (0, []), err
+    made = out.strip()
+    code, heavy, out, err = probe(*create, "--json", env=env, heavy=server)
+    assert (code, heavy) == (0, []), err
+    assert json.loads(out)["scopes"] == ["read:team"]
+    code, heavy, out, err = probe(
+        "hub",
+        "token",
+        "revoke",
+        made.split("_")[1],
+        "--data",
+        str(data),
+        env=env,
+        heavy=(*server, *WIRE),
+    )
+    assert (code, heavy) == (0, []), err
+    assert out == f"token {made.split('_')[1]} revoked\n"
+
+
+def test_keys_and_views_build_load_no_http_client_and_no_pull(
+    provider: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    http = ("aiohttp", "memsync.transports.http", "memsync.views.pull", "memsync.views.publish")
+    key = tmp_path / "view.key"
+    code, heavy, out, err = probe("keys", "generate", "--out", str(key), env=env, heavy=http)
+    assert (code, heavy) == (0, []), err
+    assert out.startswith("ed25519:"), out
+    code, heavy, out, err = probe(
+        "views",
+        "build",
+        str(provider),
+        "auth",
+        "--out",
+        str(tmp_path / "out"),
+        "--key",
+        str(key),
+        "--json",
+        env=env,
+        heavy=http,
+    )
+    assert (code, heavy) == (0, []), err
+    assert (Path(json.loads(out)["out"]) / "package").is_file()
+
+
+def test_doctor_and_config_init_ask_git_instead_of_loading_gitpython(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = tmp_path / "made.yaml"
+    code, heavy, _, err = probe(
+        "--config",
+        str(config),
+        "config",
+        "init",
+        "--root",
+        f"bob={team.bob.path}",
+        env=env,
+        heavy=GITPYTHON,
+    )
+    assert (code, heavy) == (0, []), err
+    assert f"path: {team.bob.path}" in config.read_text()
+    code, heavy, out, err = probe(
+        "--config", str(config), "doctor", "--json", env=env, heavy=GITPYTHON
+    )
+    assert (code, heavy) == (0, []), err + out
+    checks = {c["name"]: c["status"] for c in json.loads(out)["checks"]}
+    assert checks["roots.bob"] == "ok", out
+
+
+def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        for turn, flags in enumerate(((), ("--json",))):
+            commit(team.alice.path, {"MEMORY_daemon.md": f"# Daemon\n\nturn {turn}\n"}, "d")
+            push(team.alice.path)
+            code, heavy, started, out, err = probe_counting(
+                "--config", str(config), "sync-now", *flags, env=env, heavy=WIRE
+            )
+            assert (code, heavy, started) == (0, [], 0), err  # no git here: the daemon ran it
+            if flags:
+                [result] = SyncReport.model_validate_json(out).results
+                assert (result.root, result.status) == ("bob", "synced"), out
+            else:
+                assert out.split()[:2] == ["bob", "synced"], out
+        assert daemon.proc.poll() is None
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
