@@ -152,7 +152,9 @@ def test_the_daemon_ends_a_left_group_before_ready(tmp_path: Path) -> None:
         assert group_members(pgid)
         with launcher(tmp_path) as launch:
             daemon = launch(config)
-            assert not group_members(pgid)
+            # Sent before READY (said in the log by then); SIGKILL takes effect when the
+            # kernel next runs a member, which a busy machine may not have done yet.
             assert f"ended the process group {pgid} of role insight" in daemon.log.read_text()
+            wait_for(lambda: not group_members(pgid), 10, "the left group to be gone")
     finally:
         end_group(pgid)
