@@ -204,8 +204,18 @@ def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
 
 # What a clean fast-forward never makes, so never builds (a dataclass costs its module a
 # few generated functions as it loads): the admission's answers that publish nothing
-# (`roots.refused`) and the daemon's status memo (`roots.statusmemo`).
-NOT_BUILT = ("DryRun", "Unstaged", "Invalid", "Fenced", "AlreadyDone", "NoChange", "Marks", "Seen")
+# (`roots.refused`), the daemon's status memo (`roots.statusmemo`) and GitPython's handles.
+NOT_BUILT = (
+    "DryRun",
+    "Unstaged",
+    "Invalid",
+    "Fenced",
+    "AlreadyDone",
+    "NoChange",
+    "Marks",
+    "Seen",
+    "_Handle",
+)
 
 # Runs the console script's entry point, naming the dataclasses built as they loaded.
 BUILT_PROBE = """
