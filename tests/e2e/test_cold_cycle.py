@@ -204,7 +204,8 @@ def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
 
 # What a clean fast-forward never makes, so never builds (a dataclass costs its module a
 # few generated functions as it loads): the admission's answers that publish nothing
-# (`roots.refused`), the daemon's status memo (`roots.statusmemo`) and GitPython's handles.
+# (`roots.refused`), the daemon's status memo (`roots.statusmemo`), GitPython's handles,
+# what a recovery settled and a hidden code point found.
 NOT_BUILT = (
     "DryRun",
     "Unstaged",
@@ -215,6 +216,8 @@ NOT_BUILT = (
     "Marks",
     "Seen",
     "_Handle",
+    "Recovered",
+    "Hidden",
 )
 
 # Runs the console script's entry point, naming the dataclasses built as they loaded.
