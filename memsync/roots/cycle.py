@@ -25,7 +25,6 @@ from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
-from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Beside, Prefetch
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
@@ -39,6 +38,7 @@ from memsync.validators.problems import Problem
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
     from memsync.roots.incoming import Incoming
+    from memsync.roots.plan import Facts
     from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
     from memsync.roots.statusmemo import Seen, StatusMemo
@@ -453,6 +453,8 @@ class _Cycle:
         upstream, failed = self._fetch(local)
         if failed is not None:
             return failed
+        from memsync.roots.plan import Action, decide  # noqa: PLC0415 - loaded with the gate
+
         plan = decide(self._facts(local, upstream), accept_rewrite=self.options.accept_rewrite)
         log.debug("root %s: %s", self.settings.name, plan.describe())
         if self.trusted is None and plan.trusted is not None:
@@ -532,6 +534,8 @@ class _Cycle:
         return pushed
 
     def _facts(self, local: str, upstream: str | None) -> Facts:
+        from memsync.roots.plan import Facts, anchor, asks_seen, questions  # noqa: PLC0415
+
         git = self.git
         seen = None
         previous = self.before_fetch.get(self.tracking)

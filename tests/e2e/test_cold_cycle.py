@@ -126,6 +126,7 @@ GATE = (
     "memsync.validators.graph",
     "memsync.validators.rightmemory",
     "memsync.validators.cache",
+    "memsync.roots.plan",  # what the fetch's answer decides: loaded with the gate
 )
 
 # The console script's entry point with an audit hook: every import begun (not one already
