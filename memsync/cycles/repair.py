@@ -38,10 +38,11 @@ from memsync.cycles.runrecord import ExecutorFailed
 from memsync.cycles.sandbox import RoleEscaped, RootGuard, escaped_problems
 from memsync.errors import ProblemError
 from memsync.roots import journal
-from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published, Unstaged
+from memsync.roots.admit import Admission, Admitter, Published
 from memsync.roots.candidate import MergeFailed, merge_candidate
 from memsync.roots.checks import Checks
 from memsync.roots.layout import RootLayout, candidate_ref
+from memsync.roots.refused import Fenced, Invalid, NoChange, Unstaged
 from memsync.roots.repairing import Conflict, NotRepaired, Repaired
 from memsync.roots.result import SyncStatus
 from memsync.transports.commitsign import sign_commit, signer

@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from memsync.config.model import RootSettings
 from memsync.cycles import sandbox
@@ -35,24 +35,14 @@ from memsync.cycles.records import Pressure, PruneState
 from memsync.cycles.sandbox import ROLE_ESCAPED, RoleEscaped, RootGuard
 from memsync.errors import LockBusy, ProblemError
 from memsync.roots import journal, recovery
-from memsync.roots.admit import (
-    Admission,
-    Admitter,
-    AlreadyDone,
-    DryRun,
-    Fenced,
-    Invalid,
-    NoChange,
-    Outcome,
-    Published,
-    Unstaged,
-)
+from memsync.roots.admit import Admission, Admitter, Published
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.checks import Checks
 from memsync.roots.edits import blocking_changes
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.lock import RootLock
+from memsync.roots.refused import AlreadyDone, DryRun, Fenced, Invalid, NoChange, Unstaged
 from memsync.transports.commitsign import SigningKeyError, sign_commit, sign_head, signer
 from memsync.transports.git import Git
 from memsync.transports.process import Deadline
@@ -65,6 +55,9 @@ log = logging.getLogger(__name__)
 
 LANDED, NOOP, NOT_DUE, REFUSED, FAILED = "landed", "noop", "not-due", "refused", "failed"
 OK_STATUSES = frozenset({LANDED, NOOP, NOT_DUE})
+
+if TYPE_CHECKING:
+    from memsync.roots.admit import Outcome
 
 
 @dataclass(frozen=True)

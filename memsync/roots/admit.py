@@ -31,7 +31,6 @@ from memsync.roots.publish import FenceBroken, Target, publication_reason, publi
 from memsync.transports.git import Git
 from memsync.transports.gitrefsession import RefSession
 from memsync.validators.policy import SyncPolicy
-from memsync.validators.problems import Report
 
 if TYPE_CHECKING:  # the merge and replay stages load it; a fast-forward never does
     from memsync.roots.candidate import MergeFailed
@@ -65,57 +64,10 @@ class Published:
     files: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class DryRun:
-    """The candidate passed every check; a dry run publishes nothing."""
+if TYPE_CHECKING:  # an admission that publishes nothing answers one of `roots.refused`
+    from memsync.roots.refused import Refused
 
-    operation_id: str
-    candidate: str
-    files: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Unstaged:
-    """The stage step made no candidate (a conflict, a failed merge or replay)."""
-
-    operation_id: str
-    failure: MergeFailed
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """The candidate failed a check (`report`); nothing was published."""
-
-    operation_id: str
-    candidate: str
-    files: tuple[str, ...]
-    report: Report
-
-
-@dataclass(frozen=True)
-class Fenced:
-    """The active root changed under the operation; nothing was published."""
-
-    operation_id: str
-    fence: FenceBroken
-    candidate: str | None = None  # the validated commit that could not land
-
-
-@dataclass(frozen=True)
-class AlreadyDone:
-    """An operation with this key already settled; nothing was done again."""
-
-    operation_id: str
-
-
-@dataclass(frozen=True)
-class NoChange:
-    """The stage step had nothing to land; the operation settled `no_change`."""
-
-    operation_id: str
-
-
-Outcome = Published | DryRun | Unstaged | Invalid | Fenced | AlreadyDone | NoChange
+    Outcome = Published | Refused
 
 
 class Admitter:
@@ -146,6 +98,8 @@ class Admitter:
         )
         settled = self.journal.done(key) if admission.once else None
         if settled is not None:
+            from memsync.roots.refused import AlreadyDone  # noqa: PLC0415 - not a clean path
+
             return AlreadyDone(settled)
         self._durable_key = admission.once
         op = self.journal.begin(
@@ -172,9 +126,13 @@ class Admitter:
         staged = stage(op, self.layout.worktree(op.id))
         if staged is None:
             self._settle(op, journal.NO_CHANGE, "nothing to land", remember=not dry_run)
+            from memsync.roots.refused import NoChange  # noqa: PLC0415 - not a clean path
+
             return NoChange(op.id)
         if not isinstance(staged, str):  # MergeFailed: no candidate could be made
             self._settle(op, journal.FAILED, staged.message, files=staged.files)
+            from memsync.roots.refused import Unstaged  # noqa: PLC0415 - not a clean path
+
             return Unstaged(op.id, staged)
         candidate = staged
         # The candidate ref and, at the end, the branch move through one `update-ref --stdin`
@@ -207,9 +165,13 @@ class Admitter:
         fault("after-validation")
         if not report.ok:
             self._settle(op, journal.FAILED, "the candidate failed validation", files=files)
+            from memsync.roots.refused import Invalid  # noqa: PLC0415 - not a clean path
+
             return Invalid(op.id, candidate, files, report)
         if dry_run:
             self._settle(op, journal.NO_CHANGE, "dry run", files=files, remember=False)
+            from memsync.roots.refused import DryRun  # noqa: PLC0415 - not a clean path
+
             return DryRun(op.id, candidate, files)
         op = self.journal.advance(op, journal.PREPARED, candidate=candidate, files=files)
         fault("after-prepared")
@@ -219,6 +181,8 @@ class Admitter:
             publish(git, Target(op.branch, op.start, candidate, op.id, in_place), self.policy)
         except FenceBroken as fence:
             self._settle(op, journal.FAILED, fence.message)
+            from memsync.roots.refused import Fenced  # noqa: PLC0415 - not a clean path
+
             return Fenced(op.id, fence, candidate)
         # Publication dropped the candidate ref in the same transaction as the branch move.
         self._settle(op, journal.COMMITTED, "published", ref=False)

@@ -20,16 +20,14 @@ from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import anchor as trust_anchor
-from memsync.roots import indexstat, journal, packs, pause, recovery, statusmemo
+from memsync.roots import indexstat, journal, packs, pause, recovery
 from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
-from memsync.roots.plan import Action, Facts, anchor, asks_seen, decide, questions
 from memsync.roots.prefetch import Beside, Prefetch
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
-from memsync.roots.statusmemo import Seen, StatusMemo
 from memsync.transports.git import FetchOutcome, Git
 from memsync.transports.gitparse import fsck_findings
 from memsync.transports.process import Deadline
@@ -40,8 +38,10 @@ from memsync.validators.problems import Problem
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
     from memsync.roots.incoming import Incoming
+    from memsync.roots.plan import Facts
     from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
+    from memsync.roots.statusmemo import Seen, StatusMemo
     from memsync.validators.graph import GraphValidator
 
 # A one-shot cycle imports what a clean fast-forward uses; the push, the words for a failed
@@ -332,6 +332,8 @@ class _Cycle:
         memo = self.memo
         if memo is None or not self.options.reuse_status or self.options.dry_run:
             return self.git.work_state(on_start=on_start)
+        from memsync.roots import statusmemo  # noqa: PLC0415 - the daemon's cycles only
+
         now = statusmemo.marks(git_dir, self.watch)  # before the status: a change during it
         last, memo.last = memo.last, None  # counts as after it
         if last is not None and statusmemo.may_reuse(last, now, time.monotonic()):
@@ -340,7 +342,7 @@ class _Cycle:
             return last.state
         at = time.monotonic()
         state = self.git.work_state(on_start=on_start)
-        self.seen = Seen(now, state, at)
+        self.seen = statusmemo.Seen(now, state, at)
         return state
 
     def _autocommit(self, dirty: tuple[str, ...]) -> SyncResult | None:
@@ -362,12 +364,10 @@ class _Cycle:
         from memsync.roots.admit import (  # noqa: PLC0415 - the gate: loaded after the first git
             Admission,
             Admitter,
-            Fenced,
-            Invalid,
             Published,
-            Unstaged,
         )
         from memsync.roots.checks import Checks  # noqa: PLC0415 - the same
+        from memsync.roots.refused import Fenced, Invalid, Unstaged  # noqa: PLC0415 - the same
 
         outcome = Admitter(git, self.journal, self.layout, self.policy).admit(
             Admission("autocommit", self.branch, start, in_place=True),
@@ -453,6 +453,8 @@ class _Cycle:
         upstream, failed = self._fetch(local)
         if failed is not None:
             return failed
+        from memsync.roots.plan import Action, decide  # noqa: PLC0415 - loaded with the gate
+
         plan = decide(self._facts(local, upstream), accept_rewrite=self.options.accept_rewrite)
         log.debug("root %s: %s", self.settings.name, plan.describe())
         if self.trusted is None and plan.trusted is not None:
@@ -532,6 +534,8 @@ class _Cycle:
         return pushed
 
     def _facts(self, local: str, upstream: str | None) -> Facts:
+        from memsync.roots.plan import Facts, anchor, asks_seen, questions  # noqa: PLC0415
+
         git = self.git
         seen = None
         previous = self.before_fetch.get(self.tracking)

@@ -17,17 +17,7 @@ from typing import TYPE_CHECKING
 from memsync.errors import require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import journal
-from memsync.roots.admit import (
-    Admission,
-    Admitter,
-    AlreadyDone,
-    DryRun,
-    Fenced,
-    Invalid,
-    NoChange,
-    Outcome,
-    Unstaged,
-)
+from memsync.roots.admit import Admission, Admitter, Published
 from memsync.roots.anchor import CODES as SIGNATURE_CODES
 from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
@@ -42,7 +32,9 @@ from memsync.validators.problems import Problem
 
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
+    from memsync.roots.admit import Outcome
     from memsync.roots.candidate import MergeFailed
+    from memsync.roots.refused import Refused
     from memsync.roots.repairing import Settler
     from memsync.transports.rootkeys import CommitKey
 
@@ -79,6 +71,8 @@ class Incoming:
         with gc_paused():
             outcome, verdict = self._admit(plan)
         if outcome is not None and self._repairable(plan, outcome, verdict):
+            from memsync.roots.refused import Unstaged  # noqa: PLC0415 - loaded by the refusal
+
             return self._repaired(verdict, isinstance(outcome, Unstaged))
         return verdict
 
@@ -147,7 +141,7 @@ class Incoming:
             self.repair is not None
             and verdict.status is SyncStatus.CONFLICT
             and plan.action is Action.DIVERGED
-            and isinstance(outcome, Unstaged | Invalid)
+            and _merge_refused(outcome)
             and not any(path.startswith(UNREPAIRABLE) for path in verdict.files)
         )
 
@@ -192,6 +186,33 @@ class Incoming:
 
     def _admitted(self, plan: Plan, outcome: Outcome, kept: str | None) -> SyncResult:
         """The sync verdict for an admission outcome."""
+        if not isinstance(outcome, Published):
+            return self._refused(plan, outcome)
+        upstream = require(plan.upstream, "the upstream commit")
+        candidate = outcome.candidate
+        if kept is not None:
+            replayed = len(self.git.rev_list(candidate, upstream))
+            message = (
+                f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
+                f"never reached it; the previous head is kept as {kept}"
+            )
+        else:
+            how = "fast-forward" if candidate == upstream else "merge"
+            message = f"published validated upstream state ({how})"
+        return self.result(
+            SyncStatus.SYNCED,
+            message,
+            head=candidate,
+            upstream=upstream,
+            files=outcome.files,
+            operation_id=outcome.operation_id,
+            rescue_ref=kept,
+        )
+
+    def _refused(self, plan: Plan, outcome: Refused) -> SyncResult:
+        """The sync verdict for an admission that published nothing."""
+        from memsync.roots.refused import DryRun, Fenced, Invalid, Unstaged  # noqa: PLC0415
+
         local = plan.local
         upstream = require(plan.upstream, "the upstream commit")
         if isinstance(outcome, Unstaged):
@@ -248,27 +269,8 @@ class Incoming:
                 problems=fence.problems,
                 operation_id=outcome.operation_id,
             )
-        if isinstance(outcome, AlreadyDone | NoChange):  # sync stages always make a candidate
-            return self.result(SyncStatus.ERROR, f"internal: a sync was answered {outcome}")
-        candidate = outcome.candidate
-        if kept is not None:
-            replayed = len(self.git.rev_list(candidate, upstream))
-            message = (
-                f"adopted the rewritten upstream and replayed {replayed} local commit(s) that "
-                f"never reached it; the previous head is kept as {kept}"
-            )
-        else:
-            how = "fast-forward" if candidate == upstream else "merge"
-            message = f"published validated upstream state ({how})"
-        return self.result(
-            SyncStatus.SYNCED,
-            message,
-            head=candidate,
-            upstream=upstream,
-            files=outcome.files,
-            operation_id=outcome.operation_id,
-            rescue_ref=kept,
-        )
+        # AlreadyDone or NoChange: sync stages always make a candidate
+        return self.result(SyncStatus.ERROR, f"internal: a sync was answered {outcome}")
 
     def _stage(self, plan: Plan, worktree: Path) -> str | MergeFailed:
         """The candidate commit: the upstream itself, a merge, or own commits replayed onto it."""
@@ -316,3 +318,10 @@ class Incoming:
         )
 
     # -- outgoing ----------------------------------------------------------------------------
+
+
+def _merge_refused(outcome: Outcome) -> bool:
+    """Whether no candidate could be made or the candidate failed a check."""
+    from memsync.roots.refused import Invalid, Unstaged  # noqa: PLC0415 - loaded by the refusal
+
+    return isinstance(outcome, Unstaged | Invalid)

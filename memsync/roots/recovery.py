@@ -19,7 +19,6 @@ settles). So when no record is open and no worktree is left, there is nothing to
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,13 +32,16 @@ if TYPE_CHECKING:  # `needed` is asked before every cycle's first git: it loads 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
 class Recovered:
-    """An operation that start-of-cycle recovery settled, and how."""
+    """An operation that start-of-cycle recovery settled, and how. A plain class: only a
+    cycle that recovers makes one, and every cycle loads this module (issue 18)."""
 
-    operation_id: str
-    outcome: str  # committed | failed
-    message: str
+    __slots__ = ("message", "operation_id", "outcome")
+
+    def __init__(self, operation_id: str, outcome: str, message: str) -> None:
+        self.operation_id = operation_id
+        self.outcome = outcome  # committed | failed
+        self.message = message
 
 
 def needed(records: journal.Journal, layout: RootLayout, git_dir: Path | None = None) -> bool:

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from memsync.config.model import RootSettings
 from memsync.roots import journal, recovery
-from memsync.roots.admit import Admission, Admitter, Fenced, Invalid, NoChange, Published
+from memsync.roots.admit import Admission, Admitter, Published
 from memsync.roots.checks import Checks
 from memsync.roots.edits import blocking_changes
 from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.provenance import TRAILER, OpenRoot, SignerItems, signed_items
+from memsync.roots.refused import Fenced, Invalid, NoChange
 from memsync.transports.commitsign import sign_commit
 from memsync.transports.git import Git
 from memsync.validators.assembly import build_graph

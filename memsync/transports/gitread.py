@@ -20,7 +20,6 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -127,13 +126,17 @@ def load_gitpython() -> None:
         git.cmd.Git.GIT_PYTHON_GIT_EXECUTABLE = _NO_GIT  # quiet mode had reset it to `git`
 
 
-@dataclass(frozen=True)
 class _Handle:
-    """A GitPython repository kept for one work tree, while its `.git` stays."""
+    """A GitPython repository kept for one work tree, while its `.git` stays. A plain
+    class: a one-shot process never opens one, and a dataclass costs its module's import
+    a few generated functions (issue 18)."""
 
-    identity: tuple[int, ...]  # of `.git`: its inode, and a `gitdir:` file's stat
-    git_dir: Path
-    repo: Repo
+    __slots__ = ("git_dir", "identity", "repo")
+
+    def __init__(self, identity: tuple[int, ...], git_dir: Path, repo: Repo) -> None:
+        self.identity = identity  # of `.git`: its inode, and a `gitdir:` file's stat
+        self.git_dir = git_dir
+        self.repo = repo
 
 
 class Handles:

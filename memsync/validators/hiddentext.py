@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from memsync.lazypattern import lazy
 from memsync.validators.problems import Problem
@@ -49,13 +48,17 @@ def is_hidden(code_point: int, *, at_start: bool = False) -> bool:
     return code_point in TAG_CHARACTERS or code_point in BIDI_CONTROLS or code_point in ZERO_WIDTH
 
 
-@dataclass(frozen=True)
 class Hidden:
-    """One forbidden code point: its 1-based line (counted by LF) and index in the text."""
+    """One forbidden code point: its 1-based line (counted by LF) and index in the text.
+    A plain class: only a refused file makes one, and a dataclass costs every process that
+    loads the path rules a few generated functions (issue 18)."""
 
-    line: int
-    index: int
-    code_point: int
+    __slots__ = ("code_point", "index", "line")
+
+    def __init__(self, line: int, index: int, code_point: int) -> None:
+        self.line = line
+        self.index = index
+        self.code_point = code_point
 
 
 def has_hidden(data: bytes) -> bool:

@@ -126,6 +126,7 @@ GATE = (
     "memsync.validators.graph",
     "memsync.validators.rightmemory",
     "memsync.validators.cache",
+    "memsync.roots.plan",  # what the fetch's answer decides: loaded with the gate
 )
 
 # The console script's entry point with an audit hook: every import begun (not one already
@@ -200,3 +201,67 @@ def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
     # would walk the new modules' objects again and again and find no garbage).
     collected = [name for kind, name, on in seen[gate:] if kind == "import" and name in GATE and on]
     assert collected == [], collected
+
+
+# What a clean fast-forward never makes, so never builds (a dataclass costs its module a
+# few generated functions as it loads): the admission's answers that publish nothing
+# (`roots.refused`), the daemon's status memo (`roots.statusmemo`), GitPython's handles,
+# what a recovery settled and a hidden code point found.
+NOT_BUILT = (
+    "DryRun",
+    "Unstaged",
+    "Invalid",
+    "Fenced",
+    "AlreadyDone",
+    "NoChange",
+    "Marks",
+    "Seen",
+    "_Handle",
+    "Recovered",
+    "Hidden",
+)
+
+# Runs the console script's entry point, naming the dataclasses built as they loaded.
+BUILT_PROBE = """
+import dataclasses, os, sys
+built = []
+original = dataclasses._process_class
+def counting(cls, *args, **kwargs):
+    built.append(cls.__qualname__)
+    return original(cls, *args, **kwargs)
+dataclasses._process_class = counting
+from memsync.__main__ import main
+os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print("BUILT " + repr((code, sorted(built))), file=sys.stderr)
+"""
+
+
+def test_a_cold_fast_forward_builds_no_dataclass_it_never_makes(team: Team, tmp_path: Path) -> None:
+    """Issue 18: a cold `sync-now` that publishes builds none of the admission's refusal
+    answers and no status memo (a one-shot process never reuses a status)."""
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILT_PROBE, "--config", str(config), "sync-now"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[2],
+        timeout=120,
+        check=False,
+    )
+    last = done.stderr.rstrip("\n").rpartition("\n")[2]
+    assert last.startswith("BUILT "), done.stderr
+    code, built = eval(last.removeprefix("BUILT "))  # noqa: S307 - our own repr
+    assert code == 0 and done.stdout.split()[:2] == ["bob", "synced"], (done.stdout, done.stderr)
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    assert "RootSettings" in built  # the probe sees what loads
+    assert not set(built) & set(NOT_BUILT), sorted(set(built) & set(NOT_BUILT))

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from memsync.roots import journal
-from memsync.roots.admit import Admission, Admitter, AlreadyDone, DryRun, Invalid, Published
+from memsync.roots.admit import Admission, Admitter, Published
 from memsync.roots.candidate import MergeFailed
 from memsync.roots.checks import Checks
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout
+from memsync.roots.refused import AlreadyDone, DryRun, Invalid
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from tests.conftest import Team
