@@ -102,7 +102,7 @@ class Daemon:
         self._reloader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reload")
         self._reloading: asyncio.Task[None] | None = None
         self._reload_again = False
-        self.metrics = Metrics()
+        self.metrics = Metrics(served=bool(settings.http_listen))  # read on http.listen only
         self.notifier = Notifier.from_env()
         self.roots: dict[str, RootWorker] = {}
         self.views: dict[str, ViewWorker] = {}

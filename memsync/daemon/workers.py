@@ -202,7 +202,8 @@ class RootWorker:
             metrics.propagation.observe(time.monotonic() - self.event_at)
             self.event_at = None
         behind = 0
-        if not result.ok and result.head and result.upstream and result.head != result.upstream:
+        far = result.head and result.upstream and result.head != result.upstream
+        if metrics.served and not result.ok and far:  # a git process for the gauge only
             behind = await loop.run_in_executor(context.pool, _behind, settings, result)
         metrics.behind.labels(settings.name).set(behind)
         if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:

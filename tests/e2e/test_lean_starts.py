@@ -7,14 +7,17 @@ these cover `init` and the daemon.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import launcher, write_config
+from tests.e2e.test_daemon_memory import SITE, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
-from tests.helpers import commit, git, push
+from tests.helpers import commit, git, push, wait_for
 
 # A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
 GITPYTHON = ("git", "gitdb")
@@ -197,3 +200,34 @@ def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
                 assert out.split()[:2] == ["bob", "synced"], out
         assert daemon.proc.poll() is None
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+def daemon_modules(team: Team, tmp_path: Path, extra: str = "") -> list[str]:
+    """The modules of a daemon with bob's root (and `extra` config) after its first cycle."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    dump = tmp_path / "modules.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {
+        "PYTHONPATH": os.pathsep.join(paths),
+        "MEMSYNC_TEST_MODULES": str(dump),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}}, extra)
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
+            30,
+            "the daemon's first cycle",
+        )
+        return module_list(daemon.proc.pid, dump)
+
+
+def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Path) -> None:
+    # Nobody can scrape them: no prometheus_client (nor the git `memsync_build_info` asks).
+    modules = daemon_modules(team, tmp_path)
+    assert "memsync.daemon.app" in modules
+    assert [m for m in modules if m.split(".")[0] == "prometheus_client"] == []
+    assert "memsync.daemon.pausegauge" not in modules
