@@ -6,14 +6,17 @@ these cover `init` and the daemon.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
-from tests.e2e.daemons import launcher, write_config
+from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_daemon_memory import SITE, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
@@ -202,8 +205,11 @@ def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
-def daemon_modules(team: Team, tmp_path: Path, extra: str = "") -> list[str]:
-    """The modules of a daemon with bob's root (and `extra` config) after its first cycle."""
+@contextlib.contextmanager
+def listed_daemon(
+    team: Team, tmp_path: Path, roots: dict[str, dict[str, object]] | None = None
+) -> Iterator[tuple[Daemon, Callable[[], list[str]]]]:
+    """A daemon (bob's root unless `roots`) after its first cycle, and its module list."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE)
@@ -214,7 +220,7 @@ def daemon_modules(team: Team, tmp_path: Path, extra: str = "") -> list[str]:
         "MEMSYNC_TEST_MODULES": str(dump),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}}, extra)
+    config = write_config(tmp_path, roots or {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)
         wait_for(
@@ -222,7 +228,13 @@ def daemon_modules(team: Team, tmp_path: Path, extra: str = "") -> list[str]:
             30,
             "the daemon's first cycle",
         )
-        return module_list(daemon.proc.pid, dump)
+        yield daemon, lambda: module_list(daemon.proc.pid, dump)
+
+
+def daemon_modules(team: Team, tmp_path: Path) -> list[str]:
+    """The modules of a daemon with bob's root after its first cycle."""
+    with listed_daemon(team, tmp_path) as (_, modules):
+        return modules()
 
 
 def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Path) -> None:
@@ -231,3 +243,24 @@ def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Pat
     assert "memsync.daemon.app" in modules
     assert [m for m in modules if m.split(".")[0] == "prometheus_client"] == []
     assert "memsync.daemon.pausegauge" not in modules
+
+
+def test_a_daemon_whose_roots_do_not_watch_loads_no_watchdog_until_one_does(
+    team: Team, tmp_path: Path
+) -> None:
+    watching = ("watchdog", "memsync.daemon.watch")
+    with listed_daemon(team, tmp_path) as (daemon, modules):
+        assert "memsync.daemon.app" in modules()
+        assert [m for m in modules() if m.split(".")[0] in watching] == [], modules()
+        assert [m for m in modules() if m.startswith(watching)] == []
+        # A reload that turns `watch` on starts the watches then: a local commit is pushed
+        # long before the 60 s schedule would.
+        text = daemon.config.read_text()
+        daemon.config.write_text(text.replace("watch: false", "watch: true"))
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in daemon.log.read_text(), 30, "the reload")
+        assert {"watchdog", "memsync.daemon.watch"} <= set(modules())
+        commit(team.bob.path, {"MEMORY_watch.md": "# Watch\n\nheard\n"}, "watched")
+        head = git(team.bob.path, "rev-parse", "HEAD")
+        wait_for(lambda: git(team.upstream, "rev-parse", "main") == head, 30, "the push")
+        assert daemon.proc.poll() is None
