@@ -13,6 +13,8 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
@@ -21,6 +23,7 @@ from tests.e2e.test_daemon_memory import SITE, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
 from tests.helpers import commit, git, push, wait_for
+from tests.kit import hub_process
 
 # A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
 GITPYTHON = ("git", "gitdb")
@@ -264,3 +267,25 @@ def test_a_daemon_whose_roots_do_not_watch_loads_no_watchdog_until_one_does(
         head = git(team.bob.path, "rev-parse", "HEAD")
         wait_for(lambda: git(team.upstream, "rev-parse", "main") == head, 30, "the push")
         assert daemon.proc.poll() is None
+
+
+def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hub with no revision yet (every hub a test starts, a new one in production) checks
+    # no manifest and no signature: the models and cryptography load with the first upload.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    data = tmp_path / "hub"
+    assert probe("hub", "init", str(data), env=env)[0] == 0
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    dump = tmp_path / "modules.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    monkeypatch.setenv("MEMSYNC_TEST_MODULES", str(dump))
+    with hub_process(data) as hub:
+        modules = module_list(hub.proc.pid, dump)
+    assert "memsync.hub.app" in modules
+    later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
+    assert [m for m in modules if m.split(".")[0] in later or m in later] == []
