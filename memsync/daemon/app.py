@@ -50,7 +50,6 @@ from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
-from memsync.daemon.watch import new_observer
 from memsync.daemon.workers import (
     AUTOMATIC,
     PullOptions,
@@ -77,6 +76,7 @@ if TYPE_CHECKING:  # the event stream, view pulls, aiohttp, pydantic: when used 
     from aiohttp import web
 
     from memsync.daemon.events import Event
+    from memsync.daemon.watch import Watches
     from memsync.views.pull import ViewResult
     from memsync.wire.pause import PauseRequest, ResumeRequest
 
@@ -102,7 +102,7 @@ class Daemon:
         self._reloader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reload")
         self._reloading: asyncio.Task[None] | None = None
         self._reload_again = False
-        self.metrics = Metrics()
+        self.metrics = Metrics(served=bool(settings.http_listen))  # read on http.listen only
         self.notifier = Notifier.from_env()
         self.roots: dict[str, RootWorker] = {}
         self.views: dict[str, ViewWorker] = {}
@@ -116,7 +116,7 @@ class Daemon:
         self._connected: dict[str, bool] = {}
         self._scheduler: AsyncIOScheduler | None = None
         self._context: WorkerContext | None = None  # what the workers see of us, in run()
-        self._observer = new_observer()
+        self._observer: Watches | None = None  # the first watched root starts it
         self._loop: asyncio.AbstractEventLoop | None = None
         self.pauses = PauseDesk(
             lambda: self.settings.state_dir,
@@ -148,7 +148,6 @@ class Daemon:
         ):
             loop.add_signal_handler(sig, action)
         self._scheduler = AsyncIOScheduler(event_loop=loop)
-        self._observer.start()
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
@@ -160,7 +159,7 @@ class Daemon:
                     pulled=self.observed_view,
                     spawn=lambda coro, name: tasks.create_task(coro, name=name),
                     scheduler=self._scheduler,
-                    watches=self._observer,
+                    watches=self._watches,
                 )
                 self._apply(self.settings)
                 self.pauses.start()
@@ -191,7 +190,8 @@ class Daemon:
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
-            self._observer.stop()
+            if self._observer is not None:
+                self._observer.stop()
             await control.stop()
             if health is not None:
                 await health.cleanup()
@@ -284,6 +284,16 @@ class Daemon:
             self.notifier.watchdog()
             self.notifier.status(self._summary())
             await asyncio.sleep(interval)
+
+    def _watches(self) -> Watches:
+        """The inotify watches of every root, made and started when a root with `watch` first
+        asks: a daemon none of whose roots watches loads no watchdog and runs no reader."""
+        if self._observer is None:
+            from memsync.daemon.watch import new_observer  # noqa: PLC0415 - watched roots only
+
+            self._observer = new_observer()
+            self._observer.start()
+        return self._observer
 
     async def _start_health(self) -> web.AppRunner | None:
         if not self.settings.http_listen:

@@ -40,7 +40,7 @@ class WorkerContext:
     pulled: Callable[[ViewResult], None]  # every view result
     spawn: Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]]  # in the group
     scheduler: AsyncIOScheduler
-    watches: Watches
+    watches: Callable[[], Watches]  # made when a root first watches (watchdog loads then)
 
 
 class Jobs:

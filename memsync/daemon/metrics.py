@@ -7,6 +7,11 @@ current status as a labelled gauge (1 for the status the last cycle ended in, 0 
 other status word, so that a panel or an alert selects `{status="rejected"} == 1`), and
 `memsync_build_info{version,python,git}` (always 1).
 
+Only a daemon with `http.listen` can be asked for them: without it (`served=False`) every
+series is `SILENT`, which drops each update, and neither prometheus_client nor the git that
+`memsync_build_info` asks for is loaded or run (issue 18: a start pays only for what its
+configuration uses).
+
 `/healthz` answers 200 while the loop runs; `/readyz` 200 only when every root and view
 finished its first cycle, every root's last cycle was ok and no view is past
 `max_stale`, else 503 with the reasons (`root NAME: first cycle not finished`, `root NAME:
@@ -21,9 +26,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import generate_latest
-
 from memsync import __version__
 from memsync.errors import MemsyncError
 from memsync.roots.result import SyncResult, SyncStatus
@@ -31,8 +33,9 @@ from memsync.transports.git import Git
 from memsync.transports.gitparse import version_token
 from memsync.wire import documents
 
-if TYPE_CHECKING:  # aiohttp loads with `http.listen` only (issue 18)
+if TYPE_CHECKING:  # aiohttp and prometheus_client load with `http.listen` only (issue 18)
     from aiohttp import web
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
     from memsync.views.pull import ViewResult
 
@@ -46,8 +49,64 @@ ROOT_STATUSES = (
 VIEW_STATUSES = ("pulled", "current", "stale", "unavailable", "paused")
 
 
+class Silent:
+    """A series nobody can read (no `http.listen`): every update is dropped."""
+
+    def labels(self, *values: str) -> Silent:
+        return self
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def set(self, value: float) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass
+
+    def set_function(self, f: Callable[[], float]) -> None:
+        pass
+
+
+SILENT = Silent()
+
+
 class Metrics:
-    def __init__(self) -> None:
+    """The daemon's series; `served` False (no `http.listen`) keeps none of them."""
+
+    registry: CollectorRegistry | None
+    sync_total: Counter | Silent
+    sync_duration: Histogram | Silent
+    behind: Gauge | Silent
+    view_revision: Gauge | Silent
+    view_age: Gauge | Silent
+    cycle_total: Counter | Silent
+    problems_total: Counter | Silent
+    stream_connected: Gauge | Silent
+    propagation: Histogram | Silent
+    root_last_success: Gauge | Silent
+    view_last_success: Gauge | Silent
+    root_status: Gauge | Silent
+    view_status: Gauge | Silent
+
+    def __init__(self, *, served: bool = True) -> None:
+        self.served = served
+        if not served:
+            self.registry = None
+            self.sync_total = self.cycle_total = self.problems_total = SILENT
+            self.sync_duration = self.propagation = SILENT
+            self.behind = self.view_revision = self.view_age = self.stream_connected = SILENT
+            self.root_last_success = self.view_last_success = SILENT
+            self.root_status = self.view_status = SILENT
+            return
+        # Here only: the series someone can scrape.
+        from prometheus_client import (  # noqa: PLC0415
+            CollectorRegistry,
+            Counter,
+            Gauge,
+            Histogram,
+        )
+
         self.registry = CollectorRegistry()
         r = self.registry
         self.sync_total = Counter(
@@ -121,13 +180,13 @@ class Metrics:
             ["view", "status"],
             registry=r,
         )
-        self.build_info = Gauge(
+        build_info = Gauge(
             "memsync_build_info",
             "The running memsync: its version, Python's and git's (always 1)",
             ["version", "python", "git"],
             registry=r,
         )
-        self.build_info.labels(__version__, platform.python_version(), git_version()).set(1)
+        build_info.labels(__version__, platform.python_version(), git_version()).set(1)
 
     def observe_sync(self, result: SyncResult) -> None:
         self.sync_total.labels(result.root, str(result.status)).inc()
@@ -146,10 +205,14 @@ class Metrics:
             self.view_last_success.labels(result.view).set(time.time())
 
     def exposition(self) -> bytes:
+        if self.registry is None:
+            return b""
+        from prometheus_client.exposition import generate_latest  # noqa: PLC0415
+
         return generate_latest(self.registry)
 
 
-def _one_of(gauge: Gauge, name: str, current: str, words: Iterable[str]) -> None:
+def _one_of(gauge: Gauge | Silent, name: str, current: str, words: Iterable[str]) -> None:
     """Set `gauge{name, status}` to 1 for `current` and 0 for every other word."""
     for word in (*words, current):
         gauge.labels(name, word).set(1 if word == current else 0)
@@ -168,6 +231,7 @@ def git_version() -> str:
 def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[list[str]]]) -> web.Application:
     """`/metrics`, `/healthz`, `/readyz`; `readiness()` lists what keeps the daemon unready."""
     from aiohttp import web  # noqa: PLC0415 - only a daemon with `http.listen` serves it
+    from prometheus_client import CONTENT_TYPE_LATEST  # noqa: PLC0415
 
     async def metrics_page(request: web.Request) -> web.Response:
         body = metrics.exposition()

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector, CollectorRegistry
 
 from memsync import timefmt
 from memsync.errors import UsageError
@@ -25,6 +22,8 @@ from memsync.roots import pause
 from memsync.roots.pause import Kind, Pause
 
 if TYPE_CHECKING:  # pydantic loads when a pause is asked for, not at rest (issue 18)
+    from prometheus_client.registry import CollectorRegistry
+
     from memsync.wire.pause import PauseReport, PauseRequest, ResumeRequest
 
 log = logging.getLogger("memsync.daemon")
@@ -76,13 +75,16 @@ class PauseDesk:
         state_dir: Callable[[], Path],
         names: Callable[[], tuple[list[str], list[str]]],
         wake: Callable[[Kind, str], None],
-        registry: CollectorRegistry,
+        registry: CollectorRegistry | None,
     ) -> None:
         self._state_dir = state_dir
         self._names = names
         self._wake = wake
         self._timers: dict[tuple[Kind, str], asyncio.TimerHandle] = {}
-        registry.register(_PausedGauge(state_dir, names))
+        if registry is not None:  # `http.listen`: the gauge can be scraped
+            from memsync.daemon.pausegauge import PausedGauge  # noqa: PLC0415
+
+            registry.register(PausedGauge(state_dir, names))
 
     def start(self) -> None:
         """Timers for the pauses on file that run out later (a restart keeps them)."""
@@ -139,29 +141,3 @@ class PauseDesk:
         if pause.holding(self._state_dir(), kind, name) is None:
             log.info("%s %s: pause ran out, resumed", kind, name)
             self._wake(kind, name)
-
-
-class _PausedGauge(Collector):
-    """`memsync_paused{kind,name}`: 1 while `memsync pause` holds it, else 0."""
-
-    def __init__(
-        self, state_dir: Callable[[], Path], names: Callable[[], tuple[list[str], list[str]]]
-    ) -> None:
-        self._state_dir = state_dir
-        self._names = names
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        gauge = GaugeMetricFamily(
-            "memsync_paused",
-            "1 while memsync pause holds the root or view, else 0",
-            labels=["kind", "name"],
-        )
-        records = pause.load(self._state_dir())
-        now = timefmt.now()
-        roots, views = self._names()
-        listed: tuple[tuple[Kind, list[str]], ...] = (("root", roots), ("view", views))
-        for kind, names in listed:
-            for name in names:
-                held = records.get((kind, name))
-                gauge.add_metric([kind, name], 1.0 if held and held.holds(now) else 0.0)
-        yield gauge

@@ -28,7 +28,6 @@ from memsync.cycles.repairer import make_repairer
 from memsync.daemon import hostkeys
 from memsync.daemon.context import Jobs, WorkerContext
 from memsync.daemon.triggers import Backoff, Trigger
-from memsync.daemon.watch import RootWatcher
 from memsync.errors import ConfigError, MemsyncError
 from memsync.redaction import redact
 from memsync.roots.cycle import SyncOptions, sync_root
@@ -42,6 +41,7 @@ from memsync.transports.git import Git
 # uses them, so an idle daemon without them does not hold their memory (issue 18).
 if TYPE_CHECKING:
     from memsync.cycles.turn import CycleResult
+    from memsync.daemon.watch import RootWatcher
     from memsync.views.pull import ViewResult
 
 log = logging.getLogger("memsync.daemon")
@@ -141,9 +141,11 @@ class RootWorker:
         else:
             self.jobs.drop(f"sync:{name}")
         if root.watch and self.watcher is None and root.path.is_dir():
+            from memsync.daemon.watch import RootWatcher  # noqa: PLC0415 - watched roots only
+
             self.watcher = RootWatcher(
                 root.path,
-                self.context.watches,
+                self.context.watches(),
                 _requester(self.trigger),
                 asyncio.get_running_loop(),
             )
@@ -202,7 +204,8 @@ class RootWorker:
             metrics.propagation.observe(time.monotonic() - self.event_at)
             self.event_at = None
         behind = 0
-        if not result.ok and result.head and result.upstream and result.head != result.upstream:
+        far = result.head and result.upstream and result.head != result.upstream
+        if metrics.served and not result.ok and far:  # a git process for the gauge only
             behind = await loop.run_in_executor(context.pool, _behind, settings, result)
         metrics.behind.labels(settings.name).set(behind)
         if result.status == SyncStatus.PUSHED and settings.notify_hub and result.head:

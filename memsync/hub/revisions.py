@@ -25,15 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
 from memsync.errors import MemsyncError, ProblemError
 from memsync.names import is_name
 from memsync.validators.problems import Problem
-from memsync.views.manifest import ManifestError, check_package_bytes, parse_manifest
 from memsync.wire.hub import ViewEntry
-from memsync.wire.manifest import Manifest
+
+if TYPE_CHECKING:  # the manifest's models and cryptography load with the first revision
+    from memsync.wire.manifest import Manifest
 
 log = logging.getLogger("memsync.hub")
 
@@ -174,6 +175,8 @@ class RevisionStore:
         return hit
 
     def _read(self, view_id: str, number: int) -> Revision | None:
+        from memsync.views.manifest import ManifestError, parse_manifest  # noqa: PLC0415
+
         directory = self.views_dir / view_id / "revisions" / str(number)
         try:
             data = (directory / MANIFEST).read_bytes()
@@ -268,6 +271,12 @@ class RevisionStore:
 def check_upload(view_id: str, data: bytes, length: int, sha256: str, now: datetime) -> Manifest:
     """The uploaded manifest, if it parses strictly, names `view_id`, matches the uploaded
     package's length and hash, and has not expired; `UploadRefused` otherwise."""
+    from memsync.views.manifest import (  # noqa: PLC0415 - a hub without revisions: not yet
+        ManifestError,
+        check_package_bytes,
+        parse_manifest,
+    )
+
     try:
         manifest = parse_manifest(data)
     except ManifestError as exc:

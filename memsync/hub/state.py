@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.atomicfile import FILE_MODE, private_dir
 from memsync.hub.events import EventBus
@@ -29,12 +30,14 @@ from memsync.hub.streams import StreamTable
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.validators.problems import Problem
 from memsync.wire.hub import RevisionEvent, UpstreamEvent
-from memsync.wire.manifest import Manifest
+
+if TYPE_CHECKING:  # the manifest's models load with the first upload or revision
+    from memsync.wire.manifest import Manifest
 
 LOCKS = "locks"  # <data_dir>/locks/<view id>: held (flock) while a revision is stored
 
 # (manifest, uploaded package, its length, its sha256) -> what a consumer would refuse
-PackageCheck = Callable[[Manifest, Path, int, str], Sequence[Problem]]
+PackageCheck = Callable[["Manifest", Path, int, str], Sequence[Problem]]
 REFUSAL_AUDIT_INTERVAL = 60.0  # seconds between audit rows for one (address, reason)
 
 

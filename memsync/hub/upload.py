@@ -16,7 +16,6 @@ from aiohttp import BodyPartReader, MultipartReader, StreamReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from memsync.hub.errors import ApiError
-from memsync.views.manifest import MAX_MANIFEST_BYTES
 
 CHUNK = 64 * 1024
 
@@ -58,6 +57,8 @@ class _CappedBody:
 async def receive_upload(request: web.Request, cap: int, out: IO[bytes]) -> tuple[bytes, int, str]:
     """Stream the multipart body under a byte cap: the manifest into memory, the package
     into `out`. Returns (manifest bytes, package length, package sha256)."""
+    from memsync.views.manifest import MAX_MANIFEST_BYTES  # noqa: PLC0415 - uploads only
+
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
     if request.content_type != "multipart/form-data":

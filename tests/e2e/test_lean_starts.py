@@ -6,15 +6,24 @@ these cover `init` and the daemon.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
+from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
-from tests.e2e.daemons import launcher, write_config
+from tests.e2e.daemons import Daemon, launcher, write_config
+from tests.e2e.test_daemon_memory import SITE, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
-from tests.helpers import commit, git, push
+from tests.helpers import commit, git, push, wait_for
+from tests.kit import hub_process
 
 # A one-shot `init` asks git: GitPython's import cost it more than the rest of its imports.
 GITPYTHON = ("git", "gitdb")
@@ -197,3 +206,86 @@ def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
                 assert out.split()[:2] == ["bob", "synced"], out
         assert daemon.proc.poll() is None
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+@contextlib.contextmanager
+def listed_daemon(
+    team: Team, tmp_path: Path, roots: dict[str, dict[str, object]] | None = None
+) -> Iterator[tuple[Daemon, Callable[[], list[str]]]]:
+    """A daemon (bob's root unless `roots`) after its first cycle, and its module list."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    dump = tmp_path / "modules.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {
+        "PYTHONPATH": os.pathsep.join(paths),
+        "MEMSYNC_TEST_MODULES": str(dump),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    config = write_config(tmp_path, roots or {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
+            30,
+            "the daemon's first cycle",
+        )
+        yield daemon, lambda: module_list(daemon.proc.pid, dump)
+
+
+def daemon_modules(team: Team, tmp_path: Path) -> list[str]:
+    """The modules of a daemon with bob's root after its first cycle."""
+    with listed_daemon(team, tmp_path) as (_, modules):
+        return modules()
+
+
+def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Path) -> None:
+    # Nobody can scrape them: no prometheus_client (nor the git `memsync_build_info` asks).
+    modules = daemon_modules(team, tmp_path)
+    assert "memsync.daemon.app" in modules
+    assert [m for m in modules if m.split(".")[0] == "prometheus_client"] == []
+    assert "memsync.daemon.pausegauge" not in modules
+
+
+def test_a_daemon_whose_roots_do_not_watch_loads_no_watchdog_until_one_does(
+    team: Team, tmp_path: Path
+) -> None:
+    watching = ("watchdog", "memsync.daemon.watch")
+    with listed_daemon(team, tmp_path) as (daemon, modules):
+        assert "memsync.daemon.app" in modules()
+        assert [m for m in modules() if m.split(".")[0] in watching] == [], modules()
+        assert [m for m in modules() if m.startswith(watching)] == []
+        # A reload that turns `watch` on starts the watches then: a local commit is pushed
+        # long before the 60 s schedule would.
+        text = daemon.config.read_text()
+        daemon.config.write_text(text.replace("watch: false", "watch: true"))
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in daemon.log.read_text(), 30, "the reload")
+        assert {"watchdog", "memsync.daemon.watch"} <= set(modules())
+        commit(team.bob.path, {"MEMORY_watch.md": "# Watch\n\nheard\n"}, "watched")
+        head = git(team.bob.path, "rev-parse", "HEAD")
+        wait_for(lambda: git(team.upstream, "rev-parse", "main") == head, 30, "the push")
+        assert daemon.proc.poll() is None
+
+
+def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hub with no revision yet (every hub a test starts, a new one in production) checks
+    # no manifest and no signature: the models and cryptography load with the first upload.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    data = tmp_path / "hub"
+    assert probe("hub", "init", str(data), env=env)[0] == 0
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    dump = tmp_path / "modules.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    monkeypatch.setenv("MEMSYNC_TEST_MODULES", str(dump))
+    with hub_process(data) as hub:
+        modules = module_list(hub.proc.pid, dump)
+    assert "memsync.hub.app" in modules
+    later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
+    assert [m for m in modules if m.split(".")[0] in later or m in later] == []

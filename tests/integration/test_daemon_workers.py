@@ -78,7 +78,7 @@ async def context(settings: Settings) -> AsyncIterator[tuple[WorkerContext, Seen
                 pulled=seen.pulled.append,
                 spawn=spawn,
                 scheduler=scheduler,
-                watches=watches,
+                watches=lambda: watches,
             ),
             seen,
         )
