@@ -671,8 +671,25 @@ def test_a_command_defines_and_imports_only_itself(team: Team, tmp_path: Path) -
 
 # -- patterns compiled at import --------------------------------------------------------------
 
+
 # Runs the console script's entry point, counting the patterns memsync's modules compile
 # while they load (`re.compile` called from a module's top level), by module.
+def probed(probe: str, tag: str, config: Path, command: str, env: dict[str, str]) -> list[str]:
+    """What `probe` (a memsync run under a hook) printed last after `tag`, for `command`."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "--config", str(config), command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    last = done.stderr.rstrip().rpartition("\n")[2]
+    assert done.returncode == 0 and last.startswith(tag + " "), done.stderr
+    found: list[str] = eval(last.removeprefix(tag + " "))  # noqa: S307 - our own repr
+    return found
+
+
 COMPILE_PROBE = """
 import os, re, sys
 compiled = []
@@ -740,17 +757,7 @@ def test_a_cold_status_or_sync_now_compiles_only_the_patterns_it_matches(
     push(team.alice.path)
     found = {}
     for command in ("status", "sync-now"):
-        done = subprocess.run(
-            [sys.executable, "-c", COMPILE_PROBE, "--config", str(config), command],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        last = done.stderr.rstrip().rpartition("\n")[2]
-        assert done.returncode == 0 and last.startswith("COMPILED "), done.stderr
-        found[command] = eval(last.removeprefix("COMPILED "))  # noqa: S307 - our own repr
+        found[command] = probed(COMPILE_PROBE, "COMPILED", config, command, env)
     assert found["status"] == []
     assert not set(found["sync-now"]) & set(LAZY_PATTERNS), found["sync-now"]
     assert set(found["sync-now"]) <= set(SYNC_COMPILES), found["sync-now"]
@@ -788,18 +795,7 @@ def test_a_cold_sync_now_loads_no_dataclass_without_its_docstring(
     assert memsync("--config", str(config), "sync-now", env=env).returncode == 0  # the memo
     commit(team.alice.path, {"MEMORY_cold.md": "# Cold\n\nsigned\n"}, "cold")
     push(team.alice.path)
-    done = subprocess.run(
-        [sys.executable, "-c", SIGNATURE_PROBE, "--config", str(config), "sync-now"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    last = done.stderr.rstrip().rpartition("\n")[2]
-    assert done.returncode == 0 and last.startswith("SIGNED "), done.stderr
-    signed = eval(last.removeprefix("SIGNED "))  # noqa: S307 - our own repr
-    assert signed == []
+    assert probed(SIGNATURE_PROBE, "SIGNED", config, "sync-now", env) == []
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
