@@ -48,11 +48,14 @@ def write(root: Path, files: Mapping[str, bytes | str | None]) -> None:
 def stage(root: Path, files: Mapping[str, bytes | str | None], *, force_add: bool = True) -> None:
     """Write `files` into `root` (None removes one) and stage exactly them."""
     write(root, files)
-    for rel, data in files.items():
-        if data is None:
-            git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
-        else:
-            git(root, "add", *(["-f"] if force_add else []), "--", rel)
+    gone = [rel for rel, data in files.items() if data is None]
+    kept = [rel for rel, data in files.items() if data is not None]
+    # One git process each for the removals and the additions (a test's fixture may stage
+    # hundreds of files: a process per file was a good part of the suite's git time).
+    if gone:
+        git(root, "rm", "-q", "--cached", "--ignore-unmatch", "--", *gone)
+    if kept:
+        git(root, "add", *(["-f"] if force_add else []), "--", *kept)
 
 
 def commit(
