@@ -89,7 +89,9 @@ def module_list(pid: int, dump: Path) -> list[str]:
     return dump.read_text().split("\n")
 
 
-def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_path: Path) -> None:
+def listing_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The environment of a daemon that writes its module list (`module_list`), and where.
+    A fresh cache home: no settings memo, so the schema's child runs as at a first start."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITE)
@@ -98,8 +100,13 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
     env = {
         "PYTHONPATH": os.pathsep.join(paths),
         "MEMSYNC_TEST_MODULES": str(dump),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),  # no settings memo: the schema runs
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
+    return env, dump
+
+
+def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_path: Path) -> None:
+    env, dump = listing_env(tmp_path)
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)

@@ -19,7 +19,7 @@ from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
-from tests.e2e.test_daemon_memory import SITE, module_list
+from tests.e2e.test_daemon_memory import listing_env, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
 from tests.helpers import commit, git, push, wait_for
@@ -213,16 +213,7 @@ def listed_daemon(
     team: Team, tmp_path: Path, roots: dict[str, dict[str, object]] | None = None
 ) -> Iterator[tuple[Daemon, Callable[[], list[str]]]]:
     """A daemon (bob's root unless `roots`) after its first cycle, and its module list."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE)
-    dump = tmp_path / "modules.txt"
-    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {
-        "PYTHONPATH": os.pathsep.join(paths),
-        "MEMSYNC_TEST_MODULES": str(dump),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+    env, dump = listing_env(tmp_path)
     config = write_config(tmp_path, roots or {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)
@@ -277,12 +268,8 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     data = tmp_path / "hub"
     assert probe("hub", "init", str(data), env=env)[0] == 0
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITE)
-    dump = tmp_path / "modules.txt"
-    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    listing, dump = listing_env(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", listing["PYTHONPATH"])
     monkeypatch.setenv("MEMSYNC_TEST_MODULES", str(dump))
     with hub_process(data) as hub:
         modules = module_list(hub.proc.pid, dump)
