@@ -66,10 +66,17 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
 
 
 def cycle_now(
-    settings: Settings, root_name: str, kind: str, *, force: bool, push: bool = True
+    settings: Settings,
+    root_name: str,
+    kind: str,
+    *,
+    force: bool,
+    push: bool = True,
+    resident: bool = True,
 ) -> CycleResult:
     """One turn for one root now; with `push`, a landed commit is pushed by a sync cycle
-    right after (the daemon asks its own sync trigger instead, which also notifies)."""
+    right after (the daemon asks its own sync trigger instead, which also notifies).
+    `resident`: this process lives on (the daemon), as `Git.resident` says."""
     root = settings.root(root_name)
     if root is None:
         raise UsageError(f"unknown root {root_name!r}")
@@ -88,7 +95,7 @@ def cycle_now(
     cycle = replace(cycle, enabled=True, timeout=timeout)
     # An agent a killed memsync process left running on this root ends before a new turn.
     RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
-    result = run_cycle(root, cycle, role, settings.state_dir, force=force)
+    result = run_cycle(root, cycle, role, settings.state_dir, force=force, resident=resident)
     if push and result.status == LANDED and root.push and root.sync_enabled:
         pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=make_repairer))
         note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"
