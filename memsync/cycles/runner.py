@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sections import CommandRoleSettings
-from memsync.cycles.repairer import make_repairer
+from memsync.cycles.repairer import make_oneshot_repairer, make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.runlog import RunLog
@@ -97,7 +97,8 @@ def cycle_now(
     RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
     result = run_cycle(root, cycle, role, settings.state_dir, force=force, resident=resident)
     if push and result.status == LANDED and root.push and root.sync_enabled:
-        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=make_repairer))
+        repair = make_repairer if resident else make_oneshot_repairer
+        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=repair))
         note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"
         result = CycleResult(**{**result.__dict__, "message": f"{result.message}; {note}"})
     return result
