@@ -114,17 +114,23 @@ def kill_stray_processes(path: Path) -> int:
     """Kill what a role left running in its repository at `path` after its run (a process
     whose working directory or an open file is there): it could still write. How many."""
     inside = str(path.resolve())
+    under = inside + os.sep
 
     def working_there(pid: int) -> bool:
-        base = Path(f"/proc/{pid}")
-        links = [base / "cwd"]
-        with contextlib.suppress(OSError):
-            links += list((base / "fd").iterdir())
-        for link in links:
-            with contextlib.suppress(OSError):
-                target = str(link.readlink())
-                if target == inside or target.startswith(inside + os.sep):
-                    return True
+        # Plain strings, not Path objects: every process of ours is asked, twice a turn.
+        fds = f"/proc/{pid}/fd"
+        try:
+            with os.scandir(fds) as entries:
+                links = [entry.path for entry in entries]
+        except OSError:
+            links = []
+        for link in (f"/proc/{pid}/cwd", *links):
+            try:
+                target = os.readlink(link)  # noqa: PTH115 - a str, for a string compare
+            except OSError:
+                continue
+            if target == inside or target.startswith(under):
+                return True
         return False
 
     return kill_strays(working_there)
