@@ -25,7 +25,6 @@ from memsync.cycles.turn import (
 )
 from memsync.errors import UsageError
 from memsync.roots import pause
-from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.layout import RootLayout
 
 # What an agent CLI may see of the daemon's environment: enough to run, no secrets.
@@ -97,6 +96,8 @@ def cycle_now(
     RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
     result = run_cycle(root, cycle, role, settings.state_dir, force=force, resident=resident)
     if push and result.status == LANDED and root.push and root.sync_enabled:
+        from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415 - a push only
+
         repair = make_repairer if resident else make_oneshot_repairer
         pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=repair))
         note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"

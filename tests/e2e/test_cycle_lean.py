@@ -1,7 +1,8 @@
 """What a one-shot `memsync cycle` loads (issue 18, item 5): a turn through an agent CLI
 (`executor: command`) loads neither the HTTP client of the `openai` executor (aiohttp,
 asyncio) nor its answer parser, nor the wire models it prints without (pydantic), nor
-GitPython (a one-shot git box asks git); the document it prints is the model's text."""
+GitPython (a one-shot git box asks git), also when it pushes what landed; the document it
+prints is the model's text."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from memsync.wire.cli import CycleReport
 from tests.conftest import Team
 from tests.e2e.test_cycle_crash import MEMORY, command_role, configure
 from tests.e2e.test_startup import probe
-from tests.helpers import commit
+from tests.helpers import commit, git
 
 HEAVY = (
     "pydantic",
@@ -28,12 +29,14 @@ HEAVY = (
 )
 
 
-@pytest.mark.parametrize("kind", ["insight", "prune"])
+@pytest.mark.parametrize(("kind", "push"), [("insight", True), ("prune", False)])
 def test_a_command_role_turn_loads_no_http_client_no_models_and_no_gitpython(
-    team: Team, tmp_path: Path, kind: str
+    team: Team, tmp_path: Path, kind: str, push: bool
 ) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     cfg = configure(team, tmp_path, kind, command_role(tmp_path, kind))
+    if push:  # what lands is pushed by a sync cycle in the same process
+        cfg.write_text(cfg.read_text().replace("sync: {push: false}", "sync: {push: true}"))
     commit(team.bob.path, {"MEMORY.md": MEMORY}, "memory: notes")
     # A command that loads the configuration (the settings memo), then stops: no root "eve".
     assert probe("--config", str(cfg), "cycle", kind, "eve", env=env)[0] == 2
@@ -44,3 +47,5 @@ def test_a_command_role_turn_loads_no_http_client_no_models_and_no_gitpython(
     report = CycleReport.model_validate_json(out)
     assert report.status == "landed", out
     assert out == report.model_dump_json() + "\n"
+    pushed = git(team.upstream, "rev-parse", "main") == report.commit
+    assert (pushed, report.message.endswith("; pushed")) == (push, push), report.message
