@@ -275,7 +275,8 @@ class _Turn:
         worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # The role works in a repository of its own, never a linked worktree of the root;
         # the guard proves it left the root's refs, config and hooks alone.
-        box = sandbox.create(git, worktree, head)
+        identity = git.identity_config()  # the role's repository's, and the turn's commit's
+        box = sandbox.create(git, worktree, head, identity)
         facts = self.facts(head) if self.cycle.kind == "prune" else None
         turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context, facts)
         who = f"the {self.cycle.kind} role"
@@ -305,7 +306,7 @@ class _Turn:
             message = ledger_message(message, facts, removed_items(box, facts, top or head))
         message = owned_subject(self.cycle.kind, message)
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
-        collapsed = box.commit_tree(tree, [head], message, git.identity_config())
+        collapsed = box.commit_tree(tree, [head], message, identity)
         collapsed = sign_commit(box, collapsed, self.root.signing)
         fault("cycle-after-role-commit")
         guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile
