@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.cli.app import App
 from memsync.roots.faults import POINTS
 from memsync.wire import SyncReport
 from tests.conftest import Team
@@ -55,6 +56,7 @@ def scene(team: Team, tmp_path: Path, body: str) -> tuple[Path, Path]:
         )
         + "\n"
     )
+    App(config_path=str(config), command="").settings()  # loaded once: the runs read its memo
     commit(team.alice.path, {"MEMORY.md": "# User Context\n\nAlice prefers tabs.\n"})
     git(team.alice.path, "push", "-q", "origin", "HEAD:main")
     commit(team.bob.path, {"MEMORY.md": "# User Context\n\nBob prefers spaces.\n"})
