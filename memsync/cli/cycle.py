@@ -40,7 +40,16 @@ def cycle(app: App, kind: str, root: str, force: bool, as_json: bool) -> int:
     except DaemonUnavailable:
         # A one-shot process: the role stack for the configured executor loads here, and
         # git answers what GitPython would (`resident=False`: not worth its import).
-        from memsync.cycles.runner import cycle_now  # noqa: PLC0415
+        import gc  # noqa: PLC0415 - built in
+
+        # Loading makes thousands of objects and no garbage cycles: the collector waits,
+        # and what is loaded by then is frozen (never walked again by the turn's collections).
+        gc.disable()
+        try:
+            from memsync.cycles.runner import cycle_now  # noqa: PLC0415
+        finally:
+            gc.freeze()
+            gc.enable()
 
         answer = cycle_now(settings, root, kind, force=force, resident=False).document()
     # The model's document without pydantic (`cycles.report`; an odd value: the model).
