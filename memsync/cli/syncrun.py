@@ -155,6 +155,6 @@ def _make_repairer(
 ) -> Settler:
     """The repair role for a root whose merge conflicted: `memsync.cycles` loads only then
     (a cold sync-now that admits cleanly never imports it)."""
-    from memsync.cycles.repairer import make_repairer  # noqa: PLC0415
+    from memsync.cycles.repairer import make_oneshot_repairer  # noqa: PLC0415
 
-    return make_repairer(root, layout, policy, graph, branch)
+    return make_oneshot_repairer(root, layout, policy, graph, branch)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memsync.cycles.answers import CONTENT_MAX, TITLE_MAX
 from memsync.cycles.promptkit import (
     CONTEXT_BUDGET,
     DATA_NOTE,
@@ -17,6 +16,7 @@ from memsync.cycles.promptkit import (
     Prompt,
     listing,
 )
+from memsync.cycles.proposals import CONTENT_MAX, TITLE_MAX
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memsync.cycles.answers import LEDGER_MAX
 from memsync.cycles.promptkit import (
     CONTEXT_BUDGET,
     DATA_NOTE,
@@ -18,6 +17,7 @@ from memsync.cycles.promptkit import (
     files_block,
     listing,
 )
+from memsync.cycles.proposals import LEDGER_MAX
 from memsync.validators.corrections import COLLECTION_PATHS
 
 

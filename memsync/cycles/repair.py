@@ -148,8 +148,10 @@ class Repairer:
         branch: str,
         *,
         clock: Callable[[], datetime] = timefmt.now,
+        resident: bool = True,
     ) -> None:
         self.root = root
+        self.resident = resident  # this process lives on (the daemon): `Git.resident`
         self.layout = layout
         self.policy = policy
         self.graph = graph
@@ -255,6 +257,7 @@ class Repairer:
             self.root.path,
             timeout=self.root.timeout.total_seconds(),
             deadline=Deadline.after(seconds),
+            resident=self.resident,
         )
 
     def _stage(

@@ -1,5 +1,8 @@
 """The repair role as a sync's callers hand it to `roots` (`roots/repairing.py`): made,
-and `cycles.repair` imported, only when a merge conflicts."""
+and `cycles.repair` imported, only when a merge conflicts. The daemon hands
+`make_repairer`; a one-shot process (`sync-now`, `cycle` without a daemon) hands
+`make_oneshot_repairer`, whose git box asks git what GitPython's import would answer
+(`Git.resident`)."""
 
 from __future__ import annotations
 
@@ -23,3 +26,15 @@ def make_repairer(
     from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
 
     return Repairer(root, layout, policy, graph, branch)
+
+
+def make_oneshot_repairer(
+    root: RootSettings,
+    layout: RootLayout,
+    policy: SyncPolicy,
+    graph: GraphValidator,
+    branch: str,
+) -> Settler:
+    from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
+
+    return Repairer(root, layout, policy, graph, branch, resident=False)

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from memsync import timefmt
 from memsync.config.sections import CommandRoleSettings, OpenAIRoleSettings
-from memsync.cycles.answers import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
-from memsync.cycles.chat import ask_openai_blocking
 from memsync.cycles.command import run_command
 from memsync.cycles.insightprompt import InsightInputs, insight_prompt
 from memsync.cycles.promptkit import Executor, Prompt
+from memsync.cycles.proposals import InsightNoop, InsightWrite, PruneCheckpoint, PruneRemove
 from memsync.cycles.pruneprompt import PruneInputs, prune_prompt
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.runlog import RunLog
@@ -87,6 +86,9 @@ class OpenAIRole:
         self.runlog = runlog
 
     def __call__(self, turn: TurnInput, deadline: Deadline) -> None:
+        # The HTTP client (aiohttp, asyncio) loads for an `openai` role only.
+        from memsync.cycles.chat import ask_openai_blocking  # noqa: PLC0415
+
         known = _item_ids(turn.worktree) if turn.cycle == "prune" else None
         try:
             got = ask_openai_blocking(

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sections import CommandRoleSettings
-from memsync.cycles.repairer import make_repairer
+from memsync.cycles.repairer import make_oneshot_repairer, make_repairer
 from memsync.cycles.rolegroups import RoleGroups
 from memsync.cycles.roles import CommandRole, OpenAIRole
 from memsync.cycles.runlog import RunLog
@@ -25,7 +25,6 @@ from memsync.cycles.turn import (
 )
 from memsync.errors import UsageError
 from memsync.roots import pause
-from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.layout import RootLayout
 
 # What an agent CLI may see of the daemon's environment: enough to run, no secrets.
@@ -66,10 +65,17 @@ def role_for(settings: Settings, root: RootSettings, kind: str) -> tuple[Role, f
 
 
 def cycle_now(
-    settings: Settings, root_name: str, kind: str, *, force: bool, push: bool = True
+    settings: Settings,
+    root_name: str,
+    kind: str,
+    *,
+    force: bool,
+    push: bool = True,
+    resident: bool = True,
 ) -> CycleResult:
     """One turn for one root now; with `push`, a landed commit is pushed by a sync cycle
-    right after (the daemon asks its own sync trigger instead, which also notifies)."""
+    right after (the daemon asks its own sync trigger instead, which also notifies).
+    `resident`: this process lives on (the daemon), as `Git.resident` says."""
     root = settings.root(root_name)
     if root is None:
         raise UsageError(f"unknown root {root_name!r}")
@@ -88,9 +94,12 @@ def cycle_now(
     cycle = replace(cycle, enabled=True, timeout=timeout)
     # An agent a killed memsync process left running on this root ends before a new turn.
     RoleGroups(RootLayout.for_root(settings.state_dir, root.name).base).end_left()
-    result = run_cycle(root, cycle, role, settings.state_dir, force=force)
+    result = run_cycle(root, cycle, role, settings.state_dir, force=force, resident=resident)
     if push and result.status == LANDED and root.push and root.sync_enabled:
-        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=make_repairer))
+        from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415 - a push only
+
+        repair = make_repairer if resident else make_oneshot_repairer
+        pushed = sync_root(root, settings.state_dir, SyncOptions(wait=60.0, repair=repair))
         note = "pushed" if pushed.ok else f"not pushed yet ({pushed.status}: {pushed.message})"
         result = CycleResult(**{**result.__dict__, "message": f"{result.message}; {note}"})
     return result

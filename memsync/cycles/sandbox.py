@@ -75,10 +75,11 @@ def escaped_problems(exc: ExecutorFailed) -> tuple[Problem, ...]:
     return (Problem(ROLE_ESCAPED, None, None, exc.message),)
 
 
-def create(root: Git, path: Path, start: str) -> Git:
+def create(root: Git, path: Path, start: str, identity: list[tuple[str, str]] | None = None) -> Git:
     """A new repository at `path` holding `start` checked out (detached), borrowing the
     root's objects read-only; its config is memsync's (the root's identity only, so a
-    role's `git commit` works as it did in the root). Returns its git box."""
+    role's `git commit` works as it did in the root; `identity`: that identity, when the
+    caller read it already). Returns its git box."""
     objects = _objects_dir(root)
     object_format = root.object_format()
     path.mkdir(parents=True, exist_ok=False, mode=0o700)
@@ -87,7 +88,7 @@ def create(root: Git, path: Path, start: str) -> Git:
     info = path / ".git" / "objects" / "info"
     info.mkdir(parents=True, exist_ok=True)
     write_bytes(info / "alternates", f"{objects}\n".encode())
-    for key, value in root.identity_config():
+    for key, value in identity if identity is not None else root.identity_config():
         box.set_config(key, value, local=True)
     box.checkout_detached(start)
     return box
@@ -114,17 +115,23 @@ def kill_stray_processes(path: Path) -> int:
     """Kill what a role left running in its repository at `path` after its run (a process
     whose working directory or an open file is there): it could still write. How many."""
     inside = str(path.resolve())
+    under = inside + os.sep
 
     def working_there(pid: int) -> bool:
-        base = Path(f"/proc/{pid}")
-        links = [base / "cwd"]
-        with contextlib.suppress(OSError):
-            links += list((base / "fd").iterdir())
-        for link in links:
-            with contextlib.suppress(OSError):
-                target = str(link.readlink())
-                if target == inside or target.startswith(inside + os.sep):
-                    return True
+        # Plain strings, not Path objects: every process of ours is asked, twice a turn.
+        fds = f"/proc/{pid}/fd"
+        try:
+            with os.scandir(fds) as entries:
+                links = [entry.path for entry in entries]
+        except OSError:
+            links = []
+        for link in (f"/proc/{pid}/cwd", *links):
+            try:
+                target = os.readlink(link)  # noqa: PTH115 - a str, for a string compare
+            except OSError:
+                continue
+            if target == inside or target.startswith(under):
+                return True
         return False
 
     return kill_strays(working_there)

@@ -49,7 +49,6 @@ from memsync.transports.process import Deadline
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.validators.rightmemory import default_graph_validator
-from memsync.wire.cli import CycleReport, ProblemModel
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,10 @@ LANDED, NOOP, NOT_DUE, REFUSED, FAILED = "landed", "noop", "not-due", "refused",
 OK_STATUSES = frozenset({LANDED, NOOP, NOT_DUE})
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from memsync.roots.admit import Outcome
+    from memsync.wire.cli import CycleReport
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,28 @@ class CycleResult:
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
+    def document(self) -> dict[str, Any]:
+        """The `cycle --json` document as plain JSON values, keys in the wire model's order
+        (`cycles.report` checks its shape; no pydantic)."""
+        return {
+            "root": self.root,
+            "cycle": self.cycle,
+            "status": self.status,
+            "operation_id": self.operation_id,
+            "commit": self.commit,
+            "files": list(self.files),
+            "problems": [
+                {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
+                for p in self.problems
+            ],
+            "message": self.message,
+            "duration_ms": self.duration_ms,
+        }
+
     def model(self) -> CycleReport:
-        """The `cycle --json` document (the CLI and the daemon's control socket)."""
+        """The `cycle --json` document as its wire model (the daemon's control socket)."""
+        from memsync.wire.cli import CycleReport, ProblemModel  # noqa: PLC0415 - pydantic
+
         return CycleReport(
             root=self.root,
             cycle=self.cycle,
@@ -138,13 +160,15 @@ def run_cycle(
     *,
     force: bool = False,
     wait: float | None = 60.0,
+    resident: bool = True,
 ) -> CycleResult:
-    """One turn now (or `not-due`), under the root lock; never raises for the role's failures."""
+    """One turn now (or `not-due`), under the root lock; never raises for the role's failures.
+    `resident`: this process lives on (the daemon's git box, `Git.resident`)."""
     started = time.monotonic()
     layout = RootLayout.for_root(state_dir, root.name)
     try:
         with RootLock(layout.lock_file, wait=wait, label=f"root {root.name}"):
-            result = _Turn(root, cycle, role, layout).run(force)
+            result = _Turn(root, cycle, role, layout, resident).run(force)
     except LockBusy as exc:
         result = CycleResult(root.name, cycle.kind, FAILED, exc.message)
     duration = int((time.monotonic() - started) * 1000)
@@ -153,10 +177,15 @@ def run_cycle(
 
 class _Turn:
     def __init__(
-        self, root: RootSettings, cycle: CycleSettings, role: Role, layout: RootLayout
+        self,
+        root: RootSettings,
+        cycle: CycleSettings,
+        role: Role,
+        layout: RootLayout,
+        resident: bool = True,
     ) -> None:
         self.root, self.cycle, self.role, self.layout = root, cycle, role, layout
-        self.git = Git(root.path, timeout=cycle.timeout)
+        self.git = Git(root.path, timeout=cycle.timeout, resident=resident)
         self.policy = SyncPolicy(max_file_size=root.max_file_size)
         self.records = journal.Journal(layout.journal_dir)
         self.pressure_path = layout.base / "insight.json"
@@ -246,7 +275,8 @@ class _Turn:
         worktree.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # The role works in a repository of its own, never a linked worktree of the root;
         # the guard proves it left the root's refs, config and hooks alone.
-        box = sandbox.create(git, worktree, head)
+        identity = git.identity_config()  # the role's repository's, and the turn's commit's
+        box = sandbox.create(git, worktree, head, identity)
         facts = self.facts(head) if self.cycle.kind == "prune" else None
         turn = TurnInput(self.cycle.kind, self.root.name, op.id, worktree, context, facts)
         who = f"the {self.cycle.kind} role"
@@ -276,7 +306,7 @@ class _Turn:
             message = ledger_message(message, facts, removed_items(box, facts, top or head))
         message = owned_subject(self.cycle.kind, message)
         message = f"{message}\n\nMemsync-Operation: {op.id}\n"
-        collapsed = box.commit_tree(tree, [head], message, git.identity_config())
+        collapsed = box.commit_tree(tree, [head], message, identity)
         collapsed = sign_commit(box, collapsed, self.root.signing)
         fault("cycle-after-role-commit")
         guard.check(git, who, worktree)  # nothing it left running wrote the root meanwhile

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.cli.app import App
 from memsync.wire import SyncReport
 from memsync.wire.cli import SyncResultModel
 from tests.conftest import Team
@@ -37,6 +38,7 @@ def _crash(
 ) -> Path:
     """Alice pushes `incoming`; Bob's sync-now is killed at `point`, its record left open."""
     cfg = write_config(team, tmp_path, ("bob",))
+    App(config_path=str(cfg), command="").settings()  # loaded once: the runs read its memo
     commit(team.alice.path, incoming)
     git(team.alice.path, "push", "-q", "origin", "HEAD:main")
     if diverged:
@@ -175,6 +177,7 @@ def test_a_half_written_move_of_its_own_is_finished(team: Team, tmp_path: Path) 
 def _autocommit_config(team: Team, tmp_path: Path) -> Path:
     cfg = write_config(team, tmp_path, ("bob",))
     cfg.write_text(cfg.read_text() + "    sync: {autocommit: true}\n")
+    App(config_path=str(cfg), command="").settings()  # loaded once: the runs read its memo
     return cfg
 
 

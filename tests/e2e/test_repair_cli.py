@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from memsync.cli.app import App
 from memsync.roots.faults import POINTS
 from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import launcher
 from tests.e2e.test_cli import memsync
+from tests.e2e.test_startup import probe
 from tests.helpers import commit, git, kill_while_agent_holds, snapshot, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +56,7 @@ def scene(team: Team, tmp_path: Path, body: str) -> tuple[Path, Path]:
         )
         + "\n"
     )
+    App(config_path=str(config), command="").settings()  # loaded once: the runs read its memo
     commit(team.alice.path, {"MEMORY.md": "# User Context\n\nAlice prefers tabs.\n"})
     git(team.alice.path, "push", "-q", "origin", "HEAD:main")
     commit(team.bob.path, {"MEMORY.md": "# User Context\n\nBob prefers spaces.\n"})
@@ -81,10 +84,15 @@ def settled(team: Team, tmp_path: Path) -> None:
 
 
 def test_a_repair_through_the_cli_is_pushed(team: Team, tmp_path: Path) -> None:
+    """A one-shot `sync-now` settles the conflict with the repair role and pushes it, on a
+    git box that is not resident (issue 18): it asks git, as GitPython's import would cost
+    more than the processes it saves."""
     config, runs = scene(team, tmp_path, f'exec /bin/sh "{EXAMPLE}"')
-    done = sync_now(config)
-    assert done.returncode == 0, done.stderr
-    result = SyncReport.model_validate_json(done.stdout).results[0]
+    code, heavy, out, err = probe(
+        "--config", str(config), "sync-now", "--json", env={}, heavy=("git", "gitdb")
+    )
+    assert (code, heavy) == (0, []), err
+    result = SyncReport.model_validate_json(out).results[0]
     assert result.status == "pushed", result.message
     assert "repair role fixer settled it" in result.message
     assert git(team.upstream, "rev-parse", "main") == git(team.bob.path, "rev-parse", "HEAD")

@@ -26,7 +26,7 @@ NOT_GIT: dict[tuple[str, str], str] = {
     ("views/pull.py", "puller"): "the view puller's own run loop",
     ("daemon/app.py", "Daemon(settings, load)"): "the daemon's main loop",
     ("hub/workers.py", "Supervisor(data_dir, sockets, limits or Limits())"): "the hub supervisor",
-    ("cycles/turn.py", "_Turn(root, cycle, role, layout)"): "one role turn",
+    ("cycles/turn.py", "_Turn(root, cycle, role, layout, resident)"): "one role turn",
     ("validators/document.py", "scanner"): "the document scanner",
     ("validators/graph.py", "join"): "the graph join",
     ("validators/graph.py", "chosen"): "the parse cache's session (a file, not git)",
