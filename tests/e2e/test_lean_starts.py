@@ -276,3 +276,45 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     assert "memsync.hub.app" in modules
     later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
+
+
+# Every process the daemon starts, as the `subprocess.Popen` audit event names it.
+EXECS_SITE = """
+import os, sys
+
+def _hook(event, args):
+    if event == "subprocess.Popen":
+        with open(os.environ["MEMSYNC_TEST_EXECS"], "a") as out:
+            out.write(" ".join(map(str, args[1])) + "\\n")
+
+sys.addaudithook(_hook)
+"""
+
+
+def test_a_daemons_first_start_checks_its_config_in_a_fork_not_a_new_interpreter(
+    team: Team, tmp_path: Path
+) -> None:
+    # No settings memo yet: the schema runs in a child, which is a fork of the daemon (it
+    # has the interpreter and the daemon's modules already), not `python -m ...configcheck`.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(EXECS_SITE)
+    execs = tmp_path / "execs.txt"
+    cache = tmp_path / "cache"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "MEMSYNC_TEST_EXECS": str(execs),
+        "XDG_CACHE_HOME": str(cache),
+    }
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
+            30,
+            "the daemon's first cycle",
+        )
+    started = execs.read_text().splitlines()
+    assert any(line.startswith("git ") for line in started), started  # the hook sees them
+    assert [line for line in started if "configcheck" in line] == []
+    assert len(list((cache / "memsync" / "settings").iterdir())) == 1  # the child's memo
