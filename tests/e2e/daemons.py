@@ -12,6 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from memsync.daemon.client import call
 from memsync.wire import StatusReport
 from tests.e2e.test_cli import memsync
 from tests.kit import GIT_ENV
@@ -44,6 +47,12 @@ class Daemon:
         raise AssertionError(f"no READY=1; log:\n{self.log.read_text()}")
 
     def status(self) -> StatusReport:
+        """The daemon's status report, asked on its control socket from this process (a
+        test polling it spawns no process each time; `cli_status` is the command)."""
+        return StatusReport.model_validate(call(self.socket, "GET", "/v1/status", timeout=30))
+
+    def cli_status(self) -> StatusReport:
+        """What `memsync status --json` prints through this daemon."""
         done = memsync("--config", str(self.config), "status", "--json")
         assert done.returncode == 0, done.stderr
         return StatusReport.model_validate_json(done.stdout)
@@ -79,6 +88,12 @@ def write_config(
     return path
 
 
+def control_socket(config: Path, tmp_path: Path) -> Path:
+    """The control socket `config` names (`tmp_path/run/memsync.sock` when it names none)."""
+    control = (yaml.safe_load(config.read_text()) or {}).get("control") or {}
+    return Path(control["socket"]) if "socket" in control else tmp_path / "run" / "memsync.sock"
+
+
 @contextlib.contextmanager
 def launcher(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     """Start `memsync run` processes (waiting for READY=1); all are killed at the end."""
@@ -98,7 +113,7 @@ def launcher(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
                 text=True,
                 env=full_env,
             )
-        daemon = Daemon(proc, config, tmp_path / "run" / "memsync.sock", sock, log)
+        daemon = Daemon(proc, config, control_socket(config, tmp_path), sock, log)
         started.append(daemon)
         if wait:
             daemon.wait_ready()

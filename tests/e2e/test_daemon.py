@@ -49,7 +49,7 @@ def test_a_pushed_commit_arrives_by_polling_and_a_local_commit_is_pushed_by_watc
         15,
         "bob's local commit to be validated and pushed by the watcher",
     )
-    report = daemon.status()
+    report = daemon.cli_status()  # the command, through the daemon
     assert report.daemon.running and report.daemon.pid == daemon.proc.pid
     assert [e.name for e in report.daemon.schedule] == ["bob"]
     daemon.proc.send_signal(signal.SIGTERM)
