@@ -113,7 +113,7 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
     env, dump = listing_env(tmp_path)
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
-        daemon = launch(config, env=env)
+        daemon = launch(config, env=env, memo=False)  # the schema's child runs
         wait_for(
             lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] is not None,
             30,

@@ -310,7 +310,7 @@ def test_a_daemons_first_start_checks_its_config_in_a_fork_not_a_new_interpreter
     env = site_env(tmp_path, EXECS_SITE, MEMSYNC_TEST_EXECS=str(execs))
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     with launcher(tmp_path) as launch:
-        daemon = launch(config, env=env)
+        daemon = launch(config, env=env, memo=False)
         wait_for(
             lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
             30,
