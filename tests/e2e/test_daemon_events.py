@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from memsync.wire.hub import TokenCreated
+from memsync.hub.tokens import hub_init, open_store
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.hubs import BADID_BYTES, hostile_hub, running_hub
@@ -31,16 +31,20 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
 
 @pytest.fixture
 def hub(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    # The hub's data dir and tokens are made here, by the code `hub init` and `hub token
+    # create` run (their commands have their own tests): a set-up process less each.
     data = tmp_path / "hub"
-    assert memsync("hub", "init", str(data), "--json").returncode == 0
+    hub_init(data)
     with running_hub(data) as (url, _log):
         yield url, data
 
 
 def token(data: Path, scope: str) -> str:
-    made = memsync("hub", "token", "create", "--data", str(data), "--scope", scope, "--json")
-    assert made.returncode == 0, made.stderr
-    return TokenCreated.model_validate_json(made.stdout).token
+    store = open_store(data)
+    try:
+        return store.create([scope])[1]
+    finally:
+        store.close()
 
 
 def notify(url: str, secret: str, commit_sha: str) -> None:
