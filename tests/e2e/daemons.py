@@ -20,9 +20,10 @@ from memsync.config.model import settings_from
 from memsync.config.paths import find_config_path
 from memsync.daemon.client import call
 from memsync.errors import MemsyncError
-from memsync.wire import StatusReport
+from memsync.wire import DaemonStatus, StatusReport
+from memsync.wire.cli import ScheduleEntry
 from tests.e2e.test_cli import memsync
-from tests.kit import GIT_ENV
+from tests.kit import GIT_ENV, wait_for
 
 
 @dataclass
@@ -55,6 +56,24 @@ class Daemon:
         """The daemon's status report, asked on its control socket from this process (a
         test polling it spawns no process each time; `cli_status` is the command)."""
         return StatusReport.model_validate(call(self.socket, "GET", "/v1/status", timeout=30))
+
+    def wait_status(
+        self,
+        check: Callable[[StatusReport], bool],
+        timeout: float,
+        what: str,
+        *,
+        interval: float = 0.1,
+    ) -> None:
+        """Wait until `check` holds for the status report, asked every `interval` seconds
+        (each answer runs `git status` in every root: a tighter poll costs the daemon more
+        than it finds sooner)."""
+        wait_for(lambda: check(self.status()), timeout, what, interval=interval)
+
+    def entry(self, name: str) -> ScheduleEntry:
+        """The schedule entry of root or view `name`, from `GET /v1/daemon` (no git)."""
+        block = DaemonStatus.model_validate(call(self.socket, "GET", "/v1/daemon", timeout=30))
+        return next(e for e in block.schedule if e.name == name)
 
     def cli_status(self) -> StatusReport:
         """What `memsync status --json` prints through this daemon."""

@@ -74,7 +74,7 @@ def test_an_upstream_event_syncs_at_once(
     config.write_text(text)
     daemon = start(config)  # type: ignore[operator]
     wait_for(lambda: "following hub events" in daemon.log.read_text(), 15, "the event stream")
-    wait_for(lambda: daemon.status().roots[0].status == "current", 15, "the start-up catch-up")
+    daemon.wait_status(lambda s: s.roots[0].status == "current", 15, "the start-up catch-up")
     latencies = []
     for n in range(3):
         made = commit(team.alice.path, {f"MEMORY_{n}.md": f"# {n}\n"})
@@ -271,14 +271,15 @@ def test_a_revision_event_pulls_the_view_at_once_and_metrics_follow(
     consume_auth(config, url, public, f"{{value: {token(data, 'read:auth')}}}", "10m")
     daemon = start(config)
 
-    def revision() -> int | None:
-        return daemon.status().views[0].revision
-
-    wait_for(lambda: revision() == 1, 20, "the start-up pull")
+    daemon.wait_status(lambda s: s.views[0].revision == 1, 20, "the start-up pull")
     wait_for(lambda: "following hub events" in daemon.log.read_text(), 15, "the view's stream")
     commit(team.alice.path, {"MEMORY.md": memory.replace("short-lived", "5-minute")})
     publish_auth(team.alice.path, url, key, publisher)
-    wait_for(lambda: revision() == 2, 10, "the revision event to pull revision 2 (refresh is 10m)")
+    daemon.wait_status(
+        lambda s: s.views[0].revision == 2,
+        10,
+        "the revision event to pull revision 2 (refresh is 10m)",
+    )
 
     def metric(name: str) -> float | None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
