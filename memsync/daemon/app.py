@@ -67,7 +67,6 @@ from memsync.status import config_name, status_document
 from memsync.transports.git import Git
 from memsync.transports.hubclient import events_name_root, view_events_url
 from memsync.validators.policy import SyncPolicy
-from memsync.views.trust import TrustState, trust_path
 from memsync.wire import documents
 from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest
 
@@ -575,6 +574,10 @@ def _recover(root: RootSettings, state_dir: Path) -> None:
 
 def _past_max_stale(views: list[ViewSettings], state_dir: Path) -> list[tuple[str, str]]:
     """The views whose last good check is older than their `max_stale`, with that age."""
+    if not views:
+        return []
+    from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415 - views only
+
     now = timefmt.now()
     found: list[tuple[str, str]] = []
     for view in views:

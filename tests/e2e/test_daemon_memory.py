@@ -24,6 +24,7 @@ from tests.helpers import wait_for
 NOT_AT_REST = (
     "cryptography",
     "memsync.views.pull",
+    "memsync.views.trust",
     "memsync.views.consumer",
     "memsync.views.manifest",
     "memsync.views.keys",
