@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memsync.daemon.client import call
+from memsync.roots.create import init_root
 from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
@@ -114,7 +115,7 @@ def test_an_unreachable_root_backs_off_while_another_keeps_syncing(
     team: Team, tmp_path: Path, start: object
 ) -> None:
     carol = tmp_path / "carol"
-    memsync("init", str(carol))
+    init_root(carol)
     git(carol, "remote", "add", "origin", "http://127.0.0.1:9/nowhere.git")
     config = write_config(
         tmp_path,

@@ -15,6 +15,8 @@ from typing import ClassVar
 import pytest
 
 from memsync.hub.tokens import hub_init, open_store
+from memsync.roots.create import init_root
+from memsync.views.keys import generate_key
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.hubs import BADID_BYTES, hostile_hub, running_hub
@@ -90,7 +92,7 @@ def test_an_upstream_event_syncs_at_once(
 def test_metrics_health_and_readiness(team: Team, tmp_path: Path, start: object) -> None:
     port = free_port()
     carol = tmp_path / "carol"
-    memsync("init", str(carol))
+    init_root(carol)
     git(carol, "remote", "add", "origin", "http://127.0.0.1:9/nowhere.git")
     config = write_config(
         tmp_path,
@@ -158,7 +160,7 @@ def test_a_team_server_publishes_its_views_when_head_moves(
 ) -> None:
     url, data = hub
     key = tmp_path / "view.key"
-    memsync("keys", "generate", "--out", str(key))
+    generate_key(key)
     publisher, reader = token(data, "publish:auth"), token(data, "read:auth")
     alice = team.alice.path
     memory = provide_view(alice)
@@ -241,7 +243,7 @@ def test_views_pull_goes_through_the_daemon(
 ) -> None:
     url, data = hub
     key = tmp_path / "view.key"
-    public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
+    public = generate_key(key)
     provide_view(team.alice.path)
     publish_auth(team.alice.path, url, key, token(data, "publish:auth"))
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
@@ -260,7 +262,7 @@ def test_a_revision_event_pulls_the_view_at_once_and_metrics_follow(
 ) -> None:
     url, data = hub
     key = tmp_path / "view.key"
-    public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
+    public = generate_key(key)
     memory = provide_view(team.alice.path)
     publisher = token(data, "publish:auth")
     publish_auth(team.alice.path, url, key, publisher)
