@@ -7,6 +7,7 @@ All wording a person reads about an error is produced here, by `render_error`. E
 from __future__ import annotations
 
 import errno
+import gc
 import sys
 from collections.abc import Sequence
 from typing import ClassVar, NoReturn, TextIO, cast
@@ -175,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     sys.stdout.flush()
     if code == EXIT_OK and failure is None and helpmemo.wanted(args):
         _remember_help(args)
+    gc.freeze()  # the exit's collections would walk all the command loaded (~50 ms, issue 18)
     sys.exit(code)
 
 

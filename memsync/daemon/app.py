@@ -1,7 +1,7 @@
 """The daemon (`memsync run`): one asyncio loop that keeps every root and view in step.
 
 Start-up recovers every root's journal before `READY=1`. Each root and each view has one
-`Trigger`: the schedule (APScheduler interval jobs, jittered, coalesced), watchdog events,
+`Trigger`: the schedule (interval jobs, jittered, coalesced: `schedule`), watchdog events,
 hub events and control-socket requests all feed it, and a burst runs at most one more job.
 Sync cycles run in a small thread pool (the blocking `roots.cycle.sync_root`, under the
 same cross-process root lock the CLI takes, bounded by `sync.timeout`); view pulls run on
@@ -32,8 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sections import HttpSourceSettings, ViewSettings
@@ -48,6 +46,7 @@ from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
+from memsync.daemon.schedule import Schedule
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.workers import (
@@ -68,7 +67,6 @@ from memsync.status import config_name, status_document
 from memsync.transports.git import Git
 from memsync.transports.hubclient import events_name_root, view_events_url
 from memsync.validators.policy import SyncPolicy
-from memsync.views.trust import TrustState, trust_path
 from memsync.wire import documents
 from memsync.wire.requests import CycleRequest, PullRequest, SyncRequest
 
@@ -114,7 +112,7 @@ class Daemon:
         self._tasks: asyncio.TaskGroup | None = None
         self._followers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._connected: dict[str, bool] = {}
-        self._scheduler: AsyncIOScheduler | None = None
+        self._scheduler: Schedule | None = None
         self._context: WorkerContext | None = None  # what the workers see of us, in run()
         self._observer: Watches | None = None  # the first watched root starts it
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,7 +145,7 @@ class Daemon:
             (signal.SIGHUP, self.hangup),
         ):
             loop.add_signal_handler(sig, action)
-        self._scheduler = AsyncIOScheduler(event_loop=loop)
+        self._scheduler = Schedule(loop)
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
@@ -163,7 +161,6 @@ class Daemon:
                 )
                 self._apply(self.settings)
                 self.pauses.start()
-                self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
                 hooks = tasks.create_task(self.hooks.serve(), name="hooks")
                 self.notifier.ready(self._summary())
@@ -186,7 +183,7 @@ class Daemon:
                     self._drop(root)
                 for view in self.views.values():
                     self._drop(view)
-                self._scheduler.shutdown(wait=False)
+                self._scheduler.shutdown()
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
@@ -453,20 +450,21 @@ class Daemon:
         entries: list[dict[str, Any]] = []
         loop_now = asyncio.get_running_loop().time()
         wall_now = time.time()
-        jobs = {job.id: job for job in self._scheduler.get_jobs()} if self._scheduler else {}
+        schedule = self._scheduler
         listed: list[tuple[str, str, Trigger]] = [  # type: ignore[type-arg]
             *(("root", name, w.trigger) for name, w in self.roots.items()),
             *(("view", name, w.trigger) for name, w in self.views.items()),
         ]
         for kind, name, trigger in listed:
-            job = jobs.get(f"{'sync' if kind == 'root' else 'view'}:{name}")
+            job_id = f"{'sync' if kind == 'root' else 'view'}:{name}"
+            next_run = schedule.next_run(job_id) if schedule is not None else None
             backoff = trigger.backoff
             entries.append(
                 {
                     "kind": kind,
                     "name": name,
-                    "next_run_at": timefmt.rfc3339(job.next_run_time)
-                    if job and job.next_run_time
+                    "next_run_at": timefmt.rfc3339(timefmt.from_timestamp(next_run))
+                    if next_run is not None
                     else None,
                     "running": trigger.running is not None,
                     "failures": backoff.failures,
@@ -576,6 +574,10 @@ def _recover(root: RootSettings, state_dir: Path) -> None:
 
 def _past_max_stale(views: list[ViewSettings], state_dir: Path) -> list[tuple[str, str]]:
     """The views whose last good check is older than their `max_stale`, with that age."""
+    if not views:
+        return []
+    from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415 - views only
+
     now = timefmt.now()
     found: list[tuple[str, str]] = []
     for view in views:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memsync.daemon.client import call
+from memsync.roots.create import init_root
 from memsync.wire import SyncReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
@@ -49,7 +50,7 @@ def test_a_pushed_commit_arrives_by_polling_and_a_local_commit_is_pushed_by_watc
         15,
         "bob's local commit to be validated and pushed by the watcher",
     )
-    report = daemon.status()
+    report = daemon.cli_status()  # the command, through the daemon
     assert report.daemon.running and report.daemon.pid == daemon.proc.pid
     assert [e.name for e in report.daemon.schedule] == ["bob"]
     daemon.proc.send_signal(signal.SIGTERM)
@@ -114,7 +115,7 @@ def test_an_unreachable_root_backs_off_while_another_keeps_syncing(
     team: Team, tmp_path: Path, start: object
 ) -> None:
     carol = tmp_path / "carol"
-    memsync("init", str(carol))
+    init_root(carol)
     git(carol, "remote", "add", "origin", "http://127.0.0.1:9/nowhere.git")
     config = write_config(
         tmp_path,
@@ -126,7 +127,7 @@ def test_an_unreachable_root_backs_off_while_another_keeps_syncing(
     daemon = start(config)  # type: ignore[operator]
 
     def carol_backs_off() -> bool:
-        entry = next(e for e in daemon.status().daemon.schedule if e.name == "carol")
+        entry = daemon.entry("carol")
         return entry.failures >= 1 and entry.backoff_until is not None
 
     wait_for(carol_backs_off, 20, "carol to back off")
@@ -150,7 +151,7 @@ def test_an_idle_daemon_starts_no_git_process(team: Team, tmp_path: Path, start:
     (wrapper / "git").chmod(0o755)
     config = write_config(tmp_path, {"bob": {"path": team.bob.path, "watch": "true"}})
     daemon = start(config, env={"PATH": f"{wrapper}:{os.environ['PATH']}"})  # type: ignore[operator]
-    wait_for(lambda: daemon.status().roots[0].status == "current", 20, "the start-up catch-up")
+    daemon.wait_status(lambda s: s.roots[0].status == "current", 20, "the start-up catch-up")
     settled = log.read_text().count("\n")
     time.sleep(2.0)  # an observation window: nothing may happen in it
     assert log.read_text().count("\n") == settled, log.read_text()
@@ -319,8 +320,8 @@ def test_a_refused_cycle_backs_off_instead_of_asking_again_at_once(
     for n in range(4):  # the first publication sets the mark; the next ones add points
         _arrives(team, n)
         if n == 1:
-            wait_for(
-                lambda: daemon.status().roots[0].insight.last_result == "failed",
+            daemon.wait_status(
+                lambda s: s.roots[0].insight.last_result == "failed",
                 30,
                 "the role to run once and be refused",
             )

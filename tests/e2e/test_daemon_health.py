@@ -25,6 +25,8 @@ from memsync.config import load_config
 from memsync.config.model import Settings, settings_from
 from memsync.daemon.app import Daemon as DaemonApp
 from memsync.daemon.client import call
+from memsync.roots.create import init_root
+from memsync.views.keys import generate_key
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
@@ -132,9 +134,9 @@ def test_ready_only_after_every_root_and_view_finished_a_first_cycle(
     hanging.listen(8)
     slow = f"http://127.0.0.1:{hanging.getsockname()[1]}"
     carol = tmp_path / "carol"
-    memsync("init", str(carol))
+    init_root(carol)
     git(carol, "remote", "add", "origin", f"{slow}/t.git")
-    public = memsync("keys", "generate", "--out", str(tmp_path / "view.key")).stdout.strip()
+    public = generate_key(tmp_path / "view.key")
     listen = f"http: {{listen: 127.0.0.1:{port}}}\n"
     view = (
         "views:\n  team-auth:\n    root: bob\n    view_id: auth\n"

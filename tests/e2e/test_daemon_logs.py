@@ -131,11 +131,7 @@ def test_a_failing_view_is_said_once_however_often_it_is_retried(
     )
     daemon = start(config)
 
-    def failures() -> int:
-        entry = next(e for e in daemon.status().daemon.schedule if e.name == "team-auth")
-        return entry.failures
-
-    wait_for(lambda: failures() >= 2, 60, "a failed pull retried")
+    wait_for(lambda: daemon.entry("team-auth").failures >= 2, 60, "a failed pull retried")
     said = lines(daemon, "view team-auth")
     assert len(said) == 1, daemon.log.read_text()
     assert " ERROR view team-auth: unavailable" in said[0]

@@ -39,8 +39,8 @@ def test_sixty_watched_roots_run_a_bounded_number_of_threads_and_each_hears_a_co
         {name: {"path": path, "watch": "true", "interval": "10m"} for name, path in roots.items()},
     )
     daemon = start(config)
-    wait_for(
-        lambda: all(r.status is not None for r in daemon.status().roots), 60, "start-up cycles"
+    daemon.wait_status(  # each answer runs `git status` in sixty roots
+        lambda s: all(r.status is not None for r in s.roots), 60, "start-up cycles", interval=0.5
     )
     assert threads(daemon.proc.pid) <= THREADS
     # Only the watcher can run a cycle now (the poll is 10 minutes away): a commit in the

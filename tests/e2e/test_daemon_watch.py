@@ -75,7 +75,7 @@ def test_reads_queue_no_event_and_run_no_cycle_while_a_write_does(
         tmp_path, {"bob": {"path": team.bob.path, "watch": "true", "interval": "10m"}}
     )
     daemon = start(config, env=env)
-    wait_for(lambda: daemon.status().roots[0].status is not None, 20, "the start-up cycle")
+    daemon.wait_status(lambda s: s.roots[0].status is not None, 20, "the start-up cycle")
     masks = inotify_masks(daemon.proc.pid)
     assert masks, "the daemon watches the root"
     for mask in masks:  # the kernel never queues an open, a read or a close after reading
@@ -138,7 +138,7 @@ def test_a_quiet_watched_root_polls_with_the_fetch_alone_and_hears_every_change(
     quiet_cycles(log, 2)
     # An edit to a tracked file (the index does not change): the next cycle sees it.
     (root / "insight_logs" / "log.md").write_text("# Log, edited\n")
-    wait_for(lambda: daemon.status().roots[0].status == "dirty", 20, "the edit to be seen")
+    daemon.wait_status(lambda s: s.roots[0].status == "dirty", 20, "the edit to be seen")
     # A person's commit: pushed.
     git(root, "commit", "-q", "-am", "edited by a person")
     made = git(root, "rev-parse", "HEAD")
@@ -167,6 +167,6 @@ def test_an_edit_to_a_tracked_file_in_the_unwatched_runtime_directory_is_seen(
     commit(root, {".runtime/kept.md": "# Kept\n"})  # tracked where no watch looks
     config = write_config(tmp_path, {"bob": {"path": root, "watch": "true", "interval": "1s"}})
     daemon = start(config)
-    wait_for(lambda: daemon.status().roots[0].status is not None, 20, "the start-up cycle")
+    daemon.wait_status(lambda s: s.roots[0].status is not None, 20, "the start-up cycle")
     (root / ".runtime" / "kept.md").write_text("# Kept, edited\n")
-    wait_for(lambda: daemon.status().roots[0].status == "dirty", 20, "the edit to be seen")
+    daemon.wait_status(lambda s: s.roots[0].status == "dirty", 20, "the edit to be seen")

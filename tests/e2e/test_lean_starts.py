@@ -19,6 +19,7 @@ from memsync.daemon.client import call
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
+from tests.e2e.test_cli import memsync
 from tests.e2e.test_daemon_memory import listing_env, module_list
 from tests.e2e.test_startup import probe, probe_counting
 from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
@@ -276,3 +277,75 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     assert "memsync.hub.app" in modules
     later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
+
+
+def site_env(tmp_path: Path, site: str, **extra: str) -> dict[str, str]:
+    """The environment of a memsync process that runs `site` as its `sitecustomize`."""
+    where = tmp_path / "site"
+    where.mkdir(exist_ok=True)
+    (where / "sitecustomize.py").write_text(site)
+    paths = [str(where), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {"PYTHONPATH": os.pathsep.join(paths), "XDG_CACHE_HOME": str(tmp_path / "cache")} | extra
+
+
+# Every process the daemon starts, as the `subprocess.Popen` audit event names it.
+EXECS_SITE = """
+import os, sys
+
+def _hook(event, args):
+    if event == "subprocess.Popen":
+        with open(os.environ["MEMSYNC_TEST_EXECS"], "a") as out:
+            out.write(" ".join(map(str, args[1])) + "\\n")
+
+sys.addaudithook(_hook)
+"""
+
+
+def test_a_daemons_first_start_checks_its_config_in_a_fork_not_a_new_interpreter(
+    team: Team, tmp_path: Path
+) -> None:
+    # No settings memo yet: the schema runs in a child, which is a fork of the daemon (it
+    # has the interpreter and the daemon's modules already), not `python -m ...configcheck`.
+    execs = tmp_path / "execs.txt"
+    env = site_env(tmp_path, EXECS_SITE, MEMSYNC_TEST_EXECS=str(execs))
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env, memo=False)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
+            30,
+            "the daemon's first cycle",
+        )
+    started = execs.read_text().splitlines()
+    assert any(line.startswith("git ") for line in started), started  # the hook sees them
+    assert [line for line in started if "configcheck" in line] == []
+    assert len(list((tmp_path / "cache" / "memsync" / "settings").iterdir())) == 1  # its memo
+
+
+# The size of the permanent generation when the exit's last handler runs (registered first).
+FROZEN_SITE = """
+import atexit, gc, os
+
+def _at_exit():
+    with open(os.environ["MEMSYNC_TEST_FROZEN"], "a") as out:
+        out.write(f"{gc.get_freeze_count()}\\n")
+
+atexit.register(_at_exit)
+"""
+
+
+def test_a_command_leaves_what_it_loaded_frozen_to_the_exit(team: Team, tmp_path: Path) -> None:
+    # The interpreter's exit collects garbage while it unloads the modules: walking every
+    # object a command loaded costs ~50 ms (a fifth of a daemon's short life, of `doctor`).
+    # A command frozen before it exits leaves the collector only what the exit itself frees.
+    frozen = tmp_path / "frozen.txt"
+    env = site_env(tmp_path, FROZEN_SITE, MEMSYNC_TEST_FROZEN=str(frozen))
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    with launcher(tmp_path) as launch:
+        daemon = launch(config, env=env)
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.proc.wait(timeout=30) == 0
+    done = memsync("--config", str(config), "doctor", "--json", env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    counts = [int(n) for n in frozen.read_text().split()]
+    assert len(counts) == 2 and min(counts) > 10_000, counts

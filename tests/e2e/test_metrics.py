@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 
 from memsync import __version__
+from memsync.views.keys import generate_key
 from memsync.wire.hub import TokenCreated
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, write_config
@@ -123,7 +124,7 @@ def test_the_view_status_gauge_and_last_success_follow_a_real_pull(
 ) -> None:
     url, data = hub
     key = tmp_path / "view.key"
-    public = memsync("keys", "generate", "--out", str(key)).stdout.split()[-1]
+    public = generate_key(key)
     provide_view(team.alice.path)
     publish_auth(team.alice.path, url, key, token(data, "publish:auth"))
     port = free_port()

@@ -125,7 +125,11 @@ def test_without_a_daemon_the_cli_writes_and_honours_the_pause(team: Team, tmp_p
     seen = root_status(config)
     # A loaded machine may take longer than the pause to answer: then it may have run out.
     assert seen == ("paused", True, held.until) or datetime.now(UTC) >= until, seen
-    wait_for(lambda: root_status(config)[0] != "paused", 10, "the pause to run out")
+    # The record's own clock says when it runs out (no status process a poll); then the
+    # command says so too.
+    state = tmp_path / "state"
+    wait_for(lambda: pause.holding(state, "root", "bob") is None, 10, "the pause to run out")
+    assert root_status(config)[0] != "paused"
     later = pushed_by_alice(team, "b")
     assert sync_now(config) == (0, "synced")
     assert head(team.bob.path) == later

@@ -48,26 +48,35 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
-def test_good_settings_are_the_ones_the_daemon_would_load(tmp_path: Path) -> None:
+# The child is a fork of the daemon at start-up (one thread) and a new interpreter at a
+# reload (threads running): each gives the same settings and the same words.
+CHILD_KINDS = pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+
+
+@CHILD_KINDS
+def test_good_settings_are_the_ones_the_daemon_would_load(tmp_path: Path, fork: bool) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(GOOD.format(tmp=tmp_path))
     raw = path.read_bytes()
     assert settingsmemo.recall(path, raw) is None
-    assert check_in_child(path, raw) is None
+    assert check_in_child(path, raw, fork=fork) is None
     assert settingsmemo.recall(path, raw) == settings_from(load_config_bytes(raw, path), path)
     assert daemon_settings(App(config_path=str(path))) == settings_from(
         load_config_bytes(raw, path), path
     )
 
 
+@CHILD_KINDS
 @pytest.mark.parametrize("text", BAD)
-def test_a_refused_file_is_refused_with_the_same_words(tmp_path: Path, text: str) -> None:
+def test_a_refused_file_is_refused_with_the_same_words(
+    tmp_path: Path, text: str, fork: bool
+) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(text)
     raw = path.read_bytes()
     with pytest.raises(ConfigError) as here:
         load_config_bytes(raw, path)
-    child = check_in_child(path, raw)
+    child = check_in_child(path, raw, fork=fork)
     assert child is not None
     assert type(here.value) is ConfigError
     said = (child.message, child.hint, child.source, child.problems)
