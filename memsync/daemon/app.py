@@ -1,7 +1,7 @@
 """The daemon (`memsync run`): one asyncio loop that keeps every root and view in step.
 
 Start-up recovers every root's journal before `READY=1`. Each root and each view has one
-`Trigger`: the schedule (interval jobs, jittered, coalesced: `schedule`), watchdog events,
+`Trigger`: the schedule (APScheduler interval jobs, jittered, coalesced), watchdog events,
 hub events and control-socket requests all feed it, and a burst runs at most one more job.
 Sync cycles run in a small thread pool (the blocking `roots.cycle.sync_root`, under the
 same cross-process root lock the CLI takes, bounded by `sync.timeout`); view pulls run on
@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sections import HttpSourceSettings, ViewSettings
@@ -46,7 +48,6 @@ from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
-from memsync.daemon.schedule import Schedule
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.workers import (
@@ -112,7 +113,7 @@ class Daemon:
         self._tasks: asyncio.TaskGroup | None = None
         self._followers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._connected: dict[str, bool] = {}
-        self._scheduler: Schedule | None = None
+        self._scheduler: AsyncIOScheduler | None = None
         self._context: WorkerContext | None = None  # what the workers see of us, in run()
         self._observer: Watches | None = None  # the first watched root starts it
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -145,7 +146,7 @@ class Daemon:
             (signal.SIGHUP, self.hangup),
         ):
             loop.add_signal_handler(sig, action)
-        self._scheduler = Schedule(loop)
+        self._scheduler = AsyncIOScheduler(event_loop=loop)
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
@@ -161,6 +162,7 @@ class Daemon:
                 )
                 self._apply(self.settings)
                 self.pauses.start()
+                self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
                 hooks = tasks.create_task(self.hooks.serve(), name="hooks")
                 self.notifier.ready(self._summary())
@@ -183,7 +185,7 @@ class Daemon:
                     self._drop(root)
                 for view in self.views.values():
                     self._drop(view)
-                self._scheduler.shutdown()
+                self._scheduler.shutdown(wait=False)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
@@ -450,21 +452,20 @@ class Daemon:
         entries: list[dict[str, Any]] = []
         loop_now = asyncio.get_running_loop().time()
         wall_now = time.time()
-        schedule = self._scheduler
+        jobs = {job.id: job for job in self._scheduler.get_jobs()} if self._scheduler else {}
         listed: list[tuple[str, str, Trigger]] = [  # type: ignore[type-arg]
             *(("root", name, w.trigger) for name, w in self.roots.items()),
             *(("view", name, w.trigger) for name, w in self.views.items()),
         ]
         for kind, name, trigger in listed:
-            job_id = f"{'sync' if kind == 'root' else 'view'}:{name}"
-            next_run = schedule.next_run(job_id) if schedule is not None else None
+            job = jobs.get(f"{'sync' if kind == 'root' else 'view'}:{name}")
             backoff = trigger.backoff
             entries.append(
                 {
                     "kind": kind,
                     "name": name,
-                    "next_run_at": timefmt.rfc3339(timefmt.from_timestamp(next_run))
-                    if next_run is not None
+                    "next_run_at": timefmt.rfc3339(job.next_run_time)
+                    if job and job.next_run_time
                     else None,
                     "running": trigger.running is not None,
                     "failures": backoff.failures,

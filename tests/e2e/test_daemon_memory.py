@@ -56,10 +56,6 @@ NOT_AT_REST = (
     "memsync.wire.cli",
     "memsync.wire.pause",
     "memsync.wire.requestmodels",
-    # The schedule is the daemon's own (`daemon.schedule`): APScheduler read every installed
-    # package's metadata at import (~0.1 s of CPU at every start).
-    "apscheduler",
-    "importlib.metadata",
 )
 # Measured 39-40 MB with one small root after its first cycle (62 MB with aiohttp and
 # pydantic loaded, 70-73 MB with the view stack too). The module list above is the exact

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from memsync.config import load_config_text
 from memsync.config.model import Settings, settings_from
 from memsync.daemon.context import WorkerContext
 from memsync.daemon.metrics import Metrics
-from memsync.daemon.schedule import Schedule
 from memsync.daemon.watch import new_observer
 from memsync.daemon.workers import AUTOMATIC, PULL, RootWorker, ViewWorker
 from memsync.roots.result import SyncResult
@@ -58,7 +58,8 @@ async def context(settings: Settings) -> AsyncIterator[tuple[WorkerContext, Seen
     every task it spawns is ended at the end."""
     seen = Seen([], [])
     spawned: list[asyncio.Task[None]] = []
-    scheduler = Schedule(asyncio.get_running_loop())
+    scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop())
+    scheduler.start()
     watches = new_observer()
     watches.start()
 
@@ -84,13 +85,13 @@ async def context(settings: Settings) -> AsyncIterator[tuple[WorkerContext, Seen
         for task in spawned:
             task.cancel()
         await asyncio.gather(*spawned, return_exceptions=True)
-        scheduler.shutdown()
+        scheduler.shutdown(wait=False)
         watches.stop()
 
 
 def jobs(context: WorkerContext) -> dict[str, Any]:
     """The scheduler's jobs by id, with when each runs next."""
-    return {job: context.scheduler.next_run(job) for job in context.scheduler.ids()}
+    return {job.id: job.next_run_time for job in context.scheduler.get_jobs()}
 
 
 async def test_a_root_worker_runs_on_its_context_alone(
