@@ -97,6 +97,19 @@ if not TYPE_CHECKING:
         return type(obj)(**{**{name: state[name] for name in spec.names}, **changes})
 
 
+def names(cls: type) -> tuple[str, ...]:
+    """A value class's field names, in order (`dataclasses.fields`' names)."""
+    spec: _Spec = cls.__value__  # type: ignore[attr-defined]
+    return spec.names
+
+
+def as_dict(obj: object) -> dict[str, Any]:
+    """A value's fields and their values, in order: `dataclasses.asdict` for a value whose
+    fields hold plain data (it copies nothing, and converts no value nested in a field)."""
+    state = obj.__dict__
+    return {name: state[name] for name in names(type(obj))}
+
+
 class _Spec:
     """One class's fields, as the shared methods read them."""
 
