@@ -164,10 +164,11 @@ class Journal:
         )
 
     def unsettled(self) -> list[Operation]:
-        try:
-            paths = sorted(self.open_dir.glob("*.json"))
+        try:  # what `glob("*.json")` lists, without compiling its pattern (every cycle)
+            listed = list(self.open_dir.iterdir())
         except OSError:
             return []
+        paths = sorted(path for path in listed if path.name.endswith(".json"))
         found: list[Operation] = []
         for path in paths:
             op = _parse(read_json(path))
@@ -180,7 +181,11 @@ class Journal:
         return found
 
     def _trim(self) -> None:
-        paths = sorted(self.directory.glob("*.json"))
+        try:  # `glob("*.json")`, as in `unsettled`
+            listed = list(self.directory.iterdir())
+        except OSError:
+            return
+        paths = sorted(path for path in listed if path.name.endswith(".json"))
         for path in paths[:-KEEP_SETTLED] if len(paths) > KEEP_SETTLED else []:
             path.unlink(missing_ok=True)
         keys = self.directory / "keys"
