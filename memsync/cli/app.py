@@ -12,7 +12,6 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.config.paths import StatePaths, find_config_path, read_config, recall, remember
@@ -20,6 +19,7 @@ from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_
 from memsync.errors import ConfigError
 from memsync.logsetup import LogFormat, formatter, use_format
 from memsync.redaction import redact_secrets
+from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def setup_logging(debug: bool, log_format: LogFormat = "text") -> None:
     libraries.setLevel(logging.WARNING)
 
 
-@dataclass
+@value(frozen=False)
 class App:
     """The options every command shares (click's context object), and what they load."""
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
 
 from memsync.cli.app import App, setup_logging
+from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` costs more to import than this module
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[frozenset[str], bool]] = {
 }
 
 
-@dataclass(frozen=True)
+@value
 class Plain:
     """A plain command line: the command, `--config`'s value, its flags, its names."""
 

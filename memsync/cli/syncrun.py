@@ -36,11 +36,11 @@ def sync_now(
 ) -> int:
     """Run one sync cycle for each named root (all configured roots when none is named)."""
     import gc  # noqa: PLC0415
-    from dataclasses import replace  # noqa: PLC0415
 
     from memsync.progress import for_terminal  # noqa: PLC0415
     from memsync.roots.cycle import SyncOptions, sync_root  # noqa: PLC0415
     from memsync.roots.result import HELD  # noqa: PLC0415
+    from memsync.values import replace  # noqa: PLC0415
 
     # The plain form loads the code with the collector off (`__main__`): it stays off while
     # the first cycle loads the gate beside its first git processes (`_Graph`).

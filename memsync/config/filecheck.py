@@ -4,17 +4,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.errors import StateDirError
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.config.model import Settings
 
 
-@dataclass(frozen=True)
+@value
 class FileCheck:
     """A valid file's settings and the warnings about it."""
 

@@ -9,9 +9,10 @@ this module imports no pydantic: a command that finds its settings in the memo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+
+from memsync.values import field, replace, value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validates a file
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the schema (pydantic) is imported by the code that validate
     from memsync.transports.rootkeys import CommitKey, GitCredentials
 
 
-@dataclass(frozen=True)
+@value
 class AdmissionSettings:
     """`roots.*.admission`: `signed` admits only commits signed by one of `signers`
     (OpenSSH public key lines, or references to files of them, read at each sync)."""
@@ -39,7 +40,7 @@ class AdmissionSettings:
     signers: tuple[str | SecretRef, ...]
 
 
-@dataclass(frozen=True)
+@value
 class RootSettings:
     """One configured memory root and how it syncs: `roots.<name>` of the schema, every
     field given by `root_settings` (no defaults here: the schema's are the only ones; code
@@ -81,7 +82,7 @@ class RootSettings:
     admission: AdmissionSettings  # roots.*.admission
 
 
-@dataclass(frozen=True)
+@value
 class Settings:
     """Everything the daemon and the one-shot commands need from the configuration."""
 
@@ -160,8 +161,6 @@ def root_settings(
 def default_root(name: str, path: Path, **overrides: object) -> RootSettings:
     """The settings of `roots: {name: {path: PATH}}` (every default the schema's), with
     `overrides`: for code that runs a root without a config file (tests, bench)."""
-    from dataclasses import replace  # noqa: PLC0415
-
     from memsync.config.schema import Root  # noqa: PLC0415 - pydantic, only here
 
     return replace(root_settings(name, Root(path=path)), **overrides)  # type: ignore[arg-type]
@@ -170,8 +169,6 @@ def default_root(name: str, path: Path, **overrides: object) -> RootSettings:
 def default_hub(data_dir: Path) -> HubSettings:
     """The `hub:` section's settings with only `data_dir` given (every default the
     schema's): `hub serve --data DIR` reads no configuration."""
-    from dataclasses import replace  # noqa: PLC0415
-
     from memsync.config.schema import Hub  # noqa: PLC0415 - pydantic, only here
 
     return replace(_hub(Hub(data_dir=data_dir)), data_dir=data_dir)  # the path as given

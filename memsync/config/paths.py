@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync import __version__
 from memsync.errors import ConfigError
 from memsync.memodigest import memo_digest
 from memsync.regularfile import NotRegularFile, read_regular
+from memsync.values import value
 
 CONFIG_ENV = "MEMSYNC_CONFIG"
 MAX_CONFIG_BYTES = 1024 * 1024  # a real config is a few KiB; parsing 1 MiB takes seconds
@@ -42,7 +42,7 @@ def default_state_dir() -> Path:
     return Path.home() / ".local" / "state" / "memsync"
 
 
-@dataclass(frozen=True)
+@value
 class StatePaths:
     """Where a configuration that loaded cleanly puts the state dir and the control socket."""
 

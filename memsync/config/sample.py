@@ -16,7 +16,6 @@ import textwrap
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +24,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from memsync.config.schema import Config
+from memsync.values import value
 
 WIDTH = 100  # no line is longer (but a long value)
 WRAP = 90  # where a comment block wraps
@@ -144,7 +144,7 @@ def _describe(model: type[BaseModel], name: str, field: FieldInfo) -> str:
     return field.description
 
 
-@dataclass(frozen=True)
+@value
 class Key:
     """One key of the schema, as the README's table lists it."""
 

@@ -7,15 +7,15 @@ cold `status` or `sync-now` of plain roots) never creates their classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
 from memsync.secrets import SecretRef
+from memsync.values import value
 
 
-@dataclass(frozen=True)
+@value
 class PublishSettings:
     """A view this root provides: rebuilt, signed and published whenever its HEAD moves."""
 
@@ -25,7 +25,7 @@ class PublishSettings:
     key: SecretRef  # {file: PATH} or {credential: NAME}: the Ed25519 private key file
 
 
-@dataclass(frozen=True)
+@value
 class HttpSourceSettings:
     """A view served over HTTP(S) by a hub or any static host: `<url>/manifest`, `<url>/package`."""
 
@@ -35,7 +35,7 @@ class HttpSourceSettings:
     kind: Literal["http"] = "http"
 
 
-@dataclass(frozen=True)
+@value
 class GitSourceSettings:
     """A Git share: `<path>/manifest.json` and `<path>/package/` on `branch` of `url`."""
 
@@ -48,7 +48,7 @@ class GitSourceSettings:
 SourceSettings = HttpSourceSettings | GitSourceSettings  # discriminated by `kind`
 
 
-@dataclass(frozen=True)
+@value
 class ViewSettings:
     """One imported view: where it comes from, how it is trusted, where it lands."""
 
@@ -66,7 +66,7 @@ class ViewSettings:
     max_file_size: int  # the per-file cap of its packages (`too-large`)
 
 
-@dataclass(frozen=True)
+@value
 class CommandRoleSettings:
     """A role run as an agent CLI in the candidate worktree (CONTRACT §7)."""
 
@@ -76,7 +76,7 @@ class CommandRoleSettings:
     executor: Literal["command"] = "command"
 
 
-@dataclass(frozen=True)
+@value
 class OpenAIRoleSettings:
     """A role asked through an OpenAI-compatible chat-completions endpoint (CONTRACT §7)."""
 
@@ -91,7 +91,7 @@ class OpenAIRoleSettings:
 RoleSettings = CommandRoleSettings | OpenAIRoleSettings
 
 
-@dataclass(frozen=True)
+@value
 class HubSettings:
     data_dir: Path
     listen: str
@@ -102,13 +102,13 @@ class HubSettings:
     log_interval: float
 
 
-@dataclass(frozen=True)
+@value
 class WebhookSettings:
     url: str
     token: SecretRef | None
 
 
-@dataclass(frozen=True)
+@value
 class HookSettings:
     """A hook from memsync's own config (never a root's): what it waits for, what it runs."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from dataclasses import fields, is_dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from memsync.config import paths
 from memsync.config.model import AdmissionSettings, RootSettings, Settings
 from memsync.memodigest import memo_digest
 from memsync.regularfile import read_regular
+from memsync.values import replace
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -89,6 +89,8 @@ def encode(value: object) -> object:
     """`value` as tagged JSON data (Unmemoable for anything outside the allowlist)."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    from dataclasses import fields, is_dataclass  # noqa: PLC0415 - after a full load only
+
     from memsync.secrets import SecretRef  # noqa: PLC0415 - loaded by the full load before
 
     if isinstance(value, SecretRef) and value.kind not in STORED_SECRETS:

@@ -30,7 +30,6 @@ import shlex
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +40,7 @@ from memsync.config.load import load_config_text
 from memsync.errors import ConfigError, RootError, UsageError
 from memsync.names import NAME_MAX, is_name
 from memsync.regularfile import kind_of
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.transports.git import Git
@@ -50,7 +50,7 @@ ROOT_DOCUMENT = "MEMORY.md"
 SOCKET_NAME = "memsync.sock"
 
 
-@dataclass(frozen=True)
+@value
 class StarterRoot:
     """One root as the starter writes it: `remote` None means sync is written off."""
 
@@ -271,7 +271,7 @@ def _make_parent(parent: Path, own_dir: bool) -> None:
         )
 
 
-@dataclass(frozen=True)
+@value
 class Started:
     """What `start_config` wrote: where, whether it replaced a file, and the roots."""
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memsync.config.model import AdmissionSettings
 from memsync.errors import SecretError
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 if TYPE_CHECKING:  # cryptography loads only for a root that requires signatures
     from memsync.secrets import SecretRef
@@ -39,7 +39,7 @@ MAX_NAMED = 20  # commits named one by one in a refusal; the rest are counted
 BATCH = 1000  # commit objects read per `cat-file` process (bounds what one read holds)
 
 
-@dataclass(frozen=True)
+@value
 class SignedAdmission:
     """The pinned signers of one root whose admission requires signatures."""
 

@@ -19,7 +19,6 @@ committed or no_change is answered `AlreadyDone` without staging anything again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +30,13 @@ from memsync.roots.publish import FenceBroken, Target, publication_reason, publi
 from memsync.transports.git import Git
 from memsync.transports.gitrefsession import RefSession
 from memsync.validators.policy import SyncPolicy
+from memsync.values import replace, value
 
 if TYPE_CHECKING:  # the merge and replay stages load it; a fast-forward never does
     from memsync.roots.candidate import MergeFailed
 
 
-@dataclass(frozen=True)
+@value
 class Admission:
     """What is being admitted: the kind, the branch and commit it starts from, its key."""
 
@@ -55,7 +55,7 @@ class Admission:
 Stage = Callable[[journal.Operation, Path], "str | MergeFailed | None"]
 
 
-@dataclass(frozen=True)
+@value
 class Published:
     """The candidate passed every check and the branch moved to it."""
 

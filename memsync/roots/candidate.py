@@ -8,7 +8,6 @@ touched. When the only conflicted path is the guidance inbox, it is merged by en
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from memsync.transports.commitsign import sign_head
 from memsync.transports.git import Git
 from memsync.transports.gitparse import last_line
 from memsync.validators.inbox import InboxConflict, merge_inbox
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.transports.rootkeys import CommitKey
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 INBOX = "AGENT_GUIDANCE_INBOX.md"
 
 
-@dataclass(frozen=True)
+@value
 class MergeFailed:
     """The merge did not produce a candidate; `files` are the conflicted paths (if any)."""
 

@@ -8,14 +8,14 @@ The command line parses the arguments and renders what `check_root` returns; the
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.errors import UsageError
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 
-@dataclass(frozen=True)
+@value
 class RootCheck:
     """What `check_root` found: the counts it checked and every problem (none: valid)."""
 

@@ -17,7 +17,6 @@ repair and revocation; push; init) says what applies to it, never how to run it:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from memsync.transports.git import Git, GitBlobs
@@ -26,6 +25,7 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.tree import Change, TreeView
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
@@ -36,7 +36,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree (SHA
 Rule = Callable[[str, str], Sequence[Problem]]
 
 
-@dataclass(frozen=True)
+@value
 class Checks:
     """The checks one caller's candidates pass (see the module docstring)."""
 

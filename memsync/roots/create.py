@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from memsync.roots.reach import unreachable
 from memsync.transports.commitsign import sign_head
 from memsync.transports.git import FetchOutcome, Git, PushOutcome, cause
 from memsync.validators.policy import SyncPolicy, gitignore_text
+from memsync.values import replace, value
 
 if TYPE_CHECKING:
     from memsync.transports.rootkeys import CommitKey, GitCredentials
@@ -55,7 +55,7 @@ Long-running goals the agent is working toward, one heading each.
 """
 
 
-@dataclass(frozen=True)
+@value
 class InitResult:
     path: Path
     created: bool

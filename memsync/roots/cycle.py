@@ -12,7 +12,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from memsync.transports.process import Deadline
 from memsync.transports.workstate import WorkState
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.values import replace, value
 
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@value
 class SyncOptions:
     """How one cycle runs: what the caller allows (a rewrite, no push, a dry run), how long it
     waits for the root lock, and what it may reuse or show."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from memsync.validators.gate import shape_reader
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.values import replace, value
 
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 UNREPAIRABLE = ("update_queue/", "update_records/")
 
 
-@dataclass
+@value(frozen=False)
 class Incoming:
     """What admitting upstream commits into one root needs."""
 

@@ -17,12 +17,12 @@ nothing, and recovery treats every other kind as a publication.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import private_dir, read_json, write_json
 from memsync.memodigest import sha256
+from memsync.values import as_dict, field, names, replace, value
 
 RUNNING = "running"
 PREPARED = "prepared"
@@ -35,7 +35,7 @@ KEEP_SETTLED = 200
 KEEP_KEYS = 2000
 
 
-@dataclass(frozen=True)
+@value
 class Operation:
     """One journal record: an operation's kind, phase, commits and outcome."""
 
@@ -54,7 +54,7 @@ class Operation:
     updated_at: str = field(default_factory=lambda: timefmt.rfc3339(timefmt.now()))
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
+        data = as_dict(self)
         data["files"] = list(self.files)
         return data
 
@@ -164,10 +164,11 @@ class Journal:
         )
 
     def unsettled(self) -> list[Operation]:
-        try:
-            paths = sorted(self.open_dir.glob("*.json"))
+        try:  # what `glob("*.json")` lists, without compiling its pattern (every cycle)
+            listed = list(self.open_dir.iterdir())
         except OSError:
             return []
+        paths = sorted(path for path in listed if path.name.endswith(".json"))
         found: list[Operation] = []
         for path in paths:
             op = _parse(read_json(path))
@@ -180,7 +181,11 @@ class Journal:
         return found
 
     def _trim(self) -> None:
-        paths = sorted(self.directory.glob("*.json"))
+        try:  # `glob("*.json")`, as in `unsettled`
+            listed = list(self.directory.iterdir())
+        except OSError:
+            return
+        paths = sorted(path for path in listed if path.name.endswith(".json"))
         for path in paths[:-KEEP_SETTLED] if len(paths) > KEEP_SETTLED else []:
             path.unlink(missing_ok=True)
         keys = self.directory / "keys"
@@ -200,7 +205,7 @@ def _parse(raw: object) -> Operation | None:
         return None
     try:
         files = tuple(str(f) for f in raw.get("files") or ())
-        fields = {k: v for k, v in raw.items() if k in Operation.__dataclass_fields__}
+        fields = {k: v for k, v in raw.items() if k in names(Operation)}
         fields["files"] = files
         return Operation(**fields)
     except TypeError:

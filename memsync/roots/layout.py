@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from memsync.values import value
 
 CANDIDATE_REFS = "refs/memsync/candidates/"
 RESCUE_REFS = "refs/memsync/rescue/"
 
 
-@dataclass(frozen=True)
+@value
 class RootLayout:
     """`<state_dir>/roots/<name>/`: state.json, journal/, worktrees/, lock."""
 

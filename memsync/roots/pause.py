@@ -13,7 +13,6 @@ a file that does not parse holds nothing (and is replaced by the next pause or r
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from memsync import timefmt
 from memsync.atomicfile import write_bytes
 from memsync.names import is_name
 from memsync.regularfile import read_regular
+from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ MAX_RECORDS = 1024
 MAX_DURATION = timedelta(days=3650)
 
 
-@dataclass(frozen=True)
+@value
 class Pause:
     """One pause: of a root or a view (`kind`, `name`), since when and until when."""
 

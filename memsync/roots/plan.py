@@ -14,8 +14,9 @@ upstream that dropped them is refused as rewound instead of having them pushed b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from memsync.values import value
 
 
 class Action(Enum):
@@ -28,7 +29,7 @@ class Action(Enum):
     ADOPT = "adopt"  # --accept-rewrite: take the rewritten upstream, replay own commits
 
 
-@dataclass(frozen=True)
+@value
 class Facts:
     """What git said. Ancestry answers are None when the question did not arise."""
 
@@ -50,7 +51,7 @@ class Facts:
         return anchor(self.trusted, self.seen)
 
 
-@dataclass(frozen=True)
+@value
 class Plan:
     """What a cycle does with the facts it read (`decide`), and why."""
 

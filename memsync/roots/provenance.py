@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -42,6 +41,7 @@ from memsync.validators.blocks import Heading, Node
 from memsync.validators.commitsig import signer_fingerprint
 from memsync.validators.document import decode, scan
 from memsync.validators.graphmodel import Item, MemoryGraph
+from memsync.values import field, value
 
 if TYPE_CHECKING:  # pydantic loads for the command's output only
     from memsync.wire.provenance import CommitModel, ItemModel
@@ -57,7 +57,7 @@ CHUNK = 1000  # commit objects read by one `cat-file --batch`
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-@dataclass(frozen=True)
+@value
 class Admission:
     """memsync's record of the operation that made or admitted a commit."""
 
@@ -69,7 +69,7 @@ class Admission:
     executor: str | None = None
 
 
-@dataclass(frozen=True)
+@value
 class CommitRecord:
     commit: str
     author_name: str
@@ -106,7 +106,7 @@ class CommitRecord:
         )
 
 
-@dataclass(frozen=True)
+@value
 class ItemProvenance:
     item: str
     kind: str  # heading | node
@@ -136,7 +136,7 @@ class UnknownItem(LookupError):
     """The id names no item of the root's graph at HEAD."""
 
 
-@dataclass(frozen=True)
+@value
 class Located:
     rev: str
     path: str
@@ -273,7 +273,7 @@ class AdmissionFinder:
 # -- commits ----------------------------------------------------------------------------------
 
 
-@dataclass
+@value(frozen=False)
 class History:
     """Commit objects of one root, read through the git box and kept for one command."""
 
@@ -521,7 +521,7 @@ def gained_ids(git: Git, history: History, commits: Sequence[str]) -> set[str]:
     return gained
 
 
-@dataclass(frozen=True)
+@value
 class SignerItems:
     head: str
     signer: str
@@ -562,7 +562,7 @@ def signed_items(
     return SignerItems(head, signer, tuple(theirs), tuple(found))
 
 
-@dataclass(frozen=True)
+@value
 class OpenRoot:
     """A root whose history is read: its git box, its layout and the HEAD it is read at."""
 

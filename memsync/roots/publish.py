@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.roots.edits import blocking_changes, foreign_staged
@@ -44,6 +43,7 @@ from memsync.transports.git import Git
 from memsync.validators.paths import printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 IN_THE_WAY = "local-file-in-the-way"
 # Past this many changed paths the fence asks git about the whole work tree (a command line
@@ -68,7 +68,7 @@ class FenceBroken(Exception):
         self.problems = problems
 
 
-@dataclass(frozen=True)
+@value
 class Target:
     """What a publication moves: the branch, from `start` to `candidate`."""
 

@@ -8,8 +8,6 @@ machine `rejected`). The push is never forced; a rejection (the upstream moved) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memsync.roots import journal
 from memsync.roots.admission import SignedAdmission
 from memsync.roots.checks import Checks
@@ -21,9 +19,10 @@ from memsync.transports.gitparse import last_line
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Pushed:
     """The outcome of one push attempt, in plain values."""
 
@@ -35,7 +34,7 @@ class Pushed:
     problems: tuple[Problem, ...] = ()
 
 
-@dataclass(frozen=True)
+@value
 class Outgoing:
     """Where and how one root pushes."""
 

@@ -6,8 +6,9 @@ builds these classes (issue 18: a cold `sync-now` pays for what it uses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.roots.candidate import MergeFailed
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from memsync.validators.problems import Report
 
 
-@dataclass(frozen=True)
+@value
 class DryRun:
     """The candidate passed every check; a dry run publishes nothing."""
 
@@ -24,7 +25,7 @@ class DryRun:
     files: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@value
 class Unstaged:
     """The stage step made no candidate (a conflict, a failed merge or replay)."""
 
@@ -32,7 +33,7 @@ class Unstaged:
     failure: MergeFailed
 
 
-@dataclass(frozen=True)
+@value
 class Invalid:
     """The candidate failed a check (`report`); nothing was published."""
 
@@ -42,7 +43,7 @@ class Invalid:
     report: Report
 
 
-@dataclass(frozen=True)
+@value
 class Fenced:
     """The active root changed under the operation; nothing was published."""
 
@@ -51,14 +52,14 @@ class Fenced:
     candidate: str | None = None  # the validated commit that could not land
 
 
-@dataclass(frozen=True)
+@value
 class AlreadyDone:
     """An operation with this key already settled; nothing was done again."""
 
     operation_id: str
 
 
-@dataclass(frozen=True)
+@value
 class NoChange:
     """The stage step had nothing to land; the operation settled `no_change`."""
 

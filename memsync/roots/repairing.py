@@ -9,11 +9,11 @@ imports the role only when a merge conflicts), and the cycle makes its `Settler`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from memsync.roots.result import SyncStatus
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.config.model import RootSettings
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from memsync.validators.policy import SyncPolicy
 
 
-@dataclass(frozen=True)
+@value
 class Conflict:
     """What the sync found: the merge of `upstream` into `start` conflicted, or is invalid."""
 
@@ -45,7 +45,7 @@ class Conflict:
         return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-@dataclass(frozen=True)
+@value
 class Repaired:
     """The role's merge was validated and published."""
 
@@ -56,7 +56,7 @@ class Repaired:
     again: bool = False  # an earlier repair of this same conflict, published once more
 
 
-@dataclass(frozen=True)
+@value
 class NotRepaired:
     """The root stays as it was; `message` says why and what to do."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memsync.roots.syncstatus import SyncStatus
 from memsync.validators.problems import Problem
+from memsync.values import value
 
 if TYPE_CHECKING:  # pydantic loads for `--json` only (issue 18)
     from memsync.wire.cli import SyncResultModel
@@ -18,7 +18,7 @@ OK = frozenset({SyncStatus.CURRENT, SyncStatus.SYNCED, SyncStatus.PUSHED})
 HELD = frozenset({SyncStatus.PAUSED})  # the operator asked for it: not a failure (exit 0)
 
 
-@dataclass(frozen=True)
+@value
 class SyncResult:
     """The outcome of one root's cycle, as the CLI and the daemon report it."""
 

@@ -14,7 +14,6 @@ like every local commit. Nothing is removed but what the editor derives from the
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +32,7 @@ from memsync.validators.assembly import build_graph
 from memsync.validators.editor import remove_items
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
+from memsync.values import field, value
 
 if TYPE_CHECKING:  # pydantic loads for the command's output only
     from memsync.wire.provenance import RevertModel
@@ -58,7 +58,7 @@ def commit_signer(root: RootSettings) -> CommitSigner | None:
     return sign
 
 
-@dataclass(frozen=True)
+@value
 class Reverted:
     status: str  # landed | refused | failed | noop
     message: str
@@ -198,7 +198,7 @@ def _message(reason: str, ids: list[str], removed: tuple[str, ...], operation_id
     return "\n".join(lines) + f"\n\n{TRAILER}: {operation_id}\n"
 
 
-@dataclass(frozen=True)
+@value
 class SignerRevocation:
     """`memsync provenance --signer`: the live items that key introduced and, with
     `--revert`, what removing them did (None: not asked)."""

@@ -10,17 +10,17 @@ it empty on some file systems, but never the trusted upstream with it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from memsync import timefmt
 from memsync.atomicfile import read_json, write_json
 from memsync.redaction import redact
+from memsync.values import as_dict, names, replace, value
 
 OK_STATUSES = frozenset({"current", "synced", "pushed"})
 
 
-@dataclass(frozen=True)
+@value
 class RootState:
     """What a root remembers between cycles (its state file)."""
 
@@ -47,7 +47,7 @@ class RootState:
         raw = read_json(path)
         if not isinstance(raw, dict):
             return cls()
-        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        known = {k: v for k, v in raw.items() if k in names(cls)}
         files = known.pop("last_files", ())
         try:
             return cls(**known, last_files=tuple(str(f) for f in files or ()))
@@ -59,7 +59,7 @@ class RootState:
         `trusted.json` first, fsynced, and `state.json` (reporting) needs no fsync."""
         if durable and self.trusted_upstream is not None:
             write_json(_trusted_file(path), {"trusted_upstream": self.trusted_upstream})
-        data = asdict(self)
+        data = as_dict(self)
         data["last_files"] = list(self.last_files)
         write_json(path, data, durable=durable and self.trusted_upstream is None)
 

@@ -31,10 +31,10 @@ itself (`publish.check_fence`).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.transports.workstate import WorkState
+from memsync.values import value
 
 # Seconds a status may be reused at most: several default polls (60 s, jittered by a tenth),
 # so a quiet root's default poll is the fetch alone and its status runs every fifth poll
@@ -45,7 +45,7 @@ Stamp = tuple[int, int, int]  # inode, size, mtime in ns
 MARKED = ("index", "HEAD", "packed-refs", "config", "info/exclude")
 
 
-@dataclass(frozen=True)
+@value
 class Marks:
     """What must be unchanged for a status to be reused: the watcher's token and the
     stat data of the files `git status` reads besides the work tree."""
@@ -55,7 +55,7 @@ class Marks:
     files: tuple[Stamp | None, ...]  # `MARKED`, then the branch's loose ref
 
 
-@dataclass(frozen=True)
+@value
 class Seen:
     """A settled status and the marks taken just before it ran."""
 

@@ -13,9 +13,9 @@ driver with no program behind it does nothing, so neutralizing the config is eno
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from memsync.lazypattern import lazy
+from memsync.values import value
 
 # What a neutralized driver becomes. A merge driver cannot be unset, only replaced: git's
 # own three-way file merge is the built-in text merge (a conflict stays a conflict).
@@ -24,7 +24,7 @@ MERGE_FILE = "git merge-file --marker-size=%L %A %O %B"
 BUILTIN_MERGE_DRIVERS = frozenset({"text", "binary", "union"})
 
 
-@dataclass(frozen=True)
+@value
 class ConfigEntry:
     """One entry of `git config --list`: its scope, origin, key and value."""
 
@@ -153,9 +153,9 @@ def neutralizing_config(entries: Iterable[ConfigEntry]) -> list[tuple[str, str]]
 def config_env(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """`pairs` as git's GIT_CONFIG_COUNT environment (read after every config file)."""
     env = {"GIT_CONFIG_COUNT": str(len(pairs))}
-    for i, (key, value) in enumerate(pairs):
+    for i, (key, setting) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
+        env[f"GIT_CONFIG_VALUE_{i}"] = setting
     return env
 
 

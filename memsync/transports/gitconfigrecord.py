@@ -37,7 +37,6 @@ import stat
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from memsync.transports.gitenv import FORCED_CONFIG, find_git
 from memsync.transports.gitread import plain_git_dir
 from memsync.transports.process import search_path
 from memsync.validators import recordfile
+from memsync.values import value
 
 FORMAT = "memsync-repo-config/1"
 MAX_RECORD_BYTES = 1 << 20
@@ -114,7 +114,7 @@ def _environment(env: Mapping[str, str]) -> str | None:
     return digest.hexdigest()
 
 
-@dataclass(frozen=True)
+@value
 class Inputs:
     """What git reads its config from in a plain repository, as it stands now."""
 

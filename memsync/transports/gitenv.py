@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from memsync.lazypattern import lazy
 from memsync.transports.gitconfig import split_key
 from memsync.transports.gitfailure import FINGERPRINT_INTRO, is_important
 from memsync.transports.process import search_path
+from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True)
+@value
 class GitResult:
     """A finished git call: its exit code, stdout and (decoded) stderr."""
 
@@ -209,7 +209,7 @@ class PushOutcome(Enum):
     UNREACHABLE = "unreachable"
 
 
-@dataclass(frozen=True, repr=False)
+@value(repr=False)
 class Auth:
     """Config for one authenticated call, and the secret to scrub from what git prints."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.errors import UnsafeRepoConfig
@@ -21,13 +20,14 @@ from memsync.transports.gitconfig import (
 from memsync.transports.gitenv import FORCED_KEYS, cause
 from memsync.transports.gitkeys import Unsafe, unsafe_config
 from memsync.transports.gitread import KEPT, Recent
+from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.transports.gitcore import GitCore
 
 
-@dataclass(frozen=True)
+@value
 class _Reading:
     """One reading of a repository's config files and what it decided."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from memsync.transports import gitparse
 from memsync.transports.gitcore import GitCore
+from memsync.values import value
 
 # A root's config may name an ignore-revs file or a mailmap; provenance obeys neither.
 _BLAME_CONFIG = (("blame.ignoreRevsFile", ""), ("blame.markIgnoredLines", "false"))
@@ -26,7 +26,7 @@ _NUMBER = re.compile(rb"[0-9]{1,12}")
 _SECONDS = re.compile(r"-?[0-9]{1,18}")  # a commit object larger than this is read as far as that
 
 
-@dataclass(frozen=True)
+@value
 class BlameLine:
     """The commit that last changed a line, and where the line stood in that commit."""
 
@@ -35,7 +35,7 @@ class BlameLine:
     line: int
 
 
-@dataclass(frozen=True)
+@value
 class Person:
     name: str
     email: str
@@ -43,7 +43,7 @@ class Person:
     offset: str  # "+0100"
 
 
-@dataclass(frozen=True)
+@value
 class CommitFacts:
     """What a commit object's headers and message say (parsed, never verified)."""
 

@@ -22,10 +22,10 @@ is not forced, so it is refused.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
 
 from memsync.transports.gitconfig import ConfigEntry, split_key
+from memsync.values import value
 
 Key = tuple[str, str | None, str]  # (section, subsection or None, name)
 
@@ -36,7 +36,7 @@ class Kind(Enum):
     REFUSED = "refused"
 
 
-@dataclass(frozen=True)
+@value
 class Verdict:
     """The judgement of one config key: its kind and why."""
 
@@ -230,7 +230,7 @@ def shown_key(key: str) -> str:
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in key)
 
 
-@dataclass(frozen=True)
+@value
 class Unsafe:
     """One thing that refuses a root: a config key (in the file git read it from) or a file
     of the repository, what it can do, and the command that removes it."""

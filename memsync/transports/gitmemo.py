@@ -12,13 +12,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from memsync.transports.gitparse import DiffRecord
 from memsync.transports.gitread import KEPT, Recent
 from memsync.validators.tree import Entry, Listing
+from memsync.values import value
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -59,7 +59,7 @@ class Weighed(Generic[_K, _V]):
             self._held = 0
 
 
-@dataclass(frozen=True)
+@value
 class KeptListing:
     """A tree's listing as git gave it (or as derived from git's diff), and how many leaves
     each directory holds (for the checks a derived listing must pass). Never changed."""

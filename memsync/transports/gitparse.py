@@ -6,13 +6,12 @@ survives to the validators (which refuse it) instead of being dropped or mangled
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from memsync.lazypattern import lazy
 from memsync.validators.tree import Change, Entry, Listing
 
-_ZERO = re.compile(rb"^0+$")
+_ZERO = lazy(rb"^0+$")  # compiled at the first listing, not as a cold process starts
 MODE_TREE = 0o040000
 
 
@@ -24,7 +23,7 @@ def encode_path(path: str) -> bytes:
     return path.encode("utf-8", errors="surrogateescape")
 
 
-_LS_TREE = re.compile(r"([0-7]+) ([a-z]+) ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
+_LS_TREE = lazy(r"([0-7]+) ([a-z]+) ([0-9a-f]+) +(-|[0-9]+)\t([^\0]*)\0")
 
 
 def parse_ls_tree(raw: bytes) -> Listing:

@@ -20,11 +20,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from memsync.values import value
 
-@dataclass(frozen=True)
+
+@value
 class Deadline:
     """An absolute point on the monotonic clock; `seconds` is the budget it was made with."""
 
@@ -47,7 +48,7 @@ class Deadline:
         return left if seconds is None else min(left, seconds)
 
 
-@dataclass(frozen=True)
+@value
 class Completed:
     """A finished process: exit code, outputs (maybe only their tails), expiry."""
 

@@ -10,15 +10,16 @@ with credentials nor signs never loads either.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.secrets import SecretRef
 
 
-@dataclass(frozen=True)
+@value
 class GitCredentials:
     """A root's upstream credentials, by reference (nothing here is a secret).
 
@@ -34,7 +35,7 @@ class GitCredentials:
     known_hosts: Path | None = None
 
 
-@dataclass(frozen=True)
+@value
 class CommitKey:
     """A root's commit-signing key: `where` it is configured (`roots.<name>.signing.key`)
     and the reference to the private key (resolved at each signature)."""

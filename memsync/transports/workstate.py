@@ -6,7 +6,7 @@ tree, diff and object parsers. Paths are decoded as `gitparse.decode_path` decod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from memsync.values import value
 
 UNMERGED_XY = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
 
@@ -15,7 +15,7 @@ def _path(raw: bytes) -> str:
     return raw.decode("utf-8", errors="surrogateescape")  # `gitparse.decode_path`
 
 
-@dataclass(frozen=True)
+@value
 class StatusEntry:
     """One changed, unmerged or untracked path of a work tree."""
 
@@ -31,7 +31,7 @@ class StatusEntry:
         return self.xy == "??"
 
 
-@dataclass(frozen=True)
+@value
 class WorkState:
     """`git status --porcelain=v2 --branch -z`: branch, HEAD, upstream and changed paths."""
 

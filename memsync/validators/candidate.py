@@ -14,7 +14,6 @@ candidate that passes: a check is left out only by the caller not asking for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 from memsync.validators.gate import TreePaths, validate_changes, validate_tree
 from memsync.validators.grants import check_grants
@@ -22,9 +21,10 @@ from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.tree import BlobSource, Change, TreeView
+from memsync.values import value
 
 
-@dataclass(frozen=True)
+@value
 class History:
     """The commits a candidate brings, each change of each one (`validate_changes`)."""
 

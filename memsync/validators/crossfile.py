@@ -14,7 +14,6 @@ are read only when its summary is not known by content.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Protocol
 
@@ -22,6 +21,7 @@ from memsync.validators.filesummary import CHAR_KINDS, NODE, FileSummary
 from memsync.validators.problems import Problem
 from memsync.validators.profile import PURSUIT, Profile
 from memsync.validators.tree import Entry, TreeView, describe
+from memsync.values import value
 
 # An F# reference to follow: target file, owner heading's line, the scope it hands down.
 _Ref = tuple[str, int, str | None]
@@ -36,7 +36,7 @@ class SummarySource(Protocol):
     def prefetch(self, tree: TreeView, paths: Iterable[str], *, pursuit: bool) -> None: ...
 
 
-@dataclass(frozen=True)
+@value
 class GraphVerdict:
     """What the graph rules say about a tree: every problem, sorted by (path, line, code,
     message); the graph files in load order; the M# and S# files that exist; the item count."""

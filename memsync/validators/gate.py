@@ -21,7 +21,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memsync.validators.collisions import FoldedTree, case_collisions, duplicate_entries
@@ -31,6 +30,7 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem, Report
 from memsync.validators.rightmemory import default_graph_validator
 from memsync.validators.tree import BlobSource, Change, Entry, TreeView
+from memsync.values import value
 
 if TYPE_CHECKING:
     from memsync.validators.shapestore import ShapeStore
@@ -291,7 +291,7 @@ Delta = Sequence[tuple[str, Entry | None]]
 """A diff between two trees: (path, the new entry or None when deleted), each path once."""
 
 
-@dataclass(frozen=True)
+@value
 class TreeShape:
     """The whole-tree verdict that does not read bytes: every path's name, mode and size
     problems (`flagged`, paths with none left out), and the folded paths for clashes.

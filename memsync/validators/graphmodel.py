@@ -9,8 +9,9 @@ several times faster to build.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from memsync.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class Item(NamedTuple):
     tree: str  # "memory" or "pursuit"
 
 
-@dataclass(frozen=True)
+@value
 class BackingRef:
     """The file behind an F#, M# or S# heading; `exists` means present and regular."""
 
@@ -60,7 +61,7 @@ class FocusEntry(NamedTuple):
     line: int
 
 
-@dataclass(frozen=True)
+@value
 class MemoryGraph:
     """Everything parsed from one tree under one profile.
 

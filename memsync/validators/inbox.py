@@ -18,7 +18,6 @@ sides raises `InboxConflict` for a person to settle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from memsync.errors import MemsyncError, ProblemError
@@ -27,6 +26,7 @@ from memsync.validators.auxpaths import INBOX_PATH
 from memsync.validators.corrections import fence_mask, read_text, split_lines
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
+from memsync.values import field, value
 
 TITLE = "# Pending Agent Guidance"
 _ENTRY = lazy(r"## (GI-([0-9]{8})-[0-9a-f]{8})")
@@ -35,7 +35,7 @@ _SUBMITTED = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0
 _GI_LIKE = lazy(r" {0,3}#{1,6}[ \t]*GI-")
 
 
-@dataclass(frozen=True)
+@value
 class InboxEntry:
     """One pending guidance entry. `line` (its heading's line) is not part of equality."""
 
@@ -46,7 +46,7 @@ class InboxEntry:
     line: int = field(default=0, compare=False)
 
 
-@dataclass(frozen=True)
+@value
 class Inbox:
     """A parsed inbox file: its entries, in order."""
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+
+from memsync.values import value
 
 ALLOWED_GLOBS: tuple[str, ...] = (
     ".gitignore",
@@ -43,7 +44,7 @@ ALLOWED_REGEXES: tuple[str, ...] = (
 LEGACY_FILES: tuple[str, ...] = ("PURSUIT_RULES.md", "AGENT_CORRECTION_MEMORY_RULES.md")
 
 
-@dataclass(frozen=True)
+@value
 class SyncPolicy:
     """Size caps and the path allowlist applied to every synchronized tree and commit."""
 

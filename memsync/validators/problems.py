@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from memsync.values import field, value
 
 
-@dataclass(frozen=True, order=True)
+@value(order=True)
 class Problem:
     """One rule violation. `code` is a CONTRACT §3 problem code."""
 
@@ -16,7 +17,7 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True)
+@value
 class Report:
     """The outcome of validating one tree."""
 
@@ -42,7 +43,7 @@ def _dedupe(problems: Iterable[Problem]) -> tuple[Problem, ...]:
     return tuple(out)
 
 
-@dataclass
+@value(frozen=False)
 class ProblemList:
     """A small accumulator used while a validator runs."""
 

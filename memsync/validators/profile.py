@@ -7,9 +7,8 @@ needs no parse loads this without the parser or the graph's values (`graphmodel`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memsync.validators.headings import ANCHOR_KINDS
+from memsync.values import value
 
 MEMORY = "memory"
 PURSUIT = "pursuit"
@@ -18,7 +17,7 @@ MF_KINDS = frozenset({"#", "F#", "M#", "S#"})
 DEFAULT_MF_ROOT = "dist/MEMORY.md"
 
 
-@dataclass(frozen=True)
+@value
 class Profile:
     """What a graph may contain and where it starts.
 

@@ -8,8 +8,9 @@ through a `BlobSource` that the adapter supplies, so validation never runs git i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol
+
+from memsync.values import value
 
 MODE_FILE = 0o100644
 MODE_EXECUTABLE = 0o100755
@@ -124,7 +125,7 @@ class TreeView:
         return self._cache[entry.oid]
 
 
-@dataclass(frozen=True)
+@value
 class Change:
     """One path changed by one commit. `entry` is the new side; None for a deletion.
 

@@ -221,34 +221,38 @@ NOT_BUILT = (
     "Hidden",
 )
 
-# Runs the console script's entry point, naming the dataclasses built as they loaded.
+# Runs the console script's entry point, naming the classes built as they loaded: by
+# `memsync.values` (frozen values, no code generated), and by `dataclasses`.
 BUILT_PROBE = """
 import dataclasses, os, sys
-built = []
+built, generated = [], []
 original = dataclasses._process_class
 def counting(cls, *args, **kwargs):
-    built.append(cls.__qualname__)
+    generated.append(cls.__qualname__)
     return original(cls, *args, **kwargs)
 dataclasses._process_class = counting
+try:
+    from memsync import values
+except ImportError:  # a tree from before `memsync.values`
+    pass
+else:
+    made = values._make
+    def making(cls, *args):
+        built.append(cls.__qualname__)
+        return made(cls, *args)
+    values._make = making
 from memsync.__main__ import main
 os._exit = sys.exit  # the plain commands end with os._exit: here, SystemExit
 try:
     main()
 except SystemExit as exc:
     code = exc.code
-print("BUILT " + repr((code, sorted(built))), file=sys.stderr)
+print("BUILT " + repr((code, sorted(built), sorted(generated))), file=sys.stderr)
 """
 
 
-def test_a_cold_fast_forward_builds_no_dataclass_it_never_makes(team: Team, tmp_path: Path) -> None:
-    """Issue 18: a cold `sync-now` that publishes builds none of the admission's refusal
-    answers and no status memo (a one-shot process never reuses a status)."""
-    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
-        _one_incoming_commit(team, turn)
-        _cold_sync(config, env)
-    _one_incoming_commit(team, 2)
+def _cold_sync_built(config: Path, env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """A cold `sync-now`'s frozen values and dataclasses, by name, as they were built."""
     done = subprocess.run(
         [sys.executable, "-c", BUILT_PROBE, "--config", str(config), "sync-now"],
         capture_output=True,
@@ -260,8 +264,60 @@ def test_a_cold_fast_forward_builds_no_dataclass_it_never_makes(team: Team, tmp_
     )
     last = done.stderr.rstrip("\n").rpartition("\n")[2]
     assert last.startswith("BUILT "), done.stderr
-    code, built = eval(last.removeprefix("BUILT "))  # noqa: S307 - our own repr
+    code, built, generated = eval(last.removeprefix("BUILT "))  # noqa: S307 - our own repr
     assert code == 0 and done.stdout.split()[:2] == ["bob", "synced"], (done.stdout, done.stderr)
+    return built, generated
+
+
+def test_a_cold_fast_forward_builds_no_dataclass_it_never_makes(team: Team, tmp_path: Path) -> None:
+    """Issue 18: a cold `sync-now` that publishes builds none of the admission's refusal
+    answers and no status memo (a one-shot process never reuses a status)."""
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    built, generated = _cold_sync_built(config, env)
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
-    assert "RootSettings" in built  # the probe sees what loads
-    assert not set(built) & set(NOT_BUILT), sorted(set(built) & set(NOT_BUILT))
+    assert "RootSettings" in built + generated  # the probe sees what loads
+    both = set(built) | set(generated)
+    assert not both & set(NOT_BUILT), sorted(both & set(NOT_BUILT))
+
+
+def test_a_cold_fast_forward_generates_no_dataclass_code(team: Team, tmp_path: Path) -> None:
+    """Issue 18: `@dataclass` writes and compiles each class's methods as its module loads
+    (about half a millisecond a class: forty of them were a fifth of a cold `sync-now`);
+    every class such a cycle loads is a frozen value (`memsync.values`) instead, whose
+    methods were compiled once, and `dataclasses` (with `inspect`) is not even imported."""
+    env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    built, generated = _cold_sync_built(config, env)
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    assert generated == [] and {"RootSettings", "SyncResult", "Operation"} <= set(built)
+
+
+# What a cold cycle has no use for at all: `dataclasses` and what it loads to write and
+# compile a class's methods (`inspect`, and with it `ast` and `dis`; `tokenize` comes
+# with `logging` too).
+NEVER_IMPORTED = ("dataclasses", "inspect", "ast", "dis")
+
+
+def test_a_cold_cycle_never_loads_dataclasses_or_inspect(team: Team, tmp_path: Path) -> None:
+    """Issue 18: its values are `memsync.values` classes; `dataclasses` loads only for
+    code that asks it about one (`dataclasses.replace`, `fields`, `asdict`)."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    out, seen = _cold_sync_order(config, env)
+    assert out.split()[:2] == ["bob", "synced"], out
+    imported = {name for kind, name, _ in seen if kind == "import"}
+    assert "memsync.roots.incoming" in imported  # the probe sees what loads
+    assert not imported & set(NEVER_IMPORTED), sorted(imported & set(NEVER_IMPORTED))
