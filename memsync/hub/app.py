@@ -46,7 +46,7 @@ from memsync.hub.upload import receive_upload
 from memsync.names import is_name
 from memsync.validators.problems import Problem
 from memsync.wire import hub as wire
-from memsync.wire.cli import ProblemModel
+from memsync.wire.problem import ProblemModel
 
 log = logging.getLogger("memsync.hub")
 access_log = logging.getLogger("memsync.hub.access")

@@ -276,3 +276,4 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     assert "memsync.hub.app" in modules
     later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
+    assert "memsync.wire.cli" not in modules  # the CLI's models: a hub prints none of them
