@@ -122,9 +122,12 @@ def hub_serve(
     data dir, the address and the limits the options above do not set.
     """
     from memsync.config.model import default_hub  # noqa: PLC0415
-    from memsync.hub.guard import Limits  # noqa: PLC0415
-    from memsync.hub.serve import run_hub  # noqa: PLC0415
-    from memsync.hub.workers import default_workers  # noqa: PLC0415
+    from memsync.hub.trustless import no_trust_store  # noqa: PLC0415
+
+    with no_trust_store():  # the server stack: aiohttp's client contexts trust nothing here
+        from memsync.hub.guard import Limits  # noqa: PLC0415
+        from memsync.hub.serve import run_hub  # noqa: PLC0415
+        from memsync.hub.workers import default_workers  # noqa: PLC0415
 
     data_dir = _hub_dir(app, data)
     settings = app.settings().hub if data is None else None

@@ -10,12 +10,15 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from memsync.daemon.client import call
+from memsync.hub.tokens import hub_init
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
@@ -277,3 +280,46 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
     assert "memsync.wire.cli" not in modules  # the CLI's models: a hub prints none of them
+
+
+# Notes each trust store a TLS context of the process loads (the CA bundle's file or dir).
+TRUST_SITE = """
+import os, ssl
+
+def _noting(name):
+    original = getattr(ssl.SSLContext, name)
+
+    def noted(self, *args, **kwargs):
+        with open(os.environ["MEMSYNC_TEST_TRUST"], "a") as out:
+            out.write(name + "\\n")
+        return original(self, *args, **kwargs)
+
+    setattr(ssl.SSLContext, name, noted)
+
+for _name in ("set_default_verify_paths", "load_verify_locations"):
+    _noting(_name)
+"""
+
+
+def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiohttp builds its client's default TLS contexts when imported, each reading the CA
+    # bundle (a third of a hub's imports); a hub only serves: it loads no trust store.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(TRUST_SITE)
+    noted = tmp_path / "trust.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    monkeypatch.setenv("MEMSYNC_TEST_TRUST", str(noted))
+    data = tmp_path / "hub"
+    hub_init(data)
+    with hub_process(data) as hub:
+        assert hub.healthy()
+    assert hub.proc.returncode == 0, hub.log()
+    assert not noted.exists(), noted.read_text()
+    # (the note works: the same process loads one as soon as it builds a client context)
+    code = "import ssl; ssl.create_default_context()"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert noted.read_text().split() == ["set_default_verify_paths"]
