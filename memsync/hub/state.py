@@ -29,7 +29,7 @@ from memsync.hub.revisions import Revision, RevisionStore
 from memsync.hub.streams import StreamTable
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.validators.problems import Problem
-from memsync.wire.hub import RevisionEvent, UpstreamEvent
+from memsync.wire.hubanswers import revision_event, upstream_event
 
 if TYPE_CHECKING:  # the manifest's models load with the first upload or revision
     from memsync.wire.manifest import Manifest
@@ -145,14 +145,12 @@ class HubState:
         return True
 
     def _announce(self, revision: Revision) -> bytes:
-        event = RevisionEvent(
-            view_id=revision.view_id, revision=revision.revision, sha256=revision.package_sha256
-        )
+        event = revision_event(revision.view_id, revision.revision, revision.package_sha256)
         return self.events.publish("revision", revision.view_id, event)
 
     def upstream(self, root: str, commit: str) -> None:
         """Tell every stream here and in the other workers that root `root` moved."""
-        data = self.events.publish("upstream", root, UpstreamEvent(root=root, commit=commit))
+        data = self.events.publish("upstream", root, upstream_event(root, commit))
         if self.peers is not None:
             self.peers.tell("upstream", root, data)
 

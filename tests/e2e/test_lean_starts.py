@@ -267,7 +267,8 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A hub with no revision yet (every hub a test starts, a new one in production) checks
-    # no manifest and no signature: the models and cryptography load with the first upload.
+    # no manifest and no signature, and writes its answers as plain JSON (wire.hubanswers):
+    # pydantic, the models and cryptography load with the first upload.
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     data = tmp_path / "hub"
     assert probe("hub", "init", str(data), env=env)[0] == 0
@@ -277,8 +278,9 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     with hub_process(data) as hub:
         modules = module_list(hub.proc.pid, dump)
     assert "memsync.hub.app" in modules
-    later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
+    later = ("cryptography", "pydantic", "pydantic_core", "memsync.views.manifest")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
+    assert "memsync.views.keys" not in modules
     assert "memsync.wire.cli" not in modules  # the CLI's models: a hub prints none of them
 
 
