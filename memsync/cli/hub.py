@@ -121,9 +121,9 @@ def hub_serve(
     With --data, the configuration is not read; otherwise the `hub:` section gives the
     data dir, the address and the limits the options above do not set.
     """
-    from memsync.hub.trustless import no_trust_store  # noqa: PLC0415
+    from memsync.tlstrust import no_trust_store  # noqa: PLC0415
 
-    with no_trust_store():  # the server stack: aiohttp's client contexts trust nothing here
+    with no_trust_store(verifying=True):  # the server stack: a hub is never a client
         from memsync.hub.guard import Limits  # noqa: PLC0415
         from memsync.hub.serve import run_hub  # noqa: PLC0415
         from memsync.hub.workers import default_workers  # noqa: PLC0415

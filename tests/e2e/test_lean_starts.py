@@ -303,18 +303,24 @@ for _name in ("set_default_verify_paths", "load_verify_locations"):
 """
 
 
-def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # aiohttp builds its client's default TLS contexts when imported, each reading the CA
-    # bundle (a third of a hub's imports); a hub only serves: it loads no trust store.
-    site = tmp_path / "site"
+def noting_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the processes started from now on note each trust store they load."""
+    site = tmp_path / "trust-site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(TRUST_SITE)
     noted = tmp_path / "trust.txt"
     paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     monkeypatch.setenv("MEMSYNC_TEST_TRUST", str(noted))
+    return noted
+
+
+def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiohttp builds its client's default TLS contexts when imported, each reading the CA
+    # bundle (a third of a hub's imports); a hub only serves: it loads no trust store.
+    noted = noting_trust(tmp_path, monkeypatch)
     data = tmp_path / "hub"
     hub_init(data)
     with hub_process(data) as hub:
@@ -324,4 +330,26 @@ def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
     # (the note works: the same process loads one as soon as it builds a client context)
     code = "import ssl; ssl.create_default_context()"
     subprocess.run([sys.executable, "-c", code], check=True)
+    assert noted.read_text().split() == ["set_default_verify_paths"]
+
+
+def test_a_view_client_loads_the_ca_bundle_only_for_the_context_that_verifies(
+    provider: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # aiohttp's other default context is for `ssl=False`, which memsync never asks for: it
+    # verifies nothing, so it loads no trust store; the one that verifies keeps the system's.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    key = tmp_path / "view.key"
+    code, _, public, err = probe("keys", "generate", "--out", str(key), env=env, heavy=())
+    assert code == 0, err
+    build = ("views", "build", str(provider), "auth", "--out", str(tmp_path / "out"))
+    code, _, out, err = probe(*build, "--key", str(key), "--json", env=env, heavy=())
+    assert code == 0, err
+    noted = noting_trust(tmp_path, monkeypatch)
+    verify = ("views", "verify", json.loads(out)["out"], "--key", public.strip(), "--json")
+    code, heavy, out, err = probe(*verify, env=env, heavy=("aiohttp",))
+    assert (code, "aiohttp.connector" in heavy) == (0, True), err + out  # (its contexts')
+    assert json.loads(out)["valid"] is True, out
     assert noted.read_text().split() == ["set_default_verify_paths"]
