@@ -24,7 +24,14 @@ from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_daemon_memory import listing_env, module_list
 from tests.e2e.test_startup import probe, probe_counting
-from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
+from tests.e2e.test_views import (  # noqa: F401 - fixtures
+    Scene,
+    built,
+    copied,
+    hub,
+    provider,
+    scene,
+)
 from tests.helpers import commit, git, push, wait_for
 from tests.kit import hub_process
 
@@ -275,8 +282,8 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     listing, dump = listing_env(tmp_path)
     monkeypatch.setenv("PYTHONPATH", listing["PYTHONPATH"])
     monkeypatch.setenv("MEMSYNC_TEST_MODULES", str(dump))
-    with hub_process(data) as hub:
-        modules = module_list(hub.proc.pid, dump)
+    with hub_process(data) as served:
+        modules = module_list(served.proc.pid, dump)
     assert "memsync.hub.app" in modules
     later = ("cryptography", "pydantic", "pydantic_core", "memsync.views.manifest")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
@@ -323,9 +330,9 @@ def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
     noted = noting_trust(tmp_path, monkeypatch)
     data = tmp_path / "hub"
     hub_init(data)
-    with hub_process(data) as hub:
-        assert hub.healthy()
-    assert hub.proc.returncode == 0, hub.log()
+    with hub_process(data) as served:
+        assert served.healthy()
+    assert served.proc.returncode == 0, served.log()
     assert not noted.exists(), noted.read_text()
     # (the note works: the same process loads one as soon as it builds a client context)
     code = "import ssl; ssl.create_default_context()"
@@ -353,3 +360,13 @@ def test_a_view_client_loads_the_ca_bundle_only_for_the_context_that_verifies(
     assert (code, "aiohttp.connector" in heavy) == (0, True), err + out  # (its contexts')
     assert json.loads(out)["valid"] is True, out
     assert noted.read_text().split() == ["set_default_verify_paths"]
+
+
+def test_a_pull_over_http_loads_no_git_box(scene: Scene) -> None:  # noqa: F811 - the fixture
+    # The git box (transports.git, views.gitsource) is a Git share's: a hub's view needs none.
+    assert scene.publish().revision == 1
+    pull = ("--config", str(scene.config), "views", "pull", "--json")
+    git_box = ("memsync.transports.git", "memsync.views.gitsource")
+    code, heavy, out, err = probe(*pull, env=scene.env, heavy=git_box)
+    assert (code, heavy) == (0, []), err
+    assert json.loads(out)["results"][0]["status"] == "pulled", out
