@@ -379,6 +379,7 @@ async def publish(request: web.Request) -> web.Response:
         _readable(request, token, view_id)  # 404 unless the token can see the view
         hub.metrics.upload(403)
         raise ApiError(403, "forbidden", f"this token may not publish view {view_id}")
+    hub.uploading()
     fd, path = hub.revisions.new_upload()
     try:
         with os.fdopen(fd, "wb") as out:
