@@ -121,14 +121,17 @@ def hub_serve(
     With --data, the configuration is not read; otherwise the `hub:` section gives the
     data dir, the address and the limits the options above do not set.
     """
-    from memsync.config.model import default_hub  # noqa: PLC0415
-    from memsync.hub.guard import Limits  # noqa: PLC0415
-    from memsync.hub.serve import run_hub  # noqa: PLC0415
-    from memsync.hub.workers import default_workers  # noqa: PLC0415
+    from memsync.tlstrust import no_trust_store  # noqa: PLC0415
+
+    with no_trust_store(verifying=True):  # the server stack: a hub is never a client
+        from memsync.hub.guard import Limits  # noqa: PLC0415
+        from memsync.hub.serve import run_hub  # noqa: PLC0415
+        from memsync.hub.workers import default_workers  # noqa: PLC0415
 
     data_dir = _hub_dir(app, data)
     settings = app.settings().hub if data is None else None
-    base = settings or default_hub(data_dir)
+    # With --data the `hub:` section's defaults are the hub's own: no schema is loaded.
+    base = settings or Unconfigured(data_dir)
     limits = Limits(
         header_timeout=_seconds("--header-timeout", header_timeout, base.header_timeout),
         idle_timeout=_seconds("--idle-timeout", idle_timeout, base.idle_timeout),
@@ -146,6 +149,31 @@ def hub_serve(
         base.log_interval,
     )
     return EXIT_OK
+
+
+DEFAULT_LISTEN = "127.0.0.1:8765"
+
+
+class Unconfigured:
+    """`hub serve --data DIR`: the `hub:` section's settings with only `data_dir` given, as
+    `config.model.default_hub` makes them, without loading the configuration's schema
+    (pydantic; tests/unit/test_hub_serve_defaults.py proves the two equal)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from memsync.hub.guard import (  # noqa: PLC0415
+            HEADER_TIMEOUT,
+            IDLE_TIMEOUT,
+            MAX_STREAMS_PER_TOKEN,
+        )
+        from memsync.hub.ratelog import LOG_INTERVAL  # noqa: PLC0415
+
+        self.data_dir = data_dir
+        self.listen = DEFAULT_LISTEN
+        self.header_timeout = HEADER_TIMEOUT
+        self.idle_timeout = IDLE_TIMEOUT
+        self.max_connections: int | None = None
+        self.max_streams_per_token = MAX_STREAMS_PER_TOKEN
+        self.log_interval = LOG_INTERVAL
 
 
 def _seconds(option: str, given: str | None, default: float) -> float:

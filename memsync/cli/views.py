@@ -102,7 +102,6 @@ def views() -> None:
 @click.pass_obj
 def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     """Refresh imported views now (all configured views when none is named)."""
-    from memsync.views.pull import pull_views  # noqa: PLC0415
     from memsync.wire import ViewsPullReport  # noqa: PLC0415
 
     settings = app.settings()
@@ -116,6 +115,11 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     chosen = [known[n] for n in names] if names else list(known.values())
     report = _pull_through_daemon(settings.control_socket, settings.config_path, names)
     if report is None:  # no daemon: pull in this process
+        from memsync.tlstrust import no_trust_store  # noqa: PLC0415
+
+        with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+            from memsync.views.pull import pull_views  # noqa: PLC0415
+
         with for_terminal(as_json) as progress:  # on a terminal: bytes and files
             results = asyncio.run(pull_views(chosen, settings.state_dir, progress=progress))
         report = ViewsPullReport(results=[r.model() for r in results])
@@ -178,7 +182,10 @@ def views_verify(
     DIR_OR_URL is a view's directory in the static layout (holding `manifest` and
     `package`) or its URL (`https://hub/v1/views/ID`).
     """
-    from memsync.views.verify import verify_view  # noqa: PLC0415
+    from memsync.tlstrust import no_trust_store  # noqa: PLC0415
+
+    with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+        from memsync.views.verify import verify_view  # noqa: PLC0415
 
     if not keys_ and not allow_unsigned:
         raise UsageError("give at least one --key (or --allow-unsigned)")
@@ -376,8 +383,11 @@ def views_publish(
 ) -> int:
     """Build, sign and upload the next revision (nothing when the content is unchanged)."""
     from memsync.secrets import resolve_header  # noqa: PLC0415
+    from memsync.tlstrust import no_trust_store  # noqa: PLC0415
     from memsync.views.keys import load_private_key  # noqa: PLC0415
-    from memsync.views.publish import PublishRefused, publish_view, secret_ref  # noqa: PLC0415
+
+    with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+        from memsync.views.publish import PublishRefused, publish_view, secret_ref  # noqa: PLC0415
     from memsync.wire import ProblemModel, ViewPublishReport  # noqa: PLC0415
 
     token = resolve_header(secret_ref(token_ref), where="--token")

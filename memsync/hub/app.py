@@ -23,7 +23,6 @@ from typing import IO, Any
 from aiohttp import hdrs, web
 from aiohttp.abc import AbstractAccessLogger, AbstractStreamWriter
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ValidationError
 
 from memsync import timefmt
 from memsync.errors import UsageError
@@ -45,8 +44,7 @@ from memsync.hub.tokens import TokenInfo, redact
 from memsync.hub.upload import receive_upload
 from memsync.names import is_name
 from memsync.validators.problems import Problem
-from memsync.wire import hub as wire
-from memsync.wire.cli import ProblemModel
+from memsync.wire import hubanswers as answers
 
 log = logging.getLogger("memsync.hub")
 access_log = logging.getLogger("memsync.hub.access")
@@ -65,18 +63,13 @@ _AUTH_MESSAGES = {
 }
 
 
-def _json(model: BaseModel, status: int = 200) -> web.Response:
-    body = model.model_dump_json(exclude_unset=True).encode()
+def _json(body: bytes, status: int = 200) -> web.Response:
+    """An answer whose body is a document of `wire.hub` (written by `wire.hubanswers`)."""
     return web.Response(body=body, status=status, content_type="application/json")
 
 
 def _error(status: int, code: str, message: str, problems: Sequence[Problem] = ()) -> web.Response:
-    error = wire.ErrorDetail(code=code, message=message)
-    if problems:  # the key is there only when a publication was refused as invalid
-        return _json(
-            wire.ErrorBody(error=error, problems=[ProblemModel.of(p) for p in problems]), status
-        )
-    return _json(wire.ErrorBody(error=error), status)
+    return _json(answers.error_body(code, message, problems), status)
 
 
 def _not_found(what: str = "no such view") -> ApiError:
@@ -235,7 +228,7 @@ def _package_response(request: web.Request, rev: Revision, cache: str) -> web.St
 
 
 async def health(request: web.Request) -> web.Response:
-    return _json(wire.Health(status="ok"))
+    return _json(answers.HEALTH)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -252,8 +245,8 @@ async def metrics(request: web.Request) -> web.Response:
 async def list_views(request: web.Request) -> web.Response:
     token = _authorize(request)
     current = request.app[HUB].fresh().all_current()
-    entries = [rev.model() for rev in current if token.may_read(rev.view_id)]
-    return _json(wire.ViewList(views=entries))
+    entries = [rev.document() for rev in current if token.may_read(rev.view_id)]
+    return _json(answers.view_list(entries))
 
 
 async def current_manifest(request: web.Request) -> web.Response:
@@ -368,13 +361,12 @@ async def notify(request: web.Request) -> web.Response:
         body += chunk
         if len(body) > MAX_NOTIFY:
             raise too_large
-    try:
-        commit = wire.NotifyBody.model_validate_json(body).commit
-    except ValidationError as exc:
-        raise ApiError(400, "bad-request", 'expected {"commit": "<40 or 64 hex digits>"}') from exc
+    commit = answers.notify_commit(body)
+    if commit is None:
+        raise ApiError(400, "bad-request", 'expected {"commit": "<40 or 64 hex digits>"}')
     hub.upstream(root, commit)
     hub.audit(token, request.remote, "root.notify", root, commit)
-    return _json(wire.NotifyAccepted(root=root, commit=commit), 202)
+    return _json(answers.notify_accepted(root, commit), 202)
 
 
 async def publish(request: web.Request) -> web.Response:
@@ -387,6 +379,7 @@ async def publish(request: web.Request) -> web.Response:
         _readable(request, token, view_id)  # 404 unless the token can see the view
         hub.metrics.upload(403)
         raise ApiError(403, "forbidden", f"this token may not publish view {view_id}")
+    hub.uploading()
     fd, path = hub.revisions.new_upload()
     try:
         with os.fdopen(fd, "wb") as out:
@@ -409,12 +402,8 @@ async def _publish(
     try:
         manifest = check_upload(view_id, data, length, sha256, timefmt.now())
         signed = manifest.signed
-        result = wire.PublishResult(
-            status="unchanged",
-            view_id=view_id,
-            revision=signed.revision,
-            sha256=signed.package.sha256,
-        )
+        outcome = (view_id, signed.revision, signed.package.sha256)
+        unchanged = answers.publish_result("unchanged", *outcome)
         retry = hub.fresh().judge(manifest) == "same"
         if not retry:
             problems = await asyncio.to_thread(hub.package_check, manifest, package, length, sha256)
@@ -427,7 +416,7 @@ async def _publish(
                 existing = revisions.revision(view_id, signed.revision)
                 if existing is not None:
                     hub.adopt(existing)
-                return _json(result)
+                return _json(unchanged)
             stored = await asyncio.to_thread(revisions.store, manifest, data, package)
             hub.adopt(stored)
     except UploadRefused as exc:
@@ -435,7 +424,7 @@ async def _publish(
     except (RevisionConflict, RevisionExists) as exc:
         raise ApiError(409, getattr(exc, "code", "conflict"), exc.message) from exc
     log.info("view %s: published revision %d", view_id, signed.revision)
-    return _json(result.model_copy(update={"status": "created"}), 201)
+    return _json(answers.publish_result("created", *outcome), 201)
 
 
 # -- application and server -----------------------------------------------------------------

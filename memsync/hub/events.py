@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
-
 from memsync.hub.tokens import TokenInfo
 
 QUEUE_SIZE = 256  # events buffered per subscriber before it is dropped
@@ -48,10 +46,9 @@ class EventBus:
     def __init__(self) -> None:
         self.subscribers: set[Subscriber] = set()
 
-    def publish(self, kind: str, name: str, payload: BaseModel) -> bytes:
-        """Queue `payload` as event `kind` about view or root `name` for whoever may see it;
-        return its JSON (what the other workers are told)."""
-        data = payload.model_dump_json().encode()
+    def publish(self, kind: str, name: str, data: bytes) -> bytes:
+        """Queue `data` (the event's JSON, `wire.hubanswers`) as event `kind` about view or
+        root `name` for whoever may see it; return it (what the other workers are told)."""
         self.deliver(kind, name, data)
         return data
 

@@ -31,7 +31,7 @@ from memsync.atomicfile import FILE_MODE, fsync_dir, private_dir
 from memsync.errors import MemsyncError, ProblemError
 from memsync.names import is_name
 from memsync.validators.problems import Problem
-from memsync.wire.hub import ViewEntry
+from memsync.wire.hubanswers import view_entry
 
 if TYPE_CHECKING:  # the manifest's models and cryptography load with the first revision
     from memsync.wire.manifest import Manifest
@@ -80,16 +80,16 @@ class Revision:
     published_at: str
     expires: str
 
-    def model(self) -> ViewEntry:
-        """The revision as the hub's view list shows it."""
-        return ViewEntry(
-            view_id=self.view_id,
-            revision=self.revision,
-            published_at=self.published_at,
-            expires=self.expires,
-            sha256=self.package_sha256,
-            length=self.package_length,
-            manifest_etag=self.manifest_etag,
+    def document(self) -> dict[str, object]:
+        """The revision as the hub's view list shows it (a `ViewEntry`'s document)."""
+        return view_entry(
+            self.view_id,
+            self.revision,
+            self.published_at,
+            self.expires,
+            self.package_sha256,
+            self.package_length,
+            self.manifest_etag,
         )
 
 

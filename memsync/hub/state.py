@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -29,7 +30,7 @@ from memsync.hub.revisions import Revision, RevisionStore
 from memsync.hub.streams import StreamTable
 from memsync.hub.tokens import AuthFailure, TokenInfo, looks_like_token, open_store
 from memsync.validators.problems import Problem
-from memsync.wire.hub import RevisionEvent, UpstreamEvent
+from memsync.wire.hubanswers import revision_event, upstream_event
 
 if TYPE_CHECKING:  # the manifest's models load with the first upload or revision
     from memsync.wire.manifest import Manifest
@@ -38,6 +39,7 @@ LOCKS = "locks"  # <data_dir>/locks/<view id>: held (flock) while a revision is 
 
 # (manifest, uploaded package, its length, its sha256) -> what a consumer would refuse
 PackageCheck = Callable[["Manifest", Path, int, str], Sequence[Problem]]
+_MANIFESTS = "memsync.views.manifest"  # the manifest's models (pydantic) and cryptography
 REFUSAL_AUDIT_INTERVAL = 60.0  # seconds between audit rows for one (address, reason)
 
 
@@ -83,6 +85,7 @@ class HubState:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusals: dict[tuple[str, str], float] = {}
+        self._checks_loading = False
 
     def later(self, work: Callable[[], None]) -> None:
         """Run a blocking write in a thread without waiting for it."""
@@ -106,11 +109,27 @@ class HubState:
 
     def heard(self, kind: str, name: str, data: bytes) -> None:
         """An event another worker published: a revision is read from disk (the truth), an
-        upstream event passed on to this worker's streams."""
+        upstream event passed on to this worker's streams; an upload began (`uploading`)."""
         if kind == "revision":
             self.fresh()
         elif kind == "upstream":
             self.events.deliver(kind, name, data)
+        elif kind == "upload":
+            self._load_checks(_MANIFESTS)
+
+    def uploading(self) -> None:
+        """An upload begins. A hub with no revision yet has loaded no manifest models, no
+        cryptography and no consumer check (issue 18): they load now, in a thread, while the
+        body arrives, here and in the other workers (which read the revision once it is
+        stored), rather than in the event loop once it is in. Once per process."""
+        if not self._checks_loading and self.peers is not None:
+            self.peers.tell("upload", "-", b"")
+        self._load_checks(_MANIFESTS, "memsync.views.consumer")
+
+    def _load_checks(self, *modules: str) -> None:
+        if not self._checks_loading:
+            self._checks_loading = True
+            self.later(lambda: _load(modules))
 
     @contextlib.asynccontextmanager
     async def publication(self, view_id: str) -> AsyncIterator[RevisionStore]:
@@ -145,14 +164,12 @@ class HubState:
         return True
 
     def _announce(self, revision: Revision) -> bytes:
-        event = RevisionEvent(
-            view_id=revision.view_id, revision=revision.revision, sha256=revision.package_sha256
-        )
+        event = revision_event(revision.view_id, revision.revision, revision.package_sha256)
         return self.events.publish("revision", revision.view_id, event)
 
     def upstream(self, root: str, commit: str) -> None:
         """Tell every stream here and in the other workers that root `root` moved."""
-        data = self.events.publish("upstream", root, UpstreamEvent(root=root, commit=commit))
+        data = self.events.publish("upstream", root, upstream_event(root, commit))
         if self.peers is not None:
             self.peers.tell("upstream", root, data)
 
@@ -196,6 +213,11 @@ class HubState:
                 action, outcome=outcome, target=target, token_id=token.id, remote=remote
             )
         )
+
+
+def _load(modules: Sequence[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
 
 
 def _lock_file(path: Path) -> int:

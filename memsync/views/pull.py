@@ -34,7 +34,6 @@ from memsync.validators.cache import STATE_CACHE_DIR, ParseCache, open_persisten
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
 from memsync.views.consumer import Checked, check_package
-from memsync.views.gitsource import GitSource
 from memsync.views.httpsource import HttpSource
 from memsync.views.layout import view_state_dir
 from memsync.views.manifest import ManifestError, Verdict, parse_manifest, verify_manifest
@@ -94,6 +93,8 @@ def open_source(
     """The source a configured view is fetched from (showing its download to `progress`)."""
     source = view.source
     if isinstance(source, GitSourceSettings):
+        from memsync.views.gitsource import GitSource  # noqa: PLC0415 - the git box: a share only
+
         cache = view_state_dir(state_dir, view.name) / "git-cache"
         return GitSource(source.url, source.branch, source.path, cache, progress)
     where = f"views.{view.name}.source.token"

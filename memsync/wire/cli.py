@@ -9,22 +9,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from memsync.validators.problems import Problem
+# (ProblemModel lives in wire.problem, small for the hub; the producers import it from here)
+from memsync.wire.problem import ProblemModel as ProblemModel  # noqa: PLC0414
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ProblemModel(_Wire):
-    code: str
-    path: str | None
-    line: int | None
-    message: str
-
-    @classmethod
-    def of(cls, problem: Problem) -> ProblemModel:
-        return cls(code=problem.code, path=problem.path, line=problem.line, message=problem.message)
 
 
 class SyncResultModel(_Wire):

@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from memsync.wire.cli import ProblemModel
 from memsync.wire.manifest import Sha256Hex, ViewId
+from memsync.wire.problem import ProblemModel
 
 CommitId = Annotated[str, StringConstraints(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")]
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memsync.wire.cli import ProblemModel
+from memsync.wire.problem import ProblemModel
 
 # A key fingerprint as OpenSSH prints it (`SHA256:` and unpadded base64), or "unsigned".
 SIGNER_PATTERN = r"^(SHA256:[A-Za-z0-9+/]{43}|unsigned)$"

@@ -10,19 +10,29 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from memsync.daemon.client import call
+from memsync.hub.tokens import hub_init
 from memsync.wire.cli import SyncReport, ValidateReport
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.test_cli import memsync
 from tests.e2e.test_daemon_memory import listing_env, module_list
 from tests.e2e.test_startup import probe, probe_counting
-from tests.e2e.test_views import built, copied, provider  # noqa: F401 - fixtures
+from tests.e2e.test_views import (  # noqa: F401 - fixtures
+    Scene,
+    built,
+    copied,
+    hub,
+    provider,
+    scene,
+)
 from tests.helpers import commit, git, push, wait_for
 from tests.kit import hub_process
 
@@ -265,18 +275,21 @@ def test_a_hub_loads_the_manifest_models_and_cryptography_with_its_first_revisio
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A hub with no revision yet (every hub a test starts, a new one in production) checks
-    # no manifest and no signature: the models and cryptography load with the first upload.
+    # no manifest and no signature, and writes its answers as plain JSON (wire.hubanswers):
+    # pydantic, the models and cryptography load with the first upload.
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     data = tmp_path / "hub"
     assert probe("hub", "init", str(data), env=env)[0] == 0
     listing, dump = listing_env(tmp_path)
     monkeypatch.setenv("PYTHONPATH", listing["PYTHONPATH"])
     monkeypatch.setenv("MEMSYNC_TEST_MODULES", str(dump))
-    with hub_process(data) as hub:
-        modules = module_list(hub.proc.pid, dump)
+    with hub_process(data) as served:
+        modules = module_list(served.proc.pid, dump)
     assert "memsync.hub.app" in modules
-    later = ("cryptography", "memsync.views.manifest", "memsync.views.keys")
+    later = ("cryptography", "pydantic", "pydantic_core", "memsync.views.manifest")
     assert [m for m in modules if m.split(".")[0] in later or m in later] == []
+    assert "memsync.views.keys" not in modules
+    assert "memsync.wire.cli" not in modules  # the CLI's models: a hub prints none of them
 
 
 def site_env(tmp_path: Path, site: str, **extra: str) -> dict[str, str]:
@@ -349,3 +362,84 @@ def test_a_command_leaves_what_it_loaded_frozen_to_the_exit(team: Team, tmp_path
     assert done.returncode == 0, done.stderr + done.stdout
     counts = [int(n) for n in frozen.read_text().split()]
     assert len(counts) == 2 and min(counts) > 10_000, counts
+
+
+# Notes each trust store a TLS context of the process loads (the CA bundle's file or dir).
+TRUST_SITE = """
+import os, ssl
+
+def _noting(name):
+    original = getattr(ssl.SSLContext, name)
+
+    def noted(self, *args, **kwargs):
+        with open(os.environ["MEMSYNC_TEST_TRUST"], "a") as out:
+            out.write(name + "\\n")
+        return original(self, *args, **kwargs)
+
+    setattr(ssl.SSLContext, name, noted)
+
+for _name in ("set_default_verify_paths", "load_verify_locations"):
+    _noting(_name)
+"""
+
+
+def noting_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the processes started from now on note each trust store they load."""
+    site = tmp_path / "trust-site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(TRUST_SITE)
+    noted = tmp_path / "trust.txt"
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    monkeypatch.setenv("MEMSYNC_TEST_TRUST", str(noted))
+    return noted
+
+
+def test_a_hub_loads_no_ca_bundle_for_a_client_it_never_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiohttp builds its client's default TLS contexts when imported, each reading the CA
+    # bundle (a third of a hub's imports); a hub only serves: it loads no trust store.
+    noted = noting_trust(tmp_path, monkeypatch)
+    data = tmp_path / "hub"
+    hub_init(data)
+    with hub_process(data) as served:
+        assert served.healthy()
+    assert served.proc.returncode == 0, served.log()
+    assert not noted.exists(), noted.read_text()
+    # (the note works: the same process loads one as soon as it builds a client context)
+    code = "import ssl; ssl.create_default_context()"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert noted.read_text().split() == ["set_default_verify_paths"]
+
+
+def test_a_view_client_loads_the_ca_bundle_only_for_the_context_that_verifies(
+    provider: Path,  # noqa: F811 - the fixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # aiohttp's other default context is for `ssl=False`, which memsync never asks for: it
+    # verifies nothing, so it loads no trust store; the one that verifies keeps the system's.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    key = tmp_path / "view.key"
+    code, _, public, err = probe("keys", "generate", "--out", str(key), env=env, heavy=())
+    assert code == 0, err
+    build = ("views", "build", str(provider), "auth", "--out", str(tmp_path / "out"))
+    code, _, out, err = probe(*build, "--key", str(key), "--json", env=env, heavy=())
+    assert code == 0, err
+    noted = noting_trust(tmp_path, monkeypatch)
+    verify = ("views", "verify", json.loads(out)["out"], "--key", public.strip(), "--json")
+    code, heavy, out, err = probe(*verify, env=env, heavy=("aiohttp",))
+    assert (code, "aiohttp.connector" in heavy) == (0, True), err + out  # (its contexts')
+    assert json.loads(out)["valid"] is True, out
+    assert noted.read_text().split() == ["set_default_verify_paths"]
+
+
+def test_a_pull_over_http_loads_no_git_box(scene: Scene) -> None:  # noqa: F811 - the fixture
+    # The git box (transports.git, views.gitsource) is a Git share's: a hub's view needs none.
+    assert scene.publish().revision == 1
+    pull = ("--config", str(scene.config), "views", "pull", "--json")
+    git_box = ("memsync.transports.git", "memsync.views.gitsource")
+    code, heavy, out, err = probe(*pull, env=scene.env, heavy=git_box)
+    assert (code, heavy) == (0, []), err
+    assert json.loads(out)["results"][0]["status"] == "pulled", out
