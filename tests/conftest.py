@@ -7,6 +7,7 @@ copied into each test's own directory with `copy_built`, so no test sees another
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import shutil
 import tempfile
@@ -93,12 +94,21 @@ def pytest_configure(config: pytest.Config) -> None:
     _SUBREAPER.append(leftovers.become_subreaper())
 
 
+_HOME_NUMBERS = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where each test's home is made: `tmp_path_factory.mktemp` per test lists the whole
+    base temp dir (a thousand entries by the end of a worker's run) and relinks a symlink."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, str]:
+def isolated_home(homes: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """This test's own HOME and XDG directories, outside its tmp_path (which it may list)."""
-    base = tmp_path_factory.mktemp("home")
+    base = homes / str(next(_HOME_NUMBERS))
+    base.mkdir()
     for var, name in ISOLATED_DIRS.items():
         path = base / name
         path.mkdir(mode=0o700)
