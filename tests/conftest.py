@@ -153,16 +153,25 @@ class Team:
     bob: Member
 
 
+def _hook_samples(directory: str, names: list[str]) -> list[str]:
+    """`shutil.copytree`'s ignore: the `*.sample` files of a `hooks` directory."""
+    if os.path.basename(directory) != "hooks":
+        return []
+    return [name for name in names if name.endswith(".sample")]
+
+
 def copy_built(built: Path, dest: Path, names: Iterable[str]) -> None:
     """Copy the entries `names` of a scene built once per session into `dest`.
 
     A built scene names its own location only in Git configs (an upstream's path); those are
     rewritten to the copy. Each work tree's index is refreshed, since copied files have new
-    inodes and times and plumbing that does not refresh would see them as changed.
+    inodes and times and plumbing that does not refresh would see them as changed. The
+    example hooks `git init` puts in every repository (`hooks/*.sample`, which git never
+    runs) are not copied: they were a third of the files of a copied team.
     """
     for name in names:
         if (built / name).is_dir():
-            shutil.copytree(built / name, dest / name, symlinks=True)
+            shutil.copytree(built / name, dest / name, symlinks=True, ignore=_hook_samples)
         else:
             shutil.copy2(built / name, dest / name)
     for name in names:
