@@ -7,6 +7,7 @@ copied into each test's own directory with `copy_built`, so no test sees another
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import shutil
 import tempfile
@@ -93,12 +94,21 @@ def pytest_configure(config: pytest.Config) -> None:
     _SUBREAPER.append(leftovers.become_subreaper())
 
 
+_HOME_NUMBERS = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where each test's home is made: `tmp_path_factory.mktemp` per test lists the whole
+    base temp dir (a thousand entries by the end of a worker's run) and relinks a symlink."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, str]:
+def isolated_home(homes: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """This test's own HOME and XDG directories, outside its tmp_path (which it may list)."""
-    base = tmp_path_factory.mktemp("home")
+    base = homes / str(next(_HOME_NUMBERS))
+    base.mkdir()
     for var, name in ISOLATED_DIRS.items():
         path = base / name
         path.mkdir(mode=0o700)
@@ -143,16 +153,25 @@ class Team:
     bob: Member
 
 
+def _hook_samples(directory: str, names: list[str]) -> list[str]:
+    """`shutil.copytree`'s ignore: the `*.sample` files of a `hooks` directory."""
+    if os.path.basename(directory) != "hooks":
+        return []
+    return [name for name in names if name.endswith(".sample")]
+
+
 def copy_built(built: Path, dest: Path, names: Iterable[str]) -> None:
     """Copy the entries `names` of a scene built once per session into `dest`.
 
     A built scene names its own location only in Git configs (an upstream's path); those are
     rewritten to the copy. Each work tree's index is refreshed, since copied files have new
-    inodes and times and plumbing that does not refresh would see them as changed.
+    inodes and times and plumbing that does not refresh would see them as changed. The
+    example hooks `git init` puts in every repository (`hooks/*.sample`, which git never
+    runs) are not copied: they were a third of the files of a copied team.
     """
     for name in names:
         if (built / name).is_dir():
-            shutil.copytree(built / name, dest / name, symlinks=True)
+            shutil.copytree(built / name, dest / name, symlinks=True, ignore=_hook_samples)
         else:
             shutil.copy2(built / name, dest / name)
     for name in names:

@@ -42,6 +42,7 @@ from memsync.transports.gitenv import clean_env
 from memsync.transports.repoconfig import repo_config_problems
 from memsync.transports.rootkeys import GitCredentials
 from memsync.wire import SyncReport
+from tests.conftest import copy_built
 from tests.e2e.daemons import launcher, write_config
 from tests.e2e.test_cli import memsync
 from tests.helpers import commit, git, wait_for
@@ -211,12 +212,35 @@ class Pair:
         return sync_root(settings, self.state / who, SyncOptions())
 
 
-def make_pair(tmp_path: Path, url: str, creds: GitCredentials) -> Pair:
+def make_pair(tmp_path: Path, url: str, creds: GitCredentials | None) -> Pair:
     """alice's `init` pushes the baseline over HTTPS, bob's joins it: both with the token."""
     for name in ("alice", "bob"):
         init_root(tmp_path / name, upstream=url, credentials=creds)
         git(tmp_path / name, "config", "user.name", name.title())
         git(tmp_path / name, "config", "user.email", f"{name}@example.invalid")
+    return Pair(tmp_path / "alice", tmp_path / "bob", tmp_path / "state")
+
+
+@pytest.fixture(scope="session")
+def built_pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `make_pair` leaves, made once over a local upstream (`served/team.git`): each
+    init over HTTPS costs about half a second of git and credential-helper processes."""
+    base = tmp_path_factory.mktemp("pair")
+    upstream = base / "served" / "team.git"
+    git(base, "init", "-q", "--bare", "-b", "main", str(upstream))  # as `gitserver` makes it
+    make_pair(base, str(upstream), None)
+    return base
+
+
+def copied_pair(built: Path, tmp_path: Path, server: GitHttp) -> Pair:
+    """`make_pair`'s alice and bob on the server's upstream, copied from `built_pair`: the
+    same repositories and refs, their origin the server's URL. For tests whose assertions
+    are about the syncs after init (the inits over HTTPS are `make_pair`'s, tested above)."""
+    shutil.rmtree(server.root / "team.git")
+    copy_built(built / "served", server.root, ("team.git",))
+    copy_built(built, tmp_path, ("alice", "bob"))
+    for name in ("alice", "bob"):
+        git(tmp_path / name, "remote", "set-url", "origin", f"{server.url}/team.git")
     return Pair(tmp_path / "alice", tmp_path / "bob", tmp_path / "state")
 
 
@@ -337,10 +361,10 @@ def test_the_token_is_on_no_command_line_in_no_environment_file_or_message(
 
 
 def test_a_wrong_token_is_auth_failed_and_says_authentication_failed(
-    tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, token: str, private_dirs: Path
 ) -> None:
     right = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", right)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     wrong_token = f"tok-{secrets.token_hex(16)}"
     wrong = https_credentials("bob", SecretRef("value", wrong_token))
 
@@ -361,10 +385,9 @@ def test_a_wrong_token_is_auth_failed_and_says_authentication_failed(
 
 
 def test_sync_now_says_auth_failed_and_exits_1_and_the_daemon_backs_off(
-    tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, private_dirs: Path
 ) -> None:
-    right = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", right)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     config = write_config(tmp_path, {"bob": {"path": pair.bob, "interval": "1s"}})
     config.write_text(
         config.read_text().replace(
@@ -396,12 +419,12 @@ def test_sync_now_says_auth_failed_and_exits_1_and_the_daemon_backs_off(
 
 
 def test_a_token_the_server_echoes_back_is_scrubbed(
-    tmp_path: Path, gitserver: GitHttp, token: str
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, token: str
 ) -> None:
     """A server that prints the token back (here a hook of the upstream) finds it replaced
     in every message memsync writes, and in the journal."""
     creds = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", creds)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     hook = gitserver.root / "team.git" / "hooks" / "pre-receive"
     hook.write_text('#!/bin/sh\necho "token was $SERVER_KNOWS_TOKEN" >&2\nexit 1\n')
     hook.chmod(0o755)
@@ -415,11 +438,9 @@ def test_a_token_the_server_echoes_back_is_scrubbed(
 
 
 def test_a_missing_secret_is_an_error_naming_the_reference(
-    tmp_path: Path, gitserver: GitHttp, token: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pair = make_pair(
-        tmp_path, f"{gitserver.url}/team.git", https_credentials("x", SecretRef("value", token))
-    )
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     monkeypatch.delenv("MEMSYNC_TEST_UNSET", raising=False)
     creds = https_credentials("bob", SecretRef("env", "MEMSYNC_TEST_UNSET"))
     result = pair.sync("bob", creds)
@@ -446,12 +467,12 @@ def test_credentials_are_read_only_when_git_talks_http(
 
 
 def test_the_token_never_goes_to_another_origin(
-    tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, token: str, private_dirs: Path
 ) -> None:
     """The upstream redirects to another origin (git follows the first redirect): that
     origin asks for credentials and memsync's helper gives it nothing."""
     creds = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", creds)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     front = serve(GitHttp(tmp_path, token, redirect_to=gitserver.url))  # another port
     redirecting = next(front)
     try:
@@ -469,10 +490,10 @@ def test_the_token_never_goes_to_another_origin(
 
 
 def test_the_roots_own_credential_helpers_never_run_beside_memsyncs(
-    tmp_path: Path, gitserver: GitHttp, token: str
+    tmp_path: Path, built_pair: Path, gitserver: GitHttp, token: str
 ) -> None:
     creds = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", creds)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     marker = tmp_path / "helper-ran"
     program = tmp_path / "their-helper"
     program.write_text(f"#!/bin/sh\necho ran >> {marker}\necho username=x\necho password=y\n")
@@ -640,11 +661,11 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_roots_config_never_sends_the_token_elsewhere_or_runs_a_program(
-    name: str, tmp_path: Path, gitserver: GitHttp, token: str, private_dirs: Path
+    name: str, tmp_path: Path, built_pair: Path, gitserver: GitHttp, token: str, private_dirs: Path
 ) -> None:
     hostile = HOSTILE[name]
     creds = https_credentials("alice", SecretRef("value", token))
-    pair = make_pair(tmp_path, f"{gitserver.url}/team.git", creds)
+    pair = copied_pair(built_pair, tmp_path, gitserver)
     commit(pair.alice, {"MEMORY_a.md": "# A\n"})
     assert pair.sync("alice", creds).status == "pushed"
     commit(pair.bob, {"MEMORY_b.md": "# B\n"})  # bob fetches, then pushes
