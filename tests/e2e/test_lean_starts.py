@@ -200,7 +200,9 @@ def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
     team: Team, tmp_path: Path
 ) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    # No timer of the daemon's may take the push first (then this sync-now would say
+    # `current`): on a loaded machine the test can outlast a 60 s poll.
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1h"}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)
         for turn, flags in enumerate(((), ("--json",))):
