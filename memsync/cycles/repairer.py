@@ -22,10 +22,12 @@ def make_repairer(
     policy: SyncPolicy,
     graph: GraphValidator,
     branch: str,
+    *,
+    resident: bool = True,
 ) -> Settler:
     from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
 
-    return Repairer(root, layout, policy, graph, branch)
+    return Repairer(root, layout, policy, graph, branch, resident=resident)
 
 
 def make_oneshot_repairer(
@@ -35,6 +37,5 @@ def make_oneshot_repairer(
     graph: GraphValidator,
     branch: str,
 ) -> Settler:
-    from memsync.cycles.repair import Repairer  # noqa: PLC0415 - on a conflict only
-
-    return Repairer(root, layout, policy, graph, branch, resident=False)
+    """`make_repairer` for a one-shot process: its git box keeps no resident handle."""
+    return make_repairer(root, layout, policy, graph, branch, resident=False)
