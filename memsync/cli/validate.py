@@ -35,10 +35,7 @@ def render(path: Path, result: RootCheck, as_json: bool) -> None:
         return
     from memsync.wire.documents import validate_report  # noqa: PLC0415 - the model's text
 
-    problems = [
-        {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
-        for p in result.problems
-    ]
+    problems = [p.document() for p in result.problems]
     emit(
         validate_report(
             {

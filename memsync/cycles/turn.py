@@ -90,10 +90,7 @@ class CycleResult:
             "operation_id": self.operation_id,
             "commit": self.commit,
             "files": list(self.files),
-            "problems": [
-                {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
-                for p in self.problems
-            ],
+            "problems": [p.document() for p in self.problems],
             "message": self.message,
             "duration_ms": self.duration_ms,
         }

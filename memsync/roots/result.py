@@ -48,10 +48,7 @@ class SyncResult:
             "head": self.head,
             "upstream": self.upstream,
             "files": list(self.files),
-            "problems": [
-                {"code": p.code, "path": p.path, "line": p.line, "message": p.message}
-                for p in self.problems
-            ],
+            "problems": [p.document() for p in self.problems],
             "rescue_ref": self.rescue_ref,
             "operation_id": self.operation_id,
             "duration_ms": self.duration_ms,

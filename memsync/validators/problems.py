@@ -16,6 +16,10 @@ class Problem:
     line: int | None
     message: str
 
+    def document(self) -> dict[str, object]:
+        """Its `--json` object (CONTRACT: `code`, `path`, `line`, `message`)."""
+        return {"code": self.code, "path": self.path, "line": self.line, "message": self.message}
+
 
 @value
 class Report:

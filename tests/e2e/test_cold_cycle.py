@@ -182,15 +182,22 @@ def _cold_sync_order(
     return done.stdout, seen
 
 
+def _warmed(team: Team, tmp_path: Path, env: dict[str, str]) -> Path:
+    """Bob's config after two cold syncs (the state file, with the branch to prefetch, and
+    the settings memo, as a timer unit has them), with a third commit waiting upstream."""
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in range(2):
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    return config
+
+
 def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
     team: Team, tmp_path: Path
 ) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for turn in range(2):  # the state file (the branch to prefetch) and the settings memo
-        _one_incoming_commit(team, turn)
-        _cold_sync(config, env)
-    _one_incoming_commit(team, 2)
+    config = _warmed(team, tmp_path, env)
     out, seen = _cold_sync_order(config, env)
     assert out.split()[:2] == ["bob", "synced"], out
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
@@ -277,11 +284,7 @@ def test_a_cold_fast_forward_builds_no_dataclass_it_never_makes(team: Team, tmp_
     `sync-now`); every class such a cycle loads is a frozen value (`memsync.values`)
     instead, whose methods were compiled once."""
     env = {**os.environ, **GIT_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
-        _one_incoming_commit(team, turn)
-        _cold_sync(config, env)
-    _one_incoming_commit(team, 2)
+    config = _warmed(team, tmp_path, env)
     built, generated = _cold_sync_built(config, env)
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
     assert not set(built) & set(NOT_BUILT), sorted(set(built) & set(NOT_BUILT))
@@ -298,11 +301,7 @@ def test_a_cold_cycle_never_loads_dataclasses_or_inspect(team: Team, tmp_path: P
     """Issue 18: its values are `memsync.values` classes; `dataclasses` loads only for
     code that asks it about one (`dataclasses.replace`, `fields`, `asdict`)."""
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    for turn in range(2):  # the state file and the settings memo, as a timer unit has them
-        _one_incoming_commit(team, turn)
-        _cold_sync(config, env)
-    _one_incoming_commit(team, 2)
+    config = _warmed(team, tmp_path, env)
     out, seen = _cold_sync_order(config, env)
     assert out.split()[:2] == ["bob", "synced"], out
     imported = {name for kind, name, _ in seen if kind == "import"}
