@@ -14,6 +14,7 @@ Diffs, blob sizes and small blobs are kept too, so the diff a cycle asks three t
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from memsync.validators.tree import BlobSource, Change, Entry, Listing, TreeView
 if TYPE_CHECKING:  # a resident box's in-process reads (gitdb) load it
     from memsync.transports.gitobjects import ObjectFiles
     from memsync.transports.process import Session
+    from memsync.validators.listingstore import ListingStore
 
 MODE_GITLINK = 0o160000
 # Up to this many objects are read from the object files in-process; more ask `cat-file`.
@@ -134,7 +136,7 @@ class TreeReads(GitCore):
 
         def listing() -> None:
             try:
-                found.append(self._list(rev))
+                found.append(self._full(rev, tree))
             except BaseException as exc:  # raised by the `ls_tree` that takes it
                 found.append(exc)
 
@@ -264,8 +266,10 @@ class TreeReads(GitCore):
                 tree, kept, base_oid, delta, base_entries = derived
             else:
                 tree = tree or self.tree_of(rev)
-                entries = self._listed_ahead(rev) or self._list(rev)
+                entries = self._listed_ahead(rev) or self._full(rev, tree)
                 kept = KeptListing(entries, gitmemo.count_dirs(entries))
+            recorded_from = None if base_oid is None or delta is None else (base_oid, delta)
+            _record(tree, kept.entries, recorded_from)
             gitmemo.TREES.put(rev, tree)
             gitmemo.LISTINGS.put(tree, kept)
         gitmemo.LAST.put(self.cwd, (rev, tree))
@@ -277,6 +281,13 @@ class TreeReads(GitCore):
             delta=delta,
             base_entries=base_entries,
         )
+
+    def _full(self, rev: str, tree: str | None) -> Listing:
+        """Commit (or tree) `rev`'s listing in full: read from its record when this process
+        keeps listing records and one of tree `tree` hashes to that id (`listingstore`),
+        else listed by git."""
+        recorded = _recorded(tree)
+        return recorded if recorded is not None else self._list(rev)
 
     def _list(self, rev: str) -> Listing:
         return gitparse.parse_ls_tree(
@@ -571,6 +582,28 @@ def _commit_parents(answer: tuple[str, int, bytes | None] | None) -> tuple[str, 
             return None
         parents.append(parent)
     return tuple(parents)
+
+
+def _records() -> ListingStore | None:
+    """The listing records of this process (a CLI process's, `cache.open_records`), if any
+    (its module is loaded by whoever opens them: none is loaded here to learn there are none)."""
+    module = sys.modules.get("memsync.validators.listingstore")
+    return None if module is None else module.RECORDS
+
+
+def _recorded(tree: str | None) -> Listing | None:
+    """Tree `tree`'s recorded listing (see `ListingStore.load`), or None."""
+    records = _records()
+    return None if records is None or tree is None else records.load(tree)
+
+
+def _record(
+    tree: str, entries: Listing, base: tuple[str, tuple[tuple[str, Entry | None], ...]] | None
+) -> None:
+    """Record tree `tree`'s listing (a delta from tree `base[0]`'s when derived from it)."""
+    records = _records()
+    if records is not None:
+        records.save(tree, entries, base)
 
 
 def _lines(items: Sequence[str]) -> bytes:

@@ -12,8 +12,8 @@ store on disk under it for CLI runs (`cachestore.py`: SQLite, no pickle, bounded
 delete at any time, entries checked and ignored when corrupt or foreign), and the lineage
 records of the trees validated (`lineagestore.py`), so that a fresh process joins only the
 files that changed since the tree it follows, and the gate's tree shapes by tree id
-(`shapestore.py`, for the process's `gate.SHAPES`); `open_records(directory)` adds only
-those.
+(`shapestore.py`, for the process's `gate.SHAPES`), and the git box's tree listings by tree
+id (`listingstore.py`); `open_records(directory)` adds only those.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memsync.validators.cachestore import PersistentStore
     from memsync.validators.lineage import Lineage
     from memsync.validators.lineagestore import LineageStore
+    from memsync.validators.listingstore import ListingStore
     from memsync.validators.problems import Problem
     from memsync.validators.profile import Profile
     from memsync.validators.shapestore import ShapeStore
@@ -121,6 +122,7 @@ class ParseCache:
         self.store = store
         self.records = records  # lineage records on disk, for a fresh process
         self.shapes: ShapeStore | None = None  # the gate's shape records, while open
+        self.listings: ListingStore | None = None  # the git box's listing records, while open
         self.hits = 0
         self.misses = 0
         self.joins = 0  # full cross-file passes
@@ -197,6 +199,12 @@ class ParseCache:
             if SHAPES.records is self.shapes:
                 SHAPES.records = None
             self.shapes = None
+        if self.listings is not None:
+            from memsync.validators import listingstore  # noqa: PLC0415
+
+            if listingstore.RECORDS is self.listings:
+                listingstore.RECORDS = None
+            self.listings = None
 
 
 class CachedSummaries:
@@ -315,12 +323,14 @@ def open_persistent(
 def open_records(directory: Path) -> ParseCache:
     """The process's in-memory cache with the records under `directory` only (no summary
     store: a sync reads the record of the tree it follows, and parses what changed): the
-    lineage records, and the gate's tree shapes (`gate.SHAPES` reads and writes them until
-    this cache is closed). For a CLI process: `close()` it when done."""
+    lineage records, the gate's tree shapes (`gate.SHAPES` reads and writes them until
+    this cache is closed) and the git box's tree listings (`listingstore.RECORDS`, as
+    long). For a CLI process: `close()` it when done."""
     return _with_records(directory, None)
 
 
 def _with_records(directory: Path, store: PersistentStore | None) -> ParseCache:
+    from memsync.validators import listingstore  # noqa: PLC0415
     from memsync.validators.gate import SHAPES  # noqa: PLC0415
     from memsync.validators.lineagestore import DIRECTORY, LineageStore  # noqa: PLC0415
     from memsync.validators.shapestore import DIRECTORY as SHAPES_DIRECTORY  # noqa: PLC0415
@@ -332,4 +342,6 @@ def _with_records(directory: Path, store: PersistentStore | None) -> ParseCache:
         return default_cache().backed_by(store)
     cache = default_cache().backed_by(store, LineageStore.open(directory / DIRECTORY))
     cache.shapes = SHAPES.records = ShapeStore.open(directory / SHAPES_DIRECTORY)
+    listings = listingstore.ListingStore.open(directory / listingstore.DIRECTORY)
+    cache.listings = listingstore.RECORDS = listings
     return cache

@@ -1,0 +1,307 @@
+"""Tree listing records: a git tree's listing on disk, by tree id, used only when it hashes
+to that id.
+
+A fresh CLI process that admits one incoming commit derives the candidate's listing from
+the listing of the tree its root is at and git's diff (`transports.gittree`); without a
+record it lists that start tree in full (`git ls-tree -r`, O(entries): some tens of
+milliseconds at 10k files) although one file changed. This store keeps each listing the
+process made (listed in full, or derived) so that the next process reads it instead.
+
+A record is never an authority. Before a listing read from one is used, its paths, modes
+and object ids are hashed into git tree objects, directory by directory, in git's order,
+exactly as git names a tree (`tree_id`): the listing is used only when that names the tree
+asked for, so it is that tree's listing (a record of another tree, of a tree with a
+duplicate entry, or damaged in any way that keeps its checksum, is not; nor one in a
+repository of the other object format). What the tree id does not cover is each blob's
+size, which git's listing gives (`ls-tree -l`): a record holds the sizes the listing it
+was made from had (blob ids name their bytes, so a size cannot change), read only from a
+private file of ours (`recordfile`), checksummed, with a digest of the code that writes it.
+Anything truncated, corrupt, foreign, oversized or not a private regular file of ours is
+ignored: a miss lists the tree in full as before.
+
+Saving costs the change, not the tree: a derived listing's record is a delta (its full
+record's id and every path that differs from it), as tree shape records are
+(`shapestore.py`); deltas never chain, and one naming more than `DELTA_MAX` paths is
+written in full. Written atomically, 0600 in a 0700 directory, pruned to the `KEEP` most
+recent (`MAX_TOTAL_BYTES` in all); each delta written touches its full record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsync import atomicfile
+from memsync.memodigest import blake2b, sha256
+from memsync.validators import recordfile
+from memsync.validators.tree import Entry, Listing
+
+FORMAT = b"MSTL1"
+DIRECTORY = "listings"  # under the parse cache's directory
+MAX_RECORD_BYTES = 128 * 1024 * 1024
+MAX_TOTAL_BYTES = 512 * 1024 * 1024  # all records kept, the newest always
+KEEP = 32
+DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
+MODE_TREE = 0o040000
+_NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
+_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HEAD = re.compile(rb"MSTL1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
+_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+    UnicodeError,
+)
+
+if TYPE_CHECKING:  # CPython's own SHA-1 is hashlib's digest (typeshed names no `_sha1`)
+    from hashlib import sha1
+else:
+    try:  # no OpenSSL loaded by a cold process (see `memodigest`)
+        from _sha1 import sha1
+    except ImportError:  # another interpreter: the same digest
+        from hashlib import sha1
+
+# A path's row in a delta: (mode, size, object id), or None when it is deleted.
+_Row = tuple[int, int | None, str] | None
+
+
+def version_digest() -> bytes:
+    """Names the code that writes and checks a record (a change makes every record foreign)."""
+    digest = blake2b(FORMAT, digest_size=16)
+    digest.update(repr(sys.version_info[:2]).encode())
+    source = getattr(sys.modules[__name__], "__file__", None)
+    digest.update(Path(source).read_bytes() if source else b"-")
+    return digest.digest()
+
+
+def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:
+    """The id git gives the tree whose leaves are `entries` (paths as `gitparse` decodes
+    them, each leaf's mode and object id), with object ids of `oid_length` hex digits
+    (40: SHA-1, 64: SHA-256); None when an entry cannot be part of a git tree (no object
+    id, an empty name, a path below a leaf)."""
+    new = sha1 if oid_length == 40 else sha256
+    dirs: dict[str, list[tuple[bytes, bytes]]] = {"": []}
+    for path, entry in entries.items():
+        oid = entry.oid
+        if oid is None or len(oid) != oid_length:
+            return None
+        parent, _, name = path.rpartition("/")
+        if not name:
+            return None
+        raw = name.encode("utf-8", "surrogateescape")
+        row = b"%o %s\0%s" % (entry.mode, raw, bytes.fromhex(oid))
+        found = dirs.get(parent)
+        if found is None:
+            found = dirs[parent] = []
+            up = parent
+            while up:  # every directory above is one too
+                up = up.rpartition("/")[0]
+                if up in dirs:
+                    break
+                dirs[up] = []
+        found.append((raw, row))
+    for path in sorted(dirs, key=lambda p: p.count("/") if p else -1, reverse=True):
+        rows = dirs[path]
+        rows.sort()  # git's order: a directory sorts as its name and "/" (its key below)
+        body = b"".join(row for _key, row in rows)
+        digest = new(b"tree %d\0%s" % (len(body), body)).digest()
+        if not path:
+            return digest.hex()
+        parent, _, name = path.rpartition("/")
+        if path in entries or not name:
+            return None  # a file and a directory of one name: not one git tree
+        raw = name.encode("utf-8", "surrogateescape")
+        dirs[parent].append((raw + b"/", b"%o %s\0%s" % (MODE_TREE, raw, digest)))
+    return None  # pragma: no cover - the root is always among `dirs`
+
+
+class ListingStore:
+    """Tree listings in `<directory>`, one file per tree id."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.version = version_digest()
+        self.loads = 0
+        self.saves = 0  # records written (full or delta)
+        self.deltas = 0  # of which deltas
+        # The records read or written here, by tree id: the full record each one is (its
+        # own id, no delta) or names, and its delta from it.
+        self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
+
+    @classmethod
+    def open(cls, directory: Path) -> ListingStore | None:
+        """The store in `directory` (made 0700), or None when it is not ours alone."""
+        return cls(directory) if recordfile.private_directory(directory) else None
+
+    def _path(self, oid: str) -> Path | None:
+        if not isinstance(oid, str) or not _OID.fullmatch(oid):
+            return None
+        return self.directory / f"{self.version.hex()[:16]}-{oid}.listing"
+
+    def load(self, oid: str) -> Listing | None:
+        """Tree `oid`'s listing, when a record of it is here and hashes to `oid`."""
+        with contextlib.suppress(OSError, *_ERRORS):
+            found = self._read(oid)
+            if found is None:
+                return None
+            listing, chain = found
+            if tree_id(listing, len(oid)) != oid:
+                return None  # not that tree's listing: never used
+            self._chains[oid] = chain
+            self.loads += 1
+            return listing
+        return None
+
+    def _read(self, oid: str) -> tuple[Listing, tuple[str, dict[str, _Row]]] | None:
+        body = self._body(oid)
+        if body is None:
+            return None
+        if "base" not in body:
+            return _entries(body), (oid, {})
+        full_oid, rows = body["base"], body["delta"]
+        full = self._body(full_oid) if isinstance(full_oid, str) else None
+        if full is None or "base" in full or not isinstance(rows, list):
+            return None
+        delta: dict[str, _Row] = {}
+        for row in rows:
+            if not isinstance(row, list) or not row or not isinstance(row[0], str):
+                return None
+            if row[0] in delta:
+                return None  # a path once
+            delta[row[0]] = _row(row[1:])
+        listing = _entries(full)
+        for path, now in delta.items():
+            if now is None:
+                del listing[path]  # a deletion of what is not there: KeyError, a miss
+            else:
+                listing[path] = Entry(now[0], now[1], now[2])
+        return listing, (full_oid, delta)
+
+    def _body(self, oid: str) -> dict[str, Any] | None:
+        """The checked body of tree `oid`'s record (which must say it is that tree's)."""
+        path = self._path(oid)
+        data = None if path is None else recordfile.read_private(path, MAX_RECORD_BYTES)
+        if data is None:
+            return None
+        newline = data.find(b"\n") + 1
+        match = _HEAD.fullmatch(data[:newline])
+        if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
+            return None
+        raw = data[newline:]
+        check = blake2b(raw, key=self.version, digest_size=16).hexdigest()
+        if len(raw) != int(match.group(2)) or check != match.group(3).decode():
+            return None
+        body = json.loads(raw)
+        if not isinstance(body, dict) or body.get("tree") != oid:
+            return None
+        return body
+
+    def save(
+        self,
+        oid: str,
+        entries: Listing,
+        base: tuple[str, Sequence[tuple[str, Entry | None]]] | None = None,
+    ) -> None:
+        """Record `entries` as tree `oid`'s listing (best effort: an unwritable store only
+        misses); as a delta when it is tree `base[0]`'s (read or written here) changed by
+        `base[1]`. A listing with a duplicate entry is not recorded (no record of it could
+        hash to its tree's id)."""
+        if entries.duplicates or oid in self._chains:
+            return
+        with contextlib.suppress(OSError, *_ERRORS):  # never fails a listing
+            path = self._path(oid)
+            if path is None:
+                return
+            if base is not None and self._save_delta(path, oid, base):
+                return
+            values = entries.values()
+            body = {
+                "tree": oid,
+                "paths": list(entries),
+                "modes": [entry.mode for entry in values],
+                "sizes": [entry.size for entry in values],
+                "oids": [entry.oid for entry in values],
+            }
+            if self._write(path, body):
+                self._chains[oid] = (oid, {})
+
+    def _save_delta(
+        self, path: Path, oid: str, base: tuple[str, Sequence[tuple[str, Entry | None]]]
+    ) -> bool:
+        """Write tree `oid`'s record as a delta; False when it is to be written in full."""
+        chain = self._chains.get(base[0])
+        full_path = None if chain is None else self._path(chain[0])
+        if chain is None or full_path is None:
+            return False
+        delta = dict(chain[1])
+        for changed, entry in base[1]:
+            if entry is None:
+                delta[changed] = None
+            elif entry.oid is None:
+                return False
+            else:
+                delta[changed] = (entry.mode, entry.size, entry.oid)
+        if len(delta) > DELTA_MAX:
+            return False
+        try:
+            os.utime(full_path, follow_symlinks=False)  # kept by pruning while it is needed
+        except OSError:
+            return False
+        rows = [[p] if now is None else [p, *now] for p, now in delta.items()]
+        if not self._write(path, {"tree": oid, "base": chain[0], "delta": rows}):
+            return False
+        self._chains[oid] = (chain[0], delta)
+        self.deltas += 1
+        return True
+
+    def _write(self, path: Path, body: dict[str, Any]) -> bool:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        if len(data) > MAX_RECORD_BYTES:
+            return False
+        check = blake2b(data, key=self.version, digest_size=16).hexdigest()
+        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check.encode())
+        atomicfile.write_bytes(path, head + data, durable=False)  # a cache
+        self.saves += 1
+        recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
+        return True
+
+
+def _entries(body: dict[str, Any]) -> Listing:
+    """A full record's listing; ValueError (a miss) when its columns are not a listing's."""
+    paths, modes, sizes, oids = body["paths"], body["modes"], body["sizes"], body["oids"]
+    if not all(type(column) is list for column in (paths, modes, sizes, oids)):
+        raise ValueError("not a listing")
+    if not set(map(type, paths)) <= {str} or not set(map(type, modes)) <= {int}:
+        raise ValueError("not a listing")
+    if not set(map(type, sizes)) <= {int, type(None)} or not set(map(type, oids)) <= {str}:
+        raise ValueError("not a listing")
+    make = tuple.__new__
+    rows = [make(Entry, row) for row in zip(modes, sizes, oids, [None] * len(oids), strict=True)]
+    listing = Listing()
+    listing.update(zip(paths, rows, strict=True))
+    if len(listing) != len(paths):
+        raise ValueError("a path twice")
+    return listing
+
+
+def _row(values: list[Any]) -> _Row:
+    if not values:
+        return None
+    mode, size, oid = values
+    if type(mode) is not int or not (size is None or type(size) is int) or type(oid) is not str:
+        raise ValueError("not a mode, size and object id")
+    return mode, size, oid
+
+
+# The records a CLI process reads and writes (`cache.open_records` opens them), or None.
+RECORDS: ListingStore | None = None
