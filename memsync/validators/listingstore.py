@@ -182,7 +182,7 @@ class ListingStore:
         listing = _entries(full)
         for path, now in delta.items():
             if now is None:
-                del listing[path]  # a deletion of what is not there: KeyError, a miss
+                listing.pop(path, None)  # (added by an earlier delta this one composes)
             else:
                 listing[path] = Entry(now[0], now[1], now[2])
         return listing, (full_oid, delta)

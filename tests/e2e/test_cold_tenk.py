@@ -1,0 +1,79 @@
+"""A cold `memsync sync-now` pays for what changed (issue 18, item 1 at 10k files): the
+listing of the tree the root is at comes from the record the previous process left
+(`validators/listingstore.py`), not from `git ls-tree -r` of every entry, and only when
+that record hashes to the tree's id: a record of other entries under the tree's name is
+not used (the tree is listed by git, and the sync decides as it would without records).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from memsync.validators.listingstore import DIRECTORY, ListingStore
+from memsync.validators.tree import MODE_FILE
+from tests.conftest import Team
+from tests.e2e.daemons import write_config
+from tests.e2e.test_cold_cycle import _cold_sync, _one_incoming_commit
+from tests.helpers import git
+from tests.integration.test_git_refs import _runs, _spy
+
+
+def _listings(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "cache" / DIRECTORY  # `cli/syncrun`: state_dir/cache
+
+
+def test_a_cold_fast_forward_lists_its_start_tree_from_its_record(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    folder, log = _spy(tmp_path / "spy")
+    spied = {**env, "PATH": f"{folder}:{os.environ['PATH']}"}
+    _one_incoming_commit(team, 0)
+    _cold_sync(config, spied)  # lists the start tree (no record yet) and records it
+    assert Counter(_runs(log))["ls-tree"] == 1
+    for turn in (1, 2):  # each process reads the start from the record the last one left
+        log.unlink()
+        _one_incoming_commit(team, turn)
+        _code, _started, _loaded, out = _cold_sync(config, spied)
+        assert out.split()[:2] == ["bob", "synced"], out
+        assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+        runs = Counter(_runs(log))
+        assert runs["ls-tree"] == 0, f"the start tree listed in full again: {dict(runs)}"
+
+
+def test_a_record_that_is_not_its_trees_listing_is_not_used(team: Team, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    folder, log = _spy(tmp_path / "spy")
+    spied = {**env, "PATH": f"{folder}:{os.environ['PATH']}"}
+    _one_incoming_commit(team, 0)
+    _cold_sync(config, spied)
+    start = git(team.bob.path, "rev-parse", "HEAD^{tree}")
+    store = ListingStore.open(_listings(tmp_path))
+    assert store is not None
+    path = store._path(start)
+    assert path is not None and path.exists()
+    # The start tree's record, rewritten with the store's own key: one entry's object id
+    # is another's (so its checksum holds, and only its hash to the tree id tells).
+    listed = git(team.bob.path, "ls-tree", "-r", "-l", "--full-tree", start).splitlines()
+    paths = [line.split("\t", 1)[1] for line in listed]
+    blobs = [line.split()[2] for line in listed]
+    sizes = [int(line.split()[3]) for line in listed]
+    assert len(set(blobs)) > 1
+    body = {
+        "tree": start,
+        "paths": paths,
+        "modes": [MODE_FILE] * len(paths),
+        "sizes": sizes,
+        "oids": [blobs[0]] * len(paths),
+    }
+    assert store._write(path, body)
+    log.unlink()
+    _one_incoming_commit(team, 1)
+    _code, _started, _loaded, out = _cold_sync(config, spied)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    assert Counter(_runs(log))["ls-tree"] == 1  # listed by git: the record was not used
