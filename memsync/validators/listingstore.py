@@ -33,7 +33,10 @@ import json
 import os
 import re
 import sys
+from array import array
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,44 +87,78 @@ def version_digest() -> bytes:
     return digest.digest()
 
 
-def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:
+def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noqa: PLR0915
     """The id git gives the tree whose leaves are `entries` (paths as `gitparse` decodes
     them, each leaf's mode and object id), with object ids of `oid_length` hex digits
     (40: SHA-1, 64: SHA-256); None when an entry cannot be part of a git tree (no object
-    id, an empty name, a path below a leaf)."""
+    id, an empty name, a path below a leaf).
+
+    Column by column (a 10k-entry tree is hashed on every fresh sync that reads a record):
+    the object ids in one `bytes.fromhex`, the names in one encode, each directory's
+    object joined whole; only the entries below a directory are grouped one by one."""
+    width = oid_length // 2
     new = sha1 if oid_length == 40 else sha256
-    dirs: dict[str, list[tuple[bytes, bytes]]] = {"": []}
-    for path, entry in entries.items():
-        oid = entry.oid
-        if oid is None or len(oid) != oid_length:
-            return None
-        parent, _, name = path.rpartition("/")
-        if not name:
-            return None
-        raw = name.encode("utf-8", "surrogateescape")
-        row = b"%o %s\0%s" % (entry.mode, raw, bytes.fromhex(oid))
-        found = dirs.get(parent)
-        if found is None:
-            found = dirs[parent] = []
-            up = parent
-            while up:  # every directory above is one too
-                up = up.rpartition("/")[0]
-                if up in dirs:
-                    break
-                dirs[up] = []
-        found.append((raw, row))
-    for path in sorted(dirs, key=lambda p: p.count("/") if p else -1, reverse=True):
-        rows = dirs[path]
-        rows.sort()  # git's order: a directory sorts as its name and "/" (its key below)
-        body = b"".join(row for _key, row in rows)
+    if not entries:
+        return new(b"tree 0\0").hexdigest()
+    values = entries.values()
+    oids = list(map(itemgetter(2), values))
+    if set(map(type, oids)) != {str} or set(map(len, oids)) != {oid_length}:
+        return None
+    try:
+        joined = bytes.fromhex("".join(oids))
+    except ValueError:
+        return None
+    binary = [joined[at : at + width] for at in range(0, len(joined), width)]
+    modes = list(map(itemgetter(0), values))
+    heads = {mode: b"%o " % mode for mode in set(modes)}
+    encoded = "\0".join(entries).encode("utf-8", "surrogateescape")
+    names = encoded.split(b"\0")
+    if len(names) != len(binary) or not all(names):
+        return None  # a NUL in a path, or an empty one
+    rows = list(map(heads.__getitem__, modes))
+    # directory -> (sort keys, heads, names, object ids) of its rows
+    dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
+    if b"/" not in encoded:  # (one test: `in` of bytes first tries its operand as an int)
+        dirs = {b"": (names, rows, names, binary)}
+    else:
+        dirs = {b"": ([], [], [], [])}
+        for name, head, oid in zip(names, rows, binary, strict=True):
+            parent, _, leaf = name.rpartition(b"/")
+            if not leaf:
+                return None
+            found = dirs.get(parent)
+            if found is None:
+                found = dirs[parent] = ([], [], [], [])
+                up = parent
+                while up:  # every directory above is one too
+                    up = up.rpartition(b"/")[0]
+                    if up in dirs:
+                        break
+                    dirs[up] = ([], [], [], [])
+            found[0].append(leaf)
+            found[1].append(head)
+            found[2].append(leaf)
+            found[3].append(oid)
+    leaves = set(names) if len(dirs) > 1 else set()
+    for path in sorted(dirs, key=lambda p: p.count(b"/") if p else -1, reverse=True):
+        keys, row_heads, row_names, row_oids = dirs[path]
+        if keys != sorted(keys):  # git's order: a directory sorts as its name and "/"
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            row_heads = list(map(row_heads.__getitem__, order))
+            row_names = list(map(row_names.__getitem__, order))
+            row_oids = list(map(row_oids.__getitem__, order))
+        body = b"".join(chain.from_iterable(zip(row_heads, row_names, repeat(b"\0"), row_oids)))
         digest = new(b"tree %d\0%s" % (len(body), body)).digest()
         if not path:
             return digest.hex()
-        parent, _, name = path.rpartition("/")
-        if path in entries or not name:
+        parent, _, leaf = path.rpartition(b"/")
+        if path in leaves or not leaf:
             return None  # a file and a directory of one name: not one git tree
-        raw = name.encode("utf-8", "surrogateescape")
-        dirs[parent].append((raw + b"/", b"%o %s\0%s" % (MODE_TREE, raw, digest)))
+        above = dirs[parent]
+        above[0].append(leaf + b"/")
+        above[1].append(b"40000 ")
+        above[2].append(leaf)
+        above[3].append(digest)
     return None  # pragma: no cover - the root is always among `dirs`
 
 
@@ -163,14 +200,15 @@ class ListingStore:
         return None
 
     def _read(self, oid: str) -> tuple[Listing, tuple[str, dict[str, _Row]]] | None:
-        body = self._body(oid)
-        if body is None:
+        found = self._body(oid)
+        if found is None:
             return None
+        body, tail = found
         if "base" not in body:
-            return _entries(body), (oid, {})
+            return _entries(body, tail), (oid, {})
         full_oid, rows = body["base"], body["delta"]
         full = self._body(full_oid) if isinstance(full_oid, str) else None
-        if full is None or "base" in full or not isinstance(rows, list):
+        if full is None or "base" in full[0] or not isinstance(rows, list) or tail:
             return None
         delta: dict[str, _Row] = {}
         for row in rows:
@@ -179,7 +217,7 @@ class ListingStore:
             if row[0] in delta:
                 return None  # a path once
             delta[row[0]] = _row(row[1:])
-        listing = _entries(full)
+        listing = _entries(*full)
         for path, now in delta.items():
             if now is None:
                 listing.pop(path, None)  # (added by an earlier delta this one composes)
@@ -187,8 +225,9 @@ class ListingStore:
                 listing[path] = Entry(now[0], now[1], now[2])
         return listing, (full_oid, delta)
 
-    def _body(self, oid: str) -> dict[str, Any] | None:
-        """The checked body of tree `oid`'s record (which must say it is that tree's)."""
+    def _body(self, oid: str) -> tuple[dict[str, Any], bytes] | None:
+        """The checked body of tree `oid`'s record (which must say it is that tree's): its
+        JSON line and the bytes after it."""
         path = self._path(oid)
         data = None if path is None else recordfile.read_private(path, MAX_RECORD_BYTES)
         if data is None:
@@ -201,10 +240,11 @@ class ListingStore:
         check = blake2b(raw, key=self.version, digest_size=16).hexdigest()
         if len(raw) != int(match.group(2)) or check != match.group(3).decode():
             return None
-        body = json.loads(raw)
-        if not isinstance(body, dict) or body.get("tree") != oid:
+        line = raw.find(b"\n")
+        body = json.loads(raw[:line])
+        if line < 0 or not isinstance(body, dict) or body.get("tree") != oid:
             return None
-        return body
+        return body, raw[line + 1 :]
 
     def save(
         self,
@@ -225,14 +265,17 @@ class ListingStore:
             if base is not None and self._save_delta(path, oid, base):
                 return
             values = entries.values()
-            body = {
-                "tree": oid,
-                "paths": list(entries),
-                "modes": [entry.mode for entry in values],
-                "sizes": [entry.size for entry in values],
-                "oids": [entry.oid for entry in values],
-            }
-            if self._write(path, body):
+            oids = list(map(itemgetter(2), values))
+            names = "\0".join(entries).encode("utf-8", "surrogateescape")
+            sizes = list(map(itemgetter(1), values))
+            if None in sizes:  # a submodule's: -1 in the column
+                sizes = [-1 if size is None else size for size in sizes]
+            columns = array("q", map(itemgetter(0), values)) + array("q", sizes)
+            body = {"tree": oid, "count": len(entries), "names": len(names), "width": len(oid) // 2}
+            if set(map(len, oids)) - {len(oid)} or sys.byteorder != "little":
+                return  # (`bytes.fromhex` refuses a missing id)
+            tail = columns.tobytes() + names + bytes.fromhex("".join(oids))
+            if self._write(path, body, tail):
                 self._chains[oid] = (oid, {})
 
     def _save_delta(
@@ -264,8 +307,8 @@ class ListingStore:
         self.deltas += 1
         return True
 
-    def _write(self, path: Path, body: dict[str, Any]) -> bool:
-        data = json.dumps(body, separators=(",", ":")).encode()
+    def _write(self, path: Path, body: dict[str, Any], tail: bytes = b"") -> bool:
+        data = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
         if len(data) > MAX_RECORD_BYTES:
             return False
         check = blake2b(data, key=self.version, digest_size=16).hexdigest()
@@ -276,20 +319,32 @@ class ListingStore:
         return True
 
 
-def _entries(body: dict[str, Any]) -> Listing:
-    """A full record's listing; ValueError (a miss) when its columns are not a listing's."""
-    paths, modes, sizes, oids = body["paths"], body["modes"], body["sizes"], body["oids"]
-    if not all(type(column) is list for column in (paths, modes, sizes, oids)):
+def _entries(body: dict[str, Any], tail: bytes) -> Listing:
+    """A full record's listing: after its JSON line, the modes and sizes (8-byte integers,
+    little-endian; a size of -1 is none), the paths (NUL between two), the object ids
+    (binary); ValueError (a miss) when they are not a listing's."""
+    count, cut, width = body["count"], body["names"], body["width"]
+    if type(count) is not int or type(cut) is not int or width not in (20, 32):
         raise ValueError("not a listing")
-    if not set(map(type, paths)) <= {str} or not set(map(type, modes)) <= {int}:
+    if len(tail) != 16 * count + cut + width * count or sys.byteorder != "little":
         raise ValueError("not a listing")
-    if not set(map(type, sizes)) <= {int, type(None)} or not set(map(type, oids)) <= {str}:
-        raise ValueError("not a listing")
-    make = tuple.__new__
-    rows = [make(Entry, row) for row in zip(modes, sizes, oids, [None] * len(oids), strict=True)]
+    columns = array("q")
+    columns.frombytes(tail[: 16 * count])
+    modes, given = columns[:count].tolist(), columns[count:].tolist()
+    low = min(given, default=0)
+    if low < -1 or min(modes, default=0) < 0:
+        raise ValueError("not a listing (a negative size or mode)")
+    sizes: list[int | None] = list(given)
+    if low == -1:
+        sizes = [None if n == -1 else n for n in given]
+    names = tail[16 * count : 16 * count + cut]
+    paths = names.decode("utf-8", "surrogateescape").split("\0") if count else []
+    hexed, step = tail[16 * count + cut :].hex(), 2 * width
+    oids = [hexed[at : at + step] for at in range(0, len(hexed), step)]
+    rows = map(tuple.__new__, repeat(Entry), zip(modes, sizes, oids, repeat(None)))
     listing = Listing()
     listing.update(zip(paths, rows, strict=True))
-    if len(listing) != len(paths):
+    if len(listing) != count:
         raise ValueError("a path twice")
     return listing
 

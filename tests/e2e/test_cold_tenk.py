@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from memsync.validators.listingstore import DIRECTORY, ListingStore
-from memsync.validators.tree import MODE_FILE
+from memsync.validators.tree import MODE_FILE, Entry, Listing
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
 from tests.e2e.test_cold_cycle import _cold_sync, _one_incoming_commit
@@ -63,14 +63,12 @@ def test_a_record_that_is_not_its_trees_listing_is_not_used(team: Team, tmp_path
     blobs = [line.split()[2] for line in listed]
     sizes = [int(line.split()[3]) for line in listed]
     assert len(set(blobs)) > 1
-    body = {
-        "tree": start,
-        "paths": paths,
-        "modes": [MODE_FILE] * len(paths),
-        "sizes": sizes,
-        "oids": [blobs[0]] * len(paths),
-    }
-    assert store._write(path, body)
+    forged = Listing()
+    forged.update(
+        {p: Entry(MODE_FILE, size, blobs[0]) for p, size in zip(paths, sizes, strict=True)}
+    )
+    store.save(start, forged)
+    assert store.saves == 1 and store.load(start) is None
     log.unlink()
     _one_incoming_commit(team, 1)
     _code, _started, _loaded, out = _cold_sync(config, spied)

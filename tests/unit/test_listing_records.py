@@ -200,19 +200,15 @@ def test_a_record_of_other_entries_is_never_used(tmp_path: Path) -> None:
     store, listing, oid = _store(tmp_path)
     path = store._path(oid)
     assert path is not None
-    other = dict(listing)
+    other = Listing()
+    other.update(listing)
     other["notes/a.md"] = Entry(MODE_FILE, 20, "3" * 40)
-    body = {
-        "tree": oid,
-        "paths": list(other),
-        "modes": [e.mode for e in other.values()],
-        "sizes": [e.size for e in other.values()],
-        "oids": [e.oid for e in other.values()],
-    }
-    assert store._write(path, body)
+    store._chains.clear()  # written as if it were tree `oid`'s listing
+    store.save(oid, other)
+    assert store.saves == 2 and path.exists()
     assert _fresh(tmp_path).load(oid) is None
-    body["oids"] = [e.oid for e in listing.values()]  # the very entries: used again
-    assert store._write(path, body)
+    store._chains.clear()
+    store.save(oid, listing)  # the very entries: used again
     assert _fresh(tmp_path).load(oid) == listing
 
 
