@@ -69,8 +69,11 @@ class KeptListing:
 
 
 def count_dirs(paths: list[str] | dict[str, Entry]) -> dict[str, int]:
-    """Leaves under each directory, at every depth."""
+    """Leaves under each directory, at every depth (of a tree whose leaves all lie at its
+    top, none: told by one test of all the paths)."""
     dirs: dict[str, int] = {}
+    if "/" not in "\0".join(paths):
+        return dirs
     for path in paths:
         cut = path.rfind("/")
         while cut > 0:

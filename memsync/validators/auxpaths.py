@@ -15,5 +15,10 @@ QUEUE_PREFIXES = ("update_queue/", "update_records/")
 
 def queue_paths(tree: TreeView) -> list[str]:
     """The sorted paths under `update_queue/` and `update_records/`: all the queue rules read.
-    One prefix test per entry, so that a big tree costs little here."""
-    return sorted(p for p in tree.entries if p.startswith(QUEUE_PREFIXES))
+    One scan of all the paths (NUL between two: no path holds one), so that a big tree
+    costs little here; only when a queue path is among them, one prefix test per entry."""
+    paths = tree.entries
+    joined = "\0".join(paths)
+    if not any(prefix in joined for prefix in QUEUE_PREFIXES):
+        return []
+    return sorted(p for p in paths if p.startswith(QUEUE_PREFIXES))
