@@ -15,7 +15,9 @@ duplicate entry, or damaged in any way that keeps its checksum, is not; nor one 
 repository of the other object format). What the tree id does not cover is each blob's
 size, which git's listing gives (`ls-tree -l`): a record holds the sizes the listing it
 was made from had (blob ids name their bytes, so a size cannot change), read only from a
-private file of ours (`recordfile`), checksummed, with a digest of the code that writes it.
+private file of ours (`recordfile`), checksummed (CRC-32: it finds damage, which is all a
+checksum anyone can recompute can find; the tree id is what no one can forge), with a
+digest of the code that writes it.
 Anything truncated, corrupt, foreign, oversized or not a private regular file of ours is
 ignored: a miss lists the tree in full as before.
 
@@ -39,6 +41,7 @@ from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zlib import crc32
 
 from memsync import atomicfile
 from memsync.memodigest import blake2b, sha256
@@ -54,7 +57,7 @@ DELTA_MAX = 1024  # paths a delta names before the tree's record is written in f
 MODE_TREE = 0o040000
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_HEAD = re.compile(rb"MSTL1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{32})\n")
+_HEAD = re.compile(rb"MSTL1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{8})\n")
 _ERRORS = (
     ValueError,
     TypeError,
@@ -237,8 +240,7 @@ class ListingStore:
         if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
             return None
         raw = data[newline:]
-        check = blake2b(raw, key=self.version, digest_size=16).hexdigest()
-        if len(raw) != int(match.group(2)) or check != match.group(3).decode():
+        if len(raw) != int(match.group(2)) or b"%08x" % crc32(raw) != match.group(3):
             return None
         line = raw.find(b"\n")
         body = json.loads(raw[:line])
@@ -311,8 +313,8 @@ class ListingStore:
         data = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
         if len(data) > MAX_RECORD_BYTES:
             return False
-        check = blake2b(data, key=self.version, digest_size=16).hexdigest()
-        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check.encode())
+        check = b"%08x" % crc32(data)
+        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check)
         atomicfile.write_bytes(path, head + data, durable=False)  # a cache
         self.saves += 1
         recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
