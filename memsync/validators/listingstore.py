@@ -118,7 +118,10 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noq
     names = encoded.split(b"\0")
     if len(names) != len(binary) or not all(names):
         return None  # a NUL in a path, or an empty one
-    rows = list(map(heads.__getitem__, modes))
+    if len(heads) == 1:  # (every entry a plain file, say)
+        rows = [heads[modes[0]]] * len(modes)
+    else:
+        rows = list(map(heads.__getitem__, modes))
     # directory -> (sort keys, heads, names, object ids) of its rows
     dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
     if b"/" not in encoded:  # (one test: `in` of bytes first tries its operand as an int)
@@ -150,7 +153,12 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noq
             row_heads = list(map(row_heads.__getitem__, order))
             row_names = list(map(row_names.__getitem__, order))
             row_oids = list(map(row_oids.__getitem__, order))
-        body = b"".join(chain.from_iterable(zip(row_heads, row_names, repeat(b"\0"), row_oids)))
+        first = row_heads[0] if row_heads else b""
+        if row_heads.count(first) == len(row_heads):  # one mode: its head joins the rows
+            pairs = map(b"\0".join, zip(row_names, row_oids, strict=True))
+            body = first + first.join(pairs)
+        else:
+            body = b"".join(chain.from_iterable(zip(row_heads, row_names, repeat(b"\0"), row_oids)))
         digest = new(b"tree %d\0%s" % (len(body), body)).digest()
         if not path:
             return digest.hex()
