@@ -40,6 +40,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -344,7 +345,9 @@ def _same_order(
             at = paths.index(path)
             modes[at], sizes[at] = now
     values = entries.values()
-    return bool(modes == [e.mode for e in values] and sizes == [e.size for e in values])
+    return bool(  # (C-level columns of the listing: a 10k-path tree is compared here)
+        modes == list(map(itemgetter(0), values)) and sizes == list(map(itemgetter(1), values))
+    )
 
 
 def _pairs(entries: Mapping[str, Entry]) -> dict[str, tuple[int, int | None]]:
