@@ -24,6 +24,7 @@ from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
+from memsync.transports.gittree import AHEAD_WAIT
 from memsync.validators.gate import shape_reader
 from memsync.validators.graph import GraphValidator
 from memsync.validators.policy import SyncPolicy
@@ -81,12 +82,16 @@ class Incoming:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
         reading: threading.Thread | None = None
+        # What is read beside the log starts its work once the log's git has started (the
+        # records are read in this interpreter: the log is started first).
+        started = threading.Event()
         if plan.action is Action.BEHIND:  # the candidate's check derives from the start's
-            git.list_ahead(local)  # listing, listed beside the log
-            reading = self._read_shape_ahead(local)  # and its shape record, read meanwhile
+            git.list_ahead(local, after=started)  # listing, listed beside the log
+            reading = self._read_shape_ahead(local, started)  # and its shape record
         try:
-            count, changes = git.changes(upstream, local)
+            count, changes = git.changes(upstream, local, started=started)
         finally:
+            started.set()
             if reading is not None:
                 reading.join()
         checking = "Validating incoming changes"
@@ -120,7 +125,7 @@ class Incoming:
         )
         return outcome, self._admitted(plan, outcome, kept)
 
-    def _read_shape_ahead(self, start: str) -> threading.Thread | None:
+    def _read_shape_ahead(self, start: str, after: threading.Event) -> threading.Thread | None:
         """In a fresh process, read the start tree's shape record on a thread while git
         logs and lists (the record is checked against the listing when the candidate's
         shape is derived from it); None when nothing is to be read (the start's tree id is
@@ -129,7 +134,12 @@ class Incoming:
         read = None if tree is None else shape_reader(tree, self.policy)
         if read is None:
             return None
-        thread = threading.Thread(target=read, name="memsync-shape-ahead", daemon=True)
+
+        def reading() -> None:
+            after.wait(AHEAD_WAIT)
+            read()
+
+        thread = threading.Thread(target=reading, name="memsync-shape-ahead", daemon=True)
         thread.start()
         return thread
 

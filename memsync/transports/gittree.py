@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memsync.errors import GitError
@@ -44,6 +44,8 @@ SESSION_COMMIT_MAX = 1 << 20
 # Commits read up from a descendant before ancestry is asked of `merge-base` instead.
 WALK_COMMITS = 16
 SESSION_BLOB_MAX = 1 << 24
+# Seconds a listing started ahead waits at most for what it runs beside to start.
+AHEAD_WAIT = 1.0
 # The longest answer header `cat-file --batch` gives (`<id> <type> <size>`, or `missing`).
 _HEADER_MAX = 256
 
@@ -113,14 +115,17 @@ class TreeReads(GitCore):
             if session is not None:
                 session.close()
 
-    def list_ahead(self, rev: str) -> None:
+    def list_ahead(self, rev: str, after: threading.Event | None = None) -> None:
         """Start listing commit `rev`'s tree in full on a thread of its own, for a later
         `ls_tree(rev)` that would list it (a one-shot box in its object session, with no
         listing kept: the start of a fast-forward, listed while git logs what comes in),
         or for the `ls_tree` of another commit that finds no listing to derive its own from
         (the candidate's, when the history check needed no tree: it derives from this one).
         The listing is what `ls_tree` would run itself, so nothing else changes; it is
-        waited for by that call or at the end of the session."""
+        waited for by that call or at the end of the session. With `after`, the thread
+        starts its work once that is set (the log it runs beside has started: a listing
+        read from a record would otherwise hold the interpreter while the log is started),
+        or after `AHEAD_WAIT` seconds at most."""
         if self.resident or not self._batching or OID.fullmatch(rev) is None:
             return
         tree = rev if gitmemo.LISTINGS.get(rev) is not None else gitmemo.TREES.get(rev)
@@ -136,6 +141,8 @@ class TreeReads(GitCore):
 
         def listing() -> None:
             try:
+                if after is not None:
+                    after.wait(AHEAD_WAIT)
                 found.append(self._full(rev, tree))
             except BaseException as exc:  # raised by the `ls_tree` that takes it
                 found.append(exc)
@@ -365,10 +372,13 @@ class TreeReads(GitCore):
     def tree_view(self, rev: str) -> TreeView:
         return GitTreeView(self.ls_tree(rev), GitBlobs(self))
 
-    def changes(self, include: str, exclude: str | None) -> tuple[int, list[Change]]:
+    def changes(
+        self, include: str, exclude: str | None, *, started: threading.Event | None = None
+    ) -> tuple[int, list[Change]]:
         """(commit count, every path changed by every commit in `include ^exclude`).
 
         Each parent of a merge counts; the new side carries mode, size and object id.
+        `started` is set once the log's git has started (and when it could not be).
         """
         args = [
             "log",
@@ -387,7 +397,11 @@ class TreeReads(GitCore):
         ]
         if exclude:
             args.append(f"^{exclude}")
-        raw = self.run(*args).stdout
+        try:
+            raw = self.run(*args, on_start=None if started is None else _setter(started)).stdout
+        finally:
+            if started is not None:
+                started.set()
         listed = gitparse.parse_log_raw(raw)
         _keep_diffs(raw, listed)
         records = [r for r in listed if not r.is_tree]
@@ -604,6 +618,11 @@ def _record(
     records = _records()
     if records is not None:
         records.save(tree, entries, base)
+
+
+def _setter(event: threading.Event) -> Callable[[int], None]:
+    """An `on_start` that sets `event` (git's pid is not needed)."""
+    return lambda _pid: event.set()
 
 
 def _lines(items: Sequence[str]) -> bytes:
