@@ -743,6 +743,7 @@ SYNC_COMPILES = (
     "memsync.validators.paths",
     "memsync.validators.cache",
     "memsync.validators.lineagestore",
+    "memsync.validators.listingstore",
     "memsync.validators.shapestore",
 )
 
