@@ -79,21 +79,31 @@ class Incoming:
 
     def _admit(self, plan: Plan) -> tuple[Outcome | None, SyncResult]:
         """The admission's outcome and verdict; no outcome when the history is refused."""
+        reading: list[threading.Thread] = []
+        try:
+            return self._admitting(plan, reading)
+        finally:
+            for thread in reading:  # (no reading outlives the admission)
+                thread.join()
+
+    def _admitting(
+        self, plan: Plan, reading: list[threading.Thread]
+    ) -> tuple[Outcome | None, SyncResult]:
         git, local = self.git, plan.local
         upstream = require(plan.upstream, "the upstream commit")
-        reading: threading.Thread | None = None
         # What is read beside the log starts its work once the log's git has started (the
-        # records are read in this interpreter: the log is started first).
+        # records are read in this interpreter: the log is started first), and goes on
+        # while the history is checked and the candidate ref set: the candidate's check
+        # waits for what it uses (the listing, the shape record's `load`).
         started = threading.Event()
         if plan.action is Action.BEHIND:  # the candidate's check derives from the start's
             git.list_ahead(local, after=started)  # listing, listed beside the log
-            reading = self._read_shape_ahead(local, started)  # and its shape record
+            shape = self._read_shape_ahead(local, started)  # and its shape record
+            reading.extend([shape] if shape is not None else [])
         try:
             count, changes = git.changes(upstream, local, started=started)
         finally:
             started.set()
-            if reading is not None:
-                reading.join()
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)

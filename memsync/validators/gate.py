@@ -432,4 +432,4 @@ def shape_reader(oid: str, policy: SyncPolicy) -> Callable[[], None] | None:
     records = SHAPES.records
     if records is None or SHAPES.get(oid, policy) is not None:
         return None
-    return lambda: records.read_ahead(oid, policy)
+    return records.expect(oid, policy)  # its `load` waits for it (not read twice)

@@ -38,7 +38,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from operator import itemgetter
 from pathlib import Path
@@ -60,6 +61,7 @@ DIRECTORY = "shapes"  # under the parse cache's directory
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32  # as many as lineage records (one per validated tree id)
+READ_WAIT = 5.0  # seconds a `load` waits at most for the record being read ahead
 DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
 _IN_PLACE = 16  # a delta of up to this many modifications is checked in the columns' order
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.shape")
@@ -101,6 +103,8 @@ class ShapeStore:
         # own id, no delta) or names, and its delta from it (path -> (mode, size) or None).
         self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
         self._ahead: dict[str, _Prepared | None] = {}  # records read ahead (`read_ahead`)
+        # The record being read ahead on another thread (`expect`), set once it is read.
+        self._reading: dict[str, threading.Event] = {}
 
     @classmethod
     def open(cls, directory: Path) -> ShapeStore | None:
@@ -121,6 +125,9 @@ class ShapeStore:
         path = self._path(oid, rules)
         if path is None:
             return None
+        reading = self._reading.pop(path.name, None)
+        if reading is not None:  # being read ahead: waited for (not read twice)
+            reading.wait(READ_WAIT)
         if path.name in self._ahead:  # read (and checked in itself) by `read_ahead`
             prepared = self._ahead.pop(path.name)
         else:
@@ -147,6 +154,23 @@ class ShapeStore:
         path = self._path(oid, rules)
         if path is not None:  # one at a time: a record read ahead and never asked is let go
             self._ahead = {path.name: self._prepare(path, oid, rules)}
+
+    def expect(self, oid: str, rules: SyncPolicy) -> Callable[[], None]:
+        """`read_ahead(oid, rules)`, to be run on another thread: until it has run (at most
+        `READ_WAIT` seconds), a `load` of that record waits for it rather than reading the
+        record again itself."""
+        path = self._path(oid, rules)
+        done = threading.Event()
+        if path is not None:
+            self._reading = {path.name: done}
+
+        def read() -> None:
+            try:
+                self.read_ahead(oid, rules)
+            finally:
+                done.set()
+
+        return read
 
     def _prepare(self, path: Path, oid: str, rules: SyncPolicy) -> _Prepared | None:
         """The record at `path` (tree `oid`'s under `rules`) read and checked in itself: a
