@@ -37,7 +37,7 @@ import re
 import sys
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ MAX_RECORD_BYTES = 128 * 1024 * 1024
 MAX_TOTAL_BYTES = 512 * 1024 * 1024  # all records kept, the newest always
 KEEP = 32
 DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
+_IN_PLACE = 16  # a delta of up to this many paths finds each by a scan of the names
 MODE_TREE = 0o040000
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -90,7 +91,7 @@ def version_digest() -> bytes:
     return digest.digest()
 
 
-def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noqa: PLR0915
+def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:
     """The id git gives the tree whose leaves are `entries` (paths as `gitparse` decodes
     them, each leaf's mode and object id), with object ids of `oid_length` hex digits
     (40: SHA-1, 64: SHA-256); None when an entry cannot be part of a git tree (no object
@@ -100,9 +101,8 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noq
     the object ids in one `bytes.fromhex`, the names in one encode, each directory's
     object joined whole; only the entries below a directory are grouped one by one."""
     width = oid_length // 2
-    new = sha1 if oid_length == 40 else sha256
     if not entries:
-        return new(b"tree 0\0").hexdigest()
+        return _hashed([], [], [], width)
     values = entries.values()
     oids = list(map(itemgetter(2), values))
     if set(map(type, oids)) != {str} or set(map(len, oids)) != {oid_length}:
@@ -112,19 +112,30 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:  # noq
     except ValueError:
         return None
     binary = [joined[at : at + width] for at in range(0, len(joined), width)]
-    modes = list(map(itemgetter(0), values))
-    heads = {mode: b"%o " % mode for mode in set(modes)}
-    encoded = "\0".join(entries).encode("utf-8", "surrogateescape")
-    names = encoded.split(b"\0")
-    if len(names) != len(binary) or not all(names):
+    names = "\0".join(entries).encode("utf-8", "surrogateescape").split(b"\0")
+    return _hashed(names, list(map(itemgetter(0), values)), binary, width)
+
+
+def _hashed(  # noqa: PLR0915
+    names: list[bytes], modes: list[int], binary: list[bytes], width: int
+) -> str | None:
+    """`tree_id` of the leaves named `names` (encoded paths) with `modes` and object ids
+    `binary` (each `width` bytes), in one order."""
+    new = sha1 if width == 20 else sha256
+    if not names:
+        return new(b"tree 0\0").hexdigest()
+    if len(names) != len(binary) or len(modes) != len(names) or not all(names):
         return None  # a NUL in a path, or an empty one
+    if set(map(len, binary)) != {width}:
+        return None
+    heads = {mode: b"%o " % mode for mode in set(modes)}
     if len(heads) == 1:  # (every entry a plain file, say)
         rows = [heads[modes[0]]] * len(modes)
     else:
         rows = list(map(heads.__getitem__, modes))
     # directory -> (sort keys, heads, names, object ids) of its rows
     dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
-    if b"/" not in encoded:  # (one test: `in` of bytes first tries its operand as an int)
+    if b"/" not in b"\0".join(names):  # (one test: `in` of bytes tries an int first)
         dirs = {b"": (names, rows, names, binary)}
     else:
         dirs = {b"": ([], [], [], [])}
@@ -202,21 +213,23 @@ class ListingStore:
             found = self._read(oid)
             if found is None:
                 return None
-            listing, chain = found
-            if tree_id(listing, len(oid)) != oid:
+            (names, modes, sizes, binary, width), chain = found
+            if len(oid) != 2 * width or _hashed(names, modes, binary, width) != oid:
                 return None  # not that tree's listing: never used
+            listing = _listing(names, modes, sizes, binary)
             self._chains[oid] = chain
             self.loads += 1
             return listing
         return None
 
-    def _read(self, oid: str) -> tuple[Listing, tuple[str, dict[str, _Row]]] | None:
+    def _read(self, oid: str) -> tuple[_Columns, tuple[str, dict[str, _Row]]] | None:
+        """Tree `oid`'s recorded columns (a delta's: its full record's, changed by it)."""
         found = self._body(oid)
         if found is None:
             return None
         body, tail = found
         if "base" not in body:
-            return _entries(body, tail), (oid, {})
+            return _columns(body, tail), (oid, {})
         full_oid, rows = body["base"], body["delta"]
         full = self._body(full_oid) if isinstance(full_oid, str) else None
         if full is None or "base" in full[0] or not isinstance(rows, list) or tail:
@@ -228,13 +241,7 @@ class ListingStore:
             if row[0] in delta:
                 return None  # a path once
             delta[row[0]] = _row(row[1:])
-        listing = _entries(*full)
-        for path, now in delta.items():
-            if now is None:
-                listing.pop(path, None)  # (added by an earlier delta this one composes)
-            else:
-                listing[path] = Entry(now[0], now[1], now[2])
-        return listing, (full_oid, delta)
+        return _changed(_columns(*full), delta), (full_oid, delta)
 
     def _body(self, oid: str) -> tuple[dict[str, Any], bytes] | None:
         """The checked body of tree `oid`'s record (which must say it is that tree's): its
@@ -329,8 +336,12 @@ class ListingStore:
         return True
 
 
-def _entries(body: dict[str, Any], tail: bytes) -> Listing:
-    """A full record's listing: after its JSON line, the modes and sizes (8-byte integers,
+# A record's columns: the encoded paths, modes, sizes, binary object ids, and their width.
+_Columns = tuple[list[bytes], list[int], list[int | None], list[bytes], int]
+
+
+def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
+    """A full record's columns: after its JSON line, the modes and sizes (8-byte integers,
     little-endian; a size of -1 is none), the paths (NUL between two), the object ids
     (binary); ValueError (a miss) when they are not a listing's."""
     count, cut, width = body["count"], body["names"], body["width"]
@@ -338,23 +349,72 @@ def _entries(body: dict[str, Any], tail: bytes) -> Listing:
         raise ValueError("not a listing")
     if len(tail) != 16 * count + cut + width * count or sys.byteorder != "little":
         raise ValueError("not a listing")
-    columns = array("q")
-    columns.frombytes(tail[: 16 * count])
-    modes, given = columns[:count].tolist(), columns[count:].tolist()
+    numbers = array("q")
+    numbers.frombytes(tail[: 16 * count])
+    modes, given = numbers[:count].tolist(), numbers[count:].tolist()
     low = min(given, default=0)
     if low < -1 or min(modes, default=0) < 0:
         raise ValueError("not a listing (a negative size or mode)")
     sizes: list[int | None] = list(given)
     if low == -1:
         sizes = [None if n == -1 else n for n in given]
-    names = tail[16 * count : 16 * count + cut]
-    paths = names.decode("utf-8", "surrogateescape").split("\0") if count else []
-    hexed, step = tail[16 * count + cut :].hex(), 2 * width
-    oids = [hexed[at : at + step] for at in range(0, len(hexed), step)]
+    names = tail[16 * count : 16 * count + cut].split(b"\0") if count else []
+    ids = tail[16 * count + cut :]
+    binary = [ids[at : at + width] for at in range(0, len(ids), width)]
+    return names, modes, sizes, binary, width
+
+
+def _changed(columns: _Columns, delta: Mapping[str, _Row]) -> _Columns:
+    """A full record's columns changed by a delta (modified in place, deleted, added at
+    the end, as a derived listing changes its base's)."""
+    names, modes, sizes, binary, width = columns
+    gone: set[int] = set()
+    where: dict[bytes, int] | None = None
+    for path, now in delta.items():
+        name = path.encode("utf-8", "surrogateescape")
+        if where is None and len(delta) > _IN_PLACE:
+            where = {found: at for at, found in enumerate(names)}
+        at = where.get(name, -1) if where is not None else _index(names, name)
+        if now is None:
+            if at >= 0:
+                gone.add(at)  # (else added by an earlier delta this one composes)
+            continue
+        oid = bytes.fromhex(now[2])
+        if len(oid) != width:
+            raise ValueError("not an object id")
+        if at < 0:
+            names.append(name)
+            modes.append(now[0])
+            sizes.append(now[1])
+            binary.append(oid)
+        else:
+            modes[at], sizes[at], binary[at] = now[0], now[1], oid
+    if gone:
+        kept = [at not in gone for at in range(len(names))]
+        names, modes = list(compress(names, kept)), list(compress(modes, kept))
+        sizes, binary = list(compress(sizes, kept)), list(compress(binary, kept))
+    return names, modes, sizes, binary, width
+
+
+def _index(names: list[bytes], name: bytes) -> int:
+    try:
+        return names.index(name)
+    except ValueError:
+        return -1
+
+
+def _listing(
+    names: list[bytes], modes: list[int], sizes: list[int | None], binary: list[bytes]
+) -> Listing:
+    """The listing of a record's columns; ValueError when a path is there twice."""
+    paths = b"\0".join(names).decode("utf-8", "surrogateescape").split("\0") if names else []
+    hexed = b"".join(binary).hex()
+    step = len(hexed) // len(binary) if binary else 0
+    oids = [hexed[at : at + step] for at in range(0, len(hexed), step)] if step else []
     rows = map(tuple.__new__, repeat(Entry), zip(modes, sizes, oids, repeat(None)))
     listing = Listing()
     listing.update(zip(paths, rows, strict=True))
-    if len(listing) != count:
+    if len(listing) != len(names):
         raise ValueError("a path twice")
     return listing
 
