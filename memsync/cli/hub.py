@@ -102,6 +102,11 @@ def hub_init_cmd(data_dir: Path, as_json: bool) -> int:
     help="Event streams one token may hold; more get 429 (default: "
     "hub.max_streams_per_token, else 16).",
 )
+@click.option(
+    "--stop-grace",
+    metavar="DURATION",
+    help="After SIGTERM, kill a worker still running after this (default: 20s).",
+)
 @click.pass_obj
 def hub_serve(
     app: App,
@@ -112,6 +117,7 @@ def hub_serve(
     idle_timeout: str | None,
     max_connections: int | None,
     max_streams_per_token: int | None,
+    stop_grace: str | None,
 ) -> int:
     """Serve views, tokens and change events until SIGTERM or Ctrl-C.
 
@@ -126,7 +132,7 @@ def hub_serve(
     with no_trust_store(verifying=True):  # the server stack: a hub is never a client
         from memsync.hub.guard import Limits  # noqa: PLC0415
         from memsync.hub.serve import run_hub  # noqa: PLC0415
-        from memsync.hub.workers import default_workers  # noqa: PLC0415
+        from memsync.hub.workers import STOP_GRACE, default_workers  # noqa: PLC0415
 
     data_dir = _hub_dir(app, data)
     settings = app.settings().hub if data is None else None
@@ -147,6 +153,7 @@ def hub_serve(
         workers if workers is not None else default_workers(),
         limits,
         base.log_interval,
+        _seconds("--stop-grace", stop_grace, STOP_GRACE),
     )
     return EXIT_OK
 

@@ -17,7 +17,7 @@ from memsync.errors import UsageError
 from memsync.hub.app import hub_runner, hub_site, make_app
 from memsync.hub.guard import Limits
 from memsync.hub.ratelog import LOG_INTERVAL, quiet_repeats
-from memsync.hub.workers import bind_sockets, serve_workers
+from memsync.hub.workers import STOP_GRACE, bind_sockets, serve_workers
 
 log = logging.getLogger("memsync.hub")
 
@@ -63,10 +63,12 @@ def run_hub(
     workers: int = 1,
     limits: Limits | None = None,
     log_interval: float = LOG_INTERVAL,
+    stop_grace: float = STOP_GRACE,
 ) -> None:
     """`memsync hub serve`: run the hub until it is told to stop, in this process
     (`workers` 1) or in `workers` processes on one port (`WorkerFailed` if one of them
-    ends on its own). The same warning is logged at most once per `log_interval`."""
+    ends on its own; a worker still running `stop_grace` seconds after the stop was asked
+    for is killed). The same warning is logged at most once per `log_interval`."""
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, not {workers}")
     quiet_repeats(log_interval)
@@ -74,4 +76,4 @@ def run_hub(
         asyncio.run(serve_hub(data_dir, listen, limits))
         return
     host, port = _split_listen(listen)
-    serve_workers(data_dir, host, port, workers, limits)
+    serve_workers(data_dir, host, port, workers, limits, stop_grace)

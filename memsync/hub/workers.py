@@ -47,7 +47,7 @@ from memsync.hub.tokens import open_store
 
 log = logging.getLogger("memsync.hub")
 
-STOP_GRACE = 20.0  # seconds the workers get to stop before they are killed
+STOP_GRACE = 20.0  # seconds the workers get to stop before they are killed (`--stop-grace`)
 _HANDLED = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGCHLD})
 _READY = b"r"
 
@@ -124,7 +124,12 @@ def _prepare(data_dir: Path) -> None:
 
 
 def serve_workers(
-    data_dir: Path, host: str, port: int, count: int, limits: Limits | None = None
+    data_dir: Path,
+    host: str,
+    port: int,
+    count: int,
+    limits: Limits | None = None,
+    stop_grace: float = STOP_GRACE,
 ) -> None:
     """Run the hub as `count` worker processes until SIGTERM or SIGINT (see above)."""
     lock = lock_data_dir(data_dir)
@@ -132,7 +137,7 @@ def serve_workers(
         _prepare(data_dir)
         sockets = bind_sockets(host, port, count)
         try:
-            Supervisor(data_dir, sockets, limits or Limits()).run()
+            Supervisor(data_dir, sockets, limits or Limits(), stop_grace).run()
         finally:
             for sock in (s for group in sockets for s in group):
                 sock.close()  # (closed already, unless the forks failed)
@@ -147,6 +152,7 @@ class Supervisor:
     data_dir: Path
     sockets: list[list[socket.socket]]
     limits: Limits = field(default_factory=Limits)
+    stop_grace: float = STOP_GRACE  # seconds the workers get to stop once told to
     workers: dict[int, int] = field(default_factory=dict)  # pid -> index
     stopping: bool = False
     failure: WorkerFailed | None = None
@@ -201,7 +207,7 @@ class Supervisor:
     def _stop(self) -> None:
         if not self.stopping:
             self.stopping = True
-            self._deadline = time.monotonic() + STOP_GRACE
+            self._deadline = time.monotonic() + self.stop_grace
             with contextlib.suppress(OSError):
                 os.close(self._lifeline_w)
 
@@ -255,7 +261,9 @@ class Supervisor:
             self._reap()
             if self.stopping and self.workers and time.monotonic() >= self._deadline:
                 for pid in self.workers:
-                    log.error("hub worker %d did not stop in %.0f s: killing it", pid, STOP_GRACE)
+                    log.error(
+                        "hub worker %d did not stop in %g s: killing it", pid, self.stop_grace
+                    )
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                 self.failure = self.failure or WorkerFailed("a hub worker did not stop in time")

@@ -406,6 +406,7 @@ def test_the_limits_come_from_the_hub_section_and_the_options_override_it(
         ("--idle-timeout", "soon"),
         ("--max-connections", "0"),
         ("--max-streams-per-token", "-1"),
+        ("--stop-grace", "0s"),
     ],
 )
 def test_a_limit_out_of_range_is_a_usage_error(data: Path, option: tuple[str, str]) -> None:

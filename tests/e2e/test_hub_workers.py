@@ -111,13 +111,14 @@ class Hub:
         )
 
 
-def start_hub(tmp_path: Path, data: Path, port: int, workers: int = WORKERS) -> Hub:
+def start_hub(tmp_path: Path, data: Path, port: int, workers: int = WORKERS, *options: str) -> Hub:
     stderr = tmp_path / f"hub-{port}-{time.monotonic_ns()}.log"
     with stderr.open("wb") as err:
         proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "memsync", "hub", "serve", "--data", str(data)),
                 *("--listen", f"127.0.0.1:{port}", "--workers", str(workers)),
+                *options,
             ],
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -403,19 +404,30 @@ def test_a_stop_asked_for_while_workers_start_waits_for_them_and_exits_0(
     assert "Bad file descriptor" not in hub.log() and "error" not in hub.log().lower(), hub.log()
 
 
-@pytest.mark.slow
-def test_a_worker_that_does_not_stop_is_killed_and_the_hub_exits_3(hub: Hub) -> None:
-    stuck, other = hub.workers
-    os.kill(stuck, signal.SIGSTOP)  # it cannot see the lifeline close
+def test_a_worker_that_does_not_stop_is_killed_after_the_grace_and_the_hub_exits_3(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "hub"
+    hub_init(data)
+    hub = start_hub(tmp_path, data, free_port(), WORKERS, "--stop-grace", "2s")
     try:
-        hub.proc.send_signal(signal.SIGTERM)
-        assert hub.proc.wait(timeout=60) == 3, hub.log()
+        wait_listening(hub)
+        stuck, other = hub.workers
+        os.kill(stuck, signal.SIGSTOP)  # it cannot see the lifeline close
+        try:
+            asked = time.monotonic()
+            hub.proc.send_signal(signal.SIGTERM)
+            assert hub.proc.wait(timeout=60) == 3, hub.log()
+            assert time.monotonic() - asked >= 2, hub.log()  # not killed before its grace
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stuck, signal.SIGCONT)
+        wait_for(lambda: not alive(stuck) and not alive(other), 20, "both workers to be gone")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(stuck, signal.SIGCONT)
-    wait_for(lambda: not alive(stuck) and not alive(other), 20, "both workers to be gone")
+        stop(hub)
     log = hub.log()
-    assert f"hub worker {stuck} did not stop in 20 s: killing it" in log, log
+    assert f"hub worker {stuck} did not stop in 2 s: killing it" in log, log
+    assert f"hub worker {other} did not stop" not in log, log  # the other stopped in time
     assert "internal error" not in log, log
 
 

@@ -118,16 +118,22 @@ def oid() -> str:
     return f"tree-{next(_IDS)}"
 
 
+# Made once (not per call of `edited`): Hypothesis validates each new strategy object on
+# its first draw, which cost more than the checks. The examples drawn are the same.
+_CHANGE = st.one_of(st.none(), entries)
+_ADDED = st.dictionaries(paths, entries, max_size=4)
+
+
 def edited(data: st.DataObject, base: dict[str, Entry]) -> dict[str, Entry]:
     """`base` with some of its paths deleted or changed and some paths added."""
     new = dict(base)
     for path in data.draw(st.lists(st.sampled_from(sorted(base)), max_size=4)) if base else []:
-        change = data.draw(st.one_of(st.none(), entries))
+        change = data.draw(_CHANGE)
         if change is None:
             new.pop(path, None)
         else:
             new[path] = change
-    new.update(data.draw(st.dictionaries(paths, entries, max_size=4)))
+    new.update(data.draw(_ADDED))
     return new
 
 

@@ -25,7 +25,9 @@ NEVER_GIT: dict[str, str] = {"asyncio": "the stdlib event loop (`asyncio.run`)"}
 NOT_GIT: dict[tuple[str, str], str] = {
     ("views/pull.py", "puller"): "the view puller's own run loop",
     ("daemon/app.py", "Daemon(settings, load)"): "the daemon's main loop",
-    ("hub/workers.py", "Supervisor(data_dir, sockets, limits or Limits())"): "the hub supervisor",
+    ("hub/workers.py", "Supervisor(data_dir, sockets, limits or Limits(), stop_grace)"): (
+        "the hub supervisor"
+    ),
     ("cycles/turn.py", "_Turn(root, cycle, role, layout, resident)"): "one role turn",
     ("validators/document.py", "scanner"): "the document scanner",
     ("validators/graph.py", "join"): "the graph join",

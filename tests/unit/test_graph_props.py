@@ -16,9 +16,12 @@ from memsync.validators.assembly import build_graph
 from memsync.validators.edgelists import EDGE_TYPES
 from memsync.validators.problems import Problem
 from memsync.validators.tree import TreeView
+from tests.unit.draws import flag, integer, pick
 
 TYPES = sorted(EDGE_TYPES)
 PREFIXES = ("n", "Topic.", "x_y-", "A", "Rules.", "v2.")
+FENCES = ("", "", "```", "~~~~", "  ```")
+ARROWS = (" → ", " -> ", " →", "  -> ")
 
 
 @dataclass
@@ -70,11 +73,11 @@ class _Gen:
         self.count = 0
         self.items: dict[str, GenItem] = {}
         self.evidence: dict[str, str] = {}
-        self.budget = draw(st.integers(4, 40))
+        self.budget = integer(draw, 4, 40)
 
     def new_id(self) -> str:
         self.count += 1
-        return f"{self.draw(st.sampled_from(PREFIXES))}{self.count}"
+        return f"{pick(self.draw, PREFIXES)}{self.count}"
 
     def item(
         self, heading: bool, tree: str, anchor: str | None, ancestors: tuple[str, ...]
@@ -85,13 +88,13 @@ class _Gen:
         return made
 
     def nodes(self, tree: str, ancestors: tuple[str, ...]) -> list[GenItem]:
-        wanted = self.draw(st.integers(0, 3)) if self.budget > 0 else 0
+        wanted = integer(self.draw, 0, 3) if self.budget > 0 else 0
         return [self.item(False, tree, None, ancestors) for _ in range(wanted)]
 
     def document(self, path: str, tree: str, ancestors: tuple[str, ...], top: int) -> GenDoc:
         doc = GenDoc(path, tree, nodes=self.nodes(tree, ancestors))
-        depth = self.draw(st.integers(1, top))
-        for _ in range(self.draw(st.integers(0, 3))):
+        depth = integer(self.draw, 1, top)
+        for _ in range(integer(self.draw, 0, 3)):
             if self.budget <= 0:
                 break
             doc.headings.append(self.heading(depth, tree, ancestors))
@@ -104,15 +107,15 @@ class _Gen:
             kinds += ["M#", "S#", "MF#", "MQ#"]
         if depth == 4:
             kinds = ["F#", "M#", "S#", "MF#", "MQ#"] if tree == "memory" else ["F#"]
-        anchor = draw(st.sampled_from(kinds))
+        anchor = pick(draw, kinds)
         item = self.item(True, tree, anchor, ancestors) if anchor else None
         made = GenHeading(
             depth,
             item,
-            prose=draw(st.booleans()),
-            fields=tree == "pursuit" and draw(st.booleans()),
-            fence=draw(st.sampled_from(["", "", "```", "~~~~", "  ```"])),
-            arrow=draw(st.sampled_from([" → ", " -> ", " →", "  -> "])),
+            prose=flag(draw),
+            fields=tree == "pursuit" and flag(draw),
+            fence=pick(draw, FENCES),
+            arrow=pick(draw, ARROWS),
         )
         below = (item.id, *ancestors) if item else ancestors
         if anchor == "F#":
@@ -127,7 +130,7 @@ class _Gen:
         elif depth < 4 and anchor not in ("MF#", "MQ#"):
             made.nodes = self.nodes(tree, below)
             child_depth = depth + 1
-            for _ in range(draw(st.integers(0, 2))):
+            for _ in range(integer(draw, 0, 2)):
                 if self.budget <= 0 or child_depth > 4 or (child_depth == 4 and depth != 3):
                     break
                 made.children.append(self.heading(child_depth, tree, below))
@@ -139,9 +142,10 @@ class _Gen:
             candidates = [i for i in ids if i != item.id]
             if not candidates:
                 continue
-            drawn = self.draw(
-                st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(candidates)), max_size=3)
-            )
+            drawn = [
+                (pick(self.draw, TYPES), pick(self.draw, candidates))
+                for _ in range(integer(self.draw, 0, 3))
+            ]
             for edge in drawn:
                 if edge not in item.edges and not (edge[0] == "rel" and edge[1] in item.ancestors):
                     item.edges.append(edge)

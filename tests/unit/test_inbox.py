@@ -234,18 +234,23 @@ def test_parse_render_round_trip(inbox: Inbox) -> None:
     assert render_inbox(parse_inbox(text)) == text
 
 
+# Made once, not per draw (Hypothesis validates each new strategy object); same examples.
+_FATES = st.sampled_from(["keep", "drop", "edit"])
+_ADDED = st.lists(entries_st, max_size=3, unique_by=lambda e: e.id)
+
+
 @st.composite
 def derived(draw: st.DrawFn, base: Inbox) -> Inbox:
     """A plausible later version of `base`: some entries dropped or edited, some appended."""
     kept: list[InboxEntry] = []
     for entry in base.entries:
-        fate = draw(st.sampled_from(["keep", "drop", "edit"]))
+        fate = draw(_FATES)
         if fate == "edit":
             kept.append(InboxEntry(entry.id, entry.session, entry.submitted, draw(bodies_st)))
         elif fate == "keep":
             kept.append(entry)
     taken = {e.id for e in base.entries}
-    added = draw(st.lists(entries_st, max_size=3, unique_by=lambda e: e.id))
+    added = draw(_ADDED)
     added = sorted((e for e in added if e.id not in taken), key=lambda e: (e.submitted, e.id))
     return Inbox(tuple(kept + added))
 

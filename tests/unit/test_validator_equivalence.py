@@ -69,108 +69,142 @@ def inline_tree(files: Mapping[str, bytes | None]) -> TreeView:
     )
 
 
+# The soup's strategies are made once, here: a composite strategy that makes them inside
+# its loops (`st.sampled_from([...])`, `lines()`) pays Hypothesis's validation of each new
+# one on every draw, which cost more than the checks. What is drawn is the same.
+_TYPE = st.sampled_from(TYPES)
+_ID = st.sampled_from(IDS)
+_TOKENS = st.lists(
+    st.one_of(
+        st.tuples(_TYPE, _ID).map(":".join),
+        st.sampled_from(["dep=a", "", " ", "rel:", ":a", "dep: b"]),
+    ),
+    max_size=4,
+)
+_ARROW = st.sampled_from([" → ", " -> ", " →"])
+_KIND = st.sampled_from(KINDS)
+_TAIL = st.sampled_from(["", "", " trailing", "{#bad id}"])
+_INDENT = st.sampled_from(["", "  ", "\t"])
+_OTHER_LINE = st.sampled_from(
+    [
+        "## Focus",
+        "# Plain heading",
+        "### Plain three",
+        "```",
+        "~~~",
+        "prose line",
+        "",
+        "**Next:**",
+        "**State:** going",
+        "- `a` focus reason",
+    ]
+)
+_ENDING = st.sampled_from(["\n", "\r\n"])
+_BOOLEAN = st.booleans()
+_SMALL = {high: st.integers(0, high) for high in (1, 3, 4, 5, 13, 20)}
+_DEPTH = st.integers(1, 5)
+_EDITS = st.integers(1, 3)
+_SHOWN = {item: st.sampled_from([item, item, "bad id"]) for item in IDS}
+
+
 @st.composite
 def edge_lists(draw: st.DrawFn) -> str:
-    tokens = draw(
-        st.lists(
-            st.one_of(
-                st.tuples(st.sampled_from(TYPES), st.sampled_from(IDS)).map(":".join),
-                st.sampled_from(["dep=a", "", " ", "rel:", ":a", "dep: b"]),
-            ),
-            max_size=4,
-        )
-    )
-    arrow = draw(st.sampled_from([" → ", " -> ", " →"]))
+    tokens = draw(_TOKENS)
+    arrow = draw(_ARROW)
     return f"{arrow}[{', '.join(tokens)}]"
+
+
+_EDGE_LIST = edge_lists()
 
 
 @st.composite
 def lines(draw: st.DrawFn) -> str:
-    item = draw(st.sampled_from(IDS))
-    choice = draw(st.integers(0, 13))
+    item = draw(_ID)
+    choice = draw(_SMALL[13])
     if choice <= 4:
-        depth = draw(st.integers(1, 5))
-        kind = draw(st.sampled_from(KINDS))
-        edges = draw(edge_lists()) if draw(st.booleans()) else ""
-        tail = draw(st.sampled_from(["", "", " trailing", "{#bad id}"]))
+        depth = draw(_DEPTH)
+        kind = draw(_KIND)
+        edges = draw(_EDGE_LIST) if draw(_BOOLEAN) else ""
+        tail = draw(_TAIL)
         return f"{'#' * depth} Title {{{kind}{item}}}{edges}{tail}"
     if choice <= 8:
-        indent = draw(st.sampled_from(["", "  ", "\t"]))
-        edges = draw(edge_lists()) if draw(st.integers(0, 4)) else ""
-        shown = draw(st.sampled_from([item, item, "bad id"]))
+        indent = draw(_INDENT)
+        edges = draw(_EDGE_LIST) if draw(_SMALL[4]) else ""
+        shown = draw(_SHOWN[item])
         return f"{indent}- `{shown}` a fact{edges}"
-    return draw(
-        st.sampled_from(
-            [
-                "## Focus",
-                "# Plain heading",
-                "### Plain three",
-                "```",
-                "~~~",
-                "prose line",
-                "",
-                "**Next:**",
-                "**State:** going",
-                "- `a` focus reason",
-            ]
-        )
-    )
+    return draw(_OTHER_LINE)
+
+
+_BODY = st.lists(lines(), max_size=12)
 
 
 @st.composite
 def documents(draw: st.DrawFn) -> bytes | None:
-    kind = draw(st.integers(0, 20))
+    kind = draw(_SMALL[20])
     if kind == 0:
         return None  # a symbolic link where a file is expected
     if kind == 1:
         return b"# Broken \xff\xfe {#a}\n"
-    body = "\n".join(draw(st.lists(lines(), max_size=12)))
-    ending = draw(st.sampled_from(["\n", "\r\n"]))
-    return body.replace("\n", ending).encode() + ending.encode() * draw(st.integers(0, 1))
+    body = "\n".join(draw(_BODY))
+    ending = draw(_ENDING)
+    return body.replace("\n", ending).encode() + ending.encode() * draw(_SMALL[1])
+
+
+_DOCUMENT = documents()
+_PATHS: dict[str, st.SearchStrategy[str]] = {}
+_FILES: dict[str, st.SearchStrategy[dict[str, bytes | None]]] = {}
+_FOCUS = st.lists(_ID, max_size=4)
 
 
 def paths(base: str) -> st.SearchStrategy[str]:
-    return st.one_of(
-        st.just(f"{base}MEMORY.md"),
-        st.just("PURSUITS.md"),
-        st.sampled_from(IDS).map(lambda i: f"{base}MEMORY_{i}.md"),
-        st.sampled_from(IDS).map(lambda i: f"{base}PURSUIT_{i}.md"),
-        st.sampled_from(IDS).map(lambda i: f"{base}MEMORY_SKILL_{i}.md"),
-    )
+    if base not in _PATHS:
+        _PATHS[base] = st.one_of(
+            st.just(f"{base}MEMORY.md"),
+            st.just("PURSUITS.md"),
+            _ID.map(lambda i: f"{base}MEMORY_{i}.md"),
+            _ID.map(lambda i: f"{base}PURSUIT_{i}.md"),
+            _ID.map(lambda i: f"{base}MEMORY_SKILL_{i}.md"),
+        )
+    return _PATHS[base]
 
 
 @st.composite
 def roots(draw: st.DrawFn, base: str = "") -> dict[str, bytes | None]:
-    files = draw(st.dictionaries(paths(base), documents(), max_size=10))
-    if draw(st.integers(0, 5)):
-        files[f"{base}MEMORY.md"] = draw(documents()) or b"# Memory\n"
+    if base not in _FILES:
+        _FILES[base] = st.dictionaries(paths(base), _DOCUMENT, max_size=10)
+    files = draw(_FILES[base])
+    if draw(_SMALL[5]):
+        files[f"{base}MEMORY.md"] = draw(_DOCUMENT) or b"# Memory\n"
     for path, data in sorted(files.items()):
-        if data is not None and draw(st.booleans()):  # chains, cycles and shared owners
-            link, up = draw(st.sampled_from(IDS)), draw(st.sampled_from(IDS))
+        if data is not None and draw(_BOOLEAN):  # chains, cycles and shared owners
+            link, up = draw(_ID), draw(_ID)
             files[path] = f"# Link {{F#{link}}} → [rel:{up}]\n".encode() + data
-    if files.get("PURSUITS.md") and draw(st.booleans()):
-        focus = draw(st.lists(st.sampled_from(IDS), max_size=4))
+    if files.get("PURSUITS.md") and draw(_BOOLEAN):
+        focus = draw(_FOCUS)
         head = "".join(f"- `{target}` matters\n" for target in focus)
         files["PURSUITS.md"] = f"## Focus\n{head}".encode() + (files["PURSUITS.md"] or b"")
     return files
 
 
+_LINE = lines()
+
+
 @st.composite
 def edits(draw: st.DrawFn, files: dict[str, bytes | None], base: str) -> dict[str, bytes | None]:
     out = dict(files)
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(_EDITS)):
         path = draw(st.one_of(paths(base), st.sampled_from(sorted(out) or [f"{base}MEMORY.md"])))
-        action = draw(st.integers(0, 3))
+        action = draw(_SMALL[3])
         old = out.get(path)
         if action == 0:
             out.pop(path, None)
         elif action == 1 and old:
             text = old.decode("utf-8", "replace").split("\n")
             at = draw(st.integers(0, len(text)))
-            text.insert(at, draw(lines()))
+            text.insert(at, draw(_LINE))
             out[path] = "\n".join(text).encode()
         else:
-            out[path] = draw(documents())
+            out[path] = draw(_DOCUMENT)
     return out
 
 

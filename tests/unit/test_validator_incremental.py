@@ -44,30 +44,47 @@ def base_root() -> dict[str, list[str]]:
     return files
 
 
+TARGETS = [*POOL, "top", "goal", *(f"{p}-{d}" for p in "nmhs" for d in DETAILS)]
+# The strategies `edit` draws from, made once: Hypothesis validates each new strategy object
+# on its first draw, which cost more than the checks. The examples drawn are the same.
+_PATHS: dict[tuple[str, ...], st.SearchStrategy[str]] = {}
+_ACTION = st.integers(0, 9)
+_AT = [st.integers(0, n) for n in range(64)]
+_EDGES = st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(TARGETS)), max_size=3)
+_ID = st.sampled_from(POOL)
+_KIND = st.sampled_from(["#", "#", "F#", "M#"])
+_DEPTH = st.integers(1, 3)
+_TARGET = st.sampled_from(TARGETS)
+_PROSE = st.sampled_from(["", "some prose"])
+_BROKEN = st.sampled_from(["- `bad id` x → []", "# T {#a} → [dep=x]"])
+
+
 @st.composite
 def edit(draw: st.DrawFn, files: dict[str, list[str]]) -> dict[str, list[str]]:
     out = {path: list(text) for path, text in files.items()}
-    path = draw(st.sampled_from(sorted(out)))
+    paths = tuple(sorted(out))
+    if paths not in _PATHS:
+        _PATHS[paths] = st.sampled_from(paths)
+    path = draw(_PATHS[paths])
     text = out[path]
-    action = draw(st.integers(0, 9))
-    at = draw(st.integers(0, len(text)))
-    targets = [*POOL, "top", "goal", *(f"{p}-{d}" for p in "nmhs" for d in DETAILS)]
-    edges = draw(st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(targets)), max_size=3))
+    action = draw(_ACTION)
+    at = draw(_AT[len(text)] if len(text) < len(_AT) else st.integers(0, len(text)))
+    edges = draw(_EDGES)
     if action <= 3:  # a new node (its id may already exist: a duplicate)
-        text.insert(at, node(draw(st.sampled_from(POOL)), edges))
+        text.insert(at, node(draw(_ID), edges))
     elif action <= 5 and text:  # a line goes
         del text[min(at, len(text) - 1)]
     elif action == 6:  # a plain or addressable heading, maybe of another kind
-        kind = draw(st.sampled_from(["#", "#", "F#", "M#"]))
-        depth = draw(st.integers(1, 3))
-        text.insert(at, f"{'#' * depth} New {{{kind}{draw(st.sampled_from(POOL))}}}")
+        kind = draw(_KIND)
+        depth = draw(_DEPTH)
+        text.insert(at, f"{'#' * depth} New {{{kind}{draw(_ID)}}}")
     elif action == 7:  # Focus moves
         focus = out["PURSUITS.md"]
-        focus.insert(len(focus), f"- `{draw(st.sampled_from(targets))}` matters")
+        focus.insert(len(focus), f"- `{draw(_TARGET)}` matters")
     elif action == 8:  # prose, or a blank line that shifts every line below
-        text.insert(at, draw(st.sampled_from(["", "some prose"])))
+        text.insert(at, draw(_PROSE))
     else:  # a broken line
-        text.insert(at, draw(st.sampled_from(["- `bad id` x → []", "# T {#a} → [dep=x]"])))
+        text.insert(at, draw(_BROKEN))
     return out
 
 
