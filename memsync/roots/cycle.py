@@ -9,12 +9,12 @@ a daemon cycle on a watched, quiet root reuses its last status (`statusmemo`): t
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync import lazylog
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 # (admission, checks, validators) loads after the cycle's first git processes started:
 # in a one-shot process, while they run (`_Cycle._status_loading_gate`).
 
-log = logging.getLogger(__name__)
+log = lazylog.logger(__name__)
 
 
 @value
