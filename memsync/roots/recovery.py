@@ -18,10 +18,10 @@ settles). So when no record is open and no worktree is left, there is nothing to
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync import lazylog
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # `needed` is asked before every cycle's first git: it loads 
     from memsync.transports.git import Git
     from memsync.validators.policy import SyncPolicy
 
-log = logging.getLogger(__name__)
+log = lazylog.logger(__name__)
 
 
 class Recovered:
