@@ -35,7 +35,10 @@ from memsync import lazylog
 from memsync.atomicfile import write_bytes
 from memsync.errors import GitError
 from memsync.roots.layout import RootLayout
-from memsync.transports.git import Git
+
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:  # a one-shot cycle loads the whole box after its first git processes start
+    from memsync.transports.git import Git
 
 log = lazylog.logger(__name__)
 

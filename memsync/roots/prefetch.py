@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.transports.git import FetchOutcome, Git
+from memsync.transports.gitenv import FetchOutcome
+from memsync.transports.gitfetch import Fetches
 
 T = TypeVar("T")
 
@@ -73,7 +74,7 @@ class Prefetch:
     """One fetch of `branch` into `into`, on a thread of its own."""
 
     def __init__(
-        self, git: Git, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
+        self, git: Fetches, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
     ) -> None:
         self.branch = branch
         self.into = into
@@ -92,5 +93,5 @@ class Prefetch:
         self._fetch.wait()
 
     def answer(self) -> tuple[FetchOutcome, str]:
-        """What `Git.fetch` returned, or the error it raised, raised here."""
+        """What `Fetches.fetch` returned, or the error it raised, raised here."""
         return self._fetch.answer()
