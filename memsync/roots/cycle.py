@@ -13,7 +13,6 @@ import functools
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memsync import lazylog
 from memsync.config.model import RootSettings
@@ -36,6 +35,7 @@ from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.values import replace, value
 
+TYPE_CHECKING = False  # `typing` loads after the cycle's first git processes start (issue 18)
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
     from memsync.roots.incoming import Incoming

@@ -20,16 +20,31 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
 
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.transports.gitenv import FetchOutcome
 from memsync.transports.gitfetch import Fetches
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # `typing` loads after the cycle's first git processes start (issue 18)
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    T = TypeVar("T")
+
+    class _Typed(Generic[T]):
+        """`Beside`'s answer type, for the type checker."""
+
+else:
+    T = object
+
+    class _Typed:
+        """At run time `Beside` takes no type parameter (`Beside[T]` is `Beside`)."""
+
+        def __class_getitem__(cls, _parameter: object) -> type:
+            return cls
 
 
-class Beside(Generic[T]):
+class Beside(_Typed[T]):
     """`call(on_start)` on a thread of its own, started at once; the call hands `on_start`
     to the box (`GitCore.run`), which tells it when git runs."""
 
