@@ -127,6 +127,7 @@ GATE = (
     "memsync.transports.gitparse",
     "memsync.transports.gitrefsession",
     "memsync.validators.tree",
+    "typing",  # the modules before the first git name their types for the type checker only
     "memsync.roots.incoming",
     "memsync.roots.admit",
     "memsync.roots.checks",
