@@ -14,6 +14,8 @@ twentieth of its time (issue 18). So:
   imports it): at once when it is loaded already, else right after the module has run, before
   its importer goes on. No record can be made before it, so every record goes through it,
   as when it ran at the start. `level`: the lowest level it lets memsync's records through.
+  The configuration is `logsetup`'s code: when `logsetup` itself loads `logging`, it runs
+  once `logsetup` has loaded (its last line, `run_pending`), not halfway through it.
 """
 
 from __future__ import annotations
@@ -96,9 +98,14 @@ def when_loaded(action: Callable[[], None], level: int | None = None) -> None:
     _pending.append(action)
 
 
-def _run_pending() -> None:
+def run_pending() -> None:
+    """Run the deferred configuration (`logging` is loaded)."""
     while _pending:
         _pending.pop(0)()
+
+
+# The module whose code the configuration runs, and which calls `run_pending` as it ends.
+_CONFIGURER = "memsync.logsetup"
 
 
 class _Hook:
@@ -138,4 +145,6 @@ class _Then:
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
-        _run_pending()
+        configurer = sys.modules.get(_CONFIGURER)
+        if configurer is None or getattr(configurer, "LOADED", False):
+            run_pending()  # else `logging` is its import: it runs them as it ends

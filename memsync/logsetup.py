@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from memsync import lazylog
 from memsync.redaction import redact_secrets
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
@@ -170,3 +171,9 @@ def configure(debug: bool, log_format: LogFormat) -> None:
     libraries = logging.getLogger()  # the root logger, where every library's records go
     libraries.handlers[:] = [handler]
     libraries.setLevel(logging.WARNING)
+
+
+# A configuration deferred until `logging` loaded (`lazylog`) runs this module's code: when
+# this module's import is what loaded `logging`, it runs now that the module is complete.
+LOADED = True
+lazylog.run_pending()

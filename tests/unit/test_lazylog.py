@@ -89,3 +89,18 @@ def test_logging_loaded_by_anyone_is_configured_before_its_importer_goes_on() ->
     import logging  # noqa: PLC0415 - pytest's: the loader the module now names is the real one
 
     assert type(logging.__spec__.loader).__name__ == "SourceFileLoader"
+
+
+def test_the_configuration_runs_when_its_own_module_is_what_loads_logging() -> None:
+    """`logsetup` (whose code the deferred configuration runs) imported first, as the click
+    group does: the configuration waits until it has loaded, then runs (no circular import)."""
+    body = (
+        "import memsync.logsetup\n"
+        "import logging\n"
+        'log.warning("after %s", "logsetup")\n'
+        "kinds = [type(h).__name__ for h in logging.getLogger('memsync').handlers]\n"
+        "print(kinds, file=sys.stderr)"
+    )
+    loaded, err = _run(body)
+    assert loaded[0]
+    assert err == ["memsync: WARNING after logsetup", "['StreamHandler']"], err
