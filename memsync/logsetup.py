@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from memsync import lazylog
 from memsync.redaction import redact_secrets
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
@@ -136,3 +138,42 @@ def use_format(log_format: LogFormat, *, daemon: bool = False) -> None:
     chosen = formatter(log_format, daemon=daemon)
     for handler in logging.getLogger("memsync").handlers:  # the root logger shares it
         handler.setFormatter(chosen)
+
+
+class _Redacting(logging.Filter):
+    """Credentials out of the message and out of any traceback or stack it carries."""
+
+    _format = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_secrets(record.getMessage())
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._format.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_secrets(record.stack_info)
+        return True
+
+
+def configure(debug: bool, log_format: LogFormat) -> None:
+    """memsync's records (DEBUG and up with `debug`, else WARNING and up) and the libraries'
+    (WARNING and up: the root logger) go to stderr through one redacting handler, written
+    in `log_format` (`cli.app.setup_logging` runs this once `logging` loads)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(log_format, daemon=False))
+    handler.addFilter(_Redacting())
+    ours = logging.getLogger("memsync")
+    ours.handlers[:] = [handler]
+    ours.setLevel(logging.DEBUG if debug else logging.WARNING)
+    ours.propagate = False
+    libraries = logging.getLogger()  # the root logger, where every library's records go
+    libraries.handlers[:] = [handler]
+    libraries.setLevel(logging.WARNING)
+
+
+# A configuration deferred until `logging` loaded (`lazylog`) runs this module's code: when
+# this module's import is what loaded `logging`, it runs now that the module is complete.
+LOADED = True
+lazylog.run_pending()

@@ -20,11 +20,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
 
+TYPE_CHECKING = False  # `typing` loads after a cycle's first git processes start (issue 18)
 if TYPE_CHECKING:  # rich is imported only when a terminal shows progress
+    from typing import Protocol
+
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
+else:
+    Protocol = object  # the type checker's protocol; nothing checks it at run time
 
 
 class Progress(Protocol):

@@ -8,8 +8,8 @@ the click parts (the lazy command group, the JSON error document).
 from __future__ import annotations
 
 import codecs
+import functools
 import json
-import logging
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,8 +17,7 @@ from pathlib import Path
 from memsync.config.paths import StatePaths, find_config_path, read_config, recall, remember
 from memsync.config.statedir import as_state_dir_error, check_state_dir, ensure_state_dir
 from memsync.errors import ConfigError
-from memsync.logsetup import LogFormat, formatter, use_format
-from memsync.redaction import redact_secrets
+from memsync.lazylog import DEBUG, WARNING, when_loaded
 from memsync.values import value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from memsync.config.model import Settings
+    from memsync.logsetup import LogFormat
 
     class JsonModel(Protocol):
         """What `emit` prints: a wire model (pydantic, but not imported for it)."""
@@ -48,37 +48,24 @@ READS_STATE = frozenset({"status"})
 _emitted = False
 
 
-class _Redacting(logging.Filter):
-    """Credentials out of the message and out of any traceback or stack it carries."""
-
-    _format = logging.Formatter()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact_secrets(record.getMessage())
-        record.args = ()
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self._format.formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact_secrets(record.exc_text)
-        if record.stack_info:
-            record.stack_info = redact_secrets(record.stack_info)
-        return True
-
-
 def setup_logging(debug: bool, log_format: LogFormat = "text") -> None:
     """memsync's messages, and those of the libraries it runs (aiohttp logs a malformed
-    request's header lines), go to stderr through one redacting handler (`logsetup` says
-    how a record is written)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(formatter(log_format, daemon=False))
-    handler.addFilter(_Redacting())
-    ours = logging.getLogger("memsync")
-    ours.handlers[:] = [handler]
-    ours.setLevel(logging.DEBUG if debug else logging.WARNING)
-    ours.propagate = False
-    libraries = logging.getLogger()  # the root logger, where every library's records go
-    libraries.handlers[:] = [handler]
-    libraries.setLevel(logging.WARNING)
+    request's header lines), go to stderr through one redacting handler
+    (`logsetup.configure`), from the moment `logging` loads (`lazylog`: a command that
+    writes no record never loads it)."""
+
+    def configure() -> None:
+        from memsync.logsetup import configure  # noqa: PLC0415 - with `logging`
+
+        configure(debug, log_format)
+
+    when_loaded(configure, DEBUG if debug else WARNING)
+
+
+def _use_format(log_format: LogFormat) -> None:
+    from memsync.logsetup import use_format  # noqa: PLC0415 - with `logging`
+
+    use_format(log_format)
 
 
 @value(frozen=False)
@@ -106,7 +93,7 @@ class App:
             settingsmemo.remember(path, raw, settings)
         self.state_dir = settings.state_dir
         if self.log_format is None and settings.log_format != "text":
-            use_format(settings.log_format)  # the command line's choice wins
+            when_loaded(functools.partial(_use_format, settings.log_format))  # the line's wins
         self._check_state_dir(settings.state_dir)
         remember(path, raw, StatePaths(settings.state_dir, settings.control_socket))
         return settings

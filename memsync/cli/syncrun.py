@@ -7,12 +7,12 @@ running daemon when it serves this configuration, else in this process. The clic
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from memsync.cli import text
 from memsync.cli.app import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import ConfigError, UsageError
 
+TYPE_CHECKING = False  # `typing` loads after the cycle's first git processes start (issue 18)
 if TYPE_CHECKING:
     from pathlib import Path
 

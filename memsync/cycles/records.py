@@ -12,18 +12,17 @@ it never blocks a root.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from memsync import timefmt
+from memsync import lazylog, timefmt
 from memsync.atomicfile import read_json, write_json
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
     from memsync.cycles.pressure import PruneDue
 
-log = logging.getLogger("memsync.cycles.pressure")  # the name its warnings always had
+log = lazylog.logger("memsync.cycles.pressure")  # the name its warnings always had
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,18 @@ a daemon cycle on a watched, quiet root reuses its last status (`statusmemo`): t
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import logging
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from memsync import lazylog
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import anchor as trust_anchor
-from memsync.roots import indexstat, journal, packs, pause, recovery
+from memsync.roots import indexstat, journal, pause, recovery
 from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
@@ -27,14 +27,15 @@ from memsync.roots.lock import RootLock
 from memsync.roots.prefetch import Beside, Prefetch
 from memsync.roots.result import OK, SyncResult, SyncStatus
 from memsync.roots.state import RootState
-from memsync.transports.git import FetchOutcome, Git
-from memsync.transports.gitparse import fsck_findings
+from memsync.transports.gitenv import FetchOutcome
+from memsync.transports.gitfetch import Fetches
 from memsync.transports.process import Deadline
 from memsync.transports.workstate import WorkState
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
 from memsync.values import replace, value
 
+TYPE_CHECKING = False  # `typing` loads after the cycle's first git processes start (issue 18)
 if TYPE_CHECKING:
     from memsync.roots.admission import SignedAdmission
     from memsync.roots.incoming import Incoming
@@ -42,15 +43,18 @@ if TYPE_CHECKING:
     from memsync.roots.push import Outgoing
     from memsync.roots.repairing import RepairMaker, Settler
     from memsync.roots.statusmemo import Seen, StatusMemo
+    from memsync.transports.git import Git
     from memsync.validators.graph import GraphValidator
 
 # A one-shot cycle imports what a clean fast-forward uses; the push, the words for a failed
 # fetch, the repository-config report and the views' layout load when first needed
 # (tests/e2e/test_cold_cycle.py lists what a cold `sync-now` must not import). The gate
-# (admission, checks, validators) loads after the cycle's first git processes started:
-# in a one-shot process, while they run (`_Cycle._status_loading_gate`).
+# (admission, checks, validators) and the git box's readers (`transports.git`: trees,
+# commits, history) load after the cycle's first git processes started, which run on the
+# runner and its status and fetch alone (`gitfetch.Fetches`): in a one-shot process, while
+# they run (`_Cycle._status_loading_gate`).
 
-log = logging.getLogger(__name__)
+log = lazylog.logger(__name__)
 
 
 @value
@@ -127,7 +131,8 @@ class _Cycle:
         self.policy = SyncPolicy(max_file_size=settings.max_file_size)
         self.timeout = settings.timeout.total_seconds()
         # One deadline for the whole cycle (`sync.timeout`): each git process gets what is left.
-        self.git = Git(
+        # The fetch and the preflight status run on this box; the rest on `git`, made like it.
+        self.box = Fetches(
             settings.path,
             timeout=self.timeout,
             deadline=Deadline.after(self.timeout),
@@ -135,7 +140,9 @@ class _Cycle:
             resident=resident,
         )
         if not resident:  # a one-shot process: what the config guard read last time, if it holds
-            self.git.config_record = layout.config_record
+            self.box.config_record = layout.config_record
+        # What `run` closes: the object session of `git`, entered when it is made.
+        self.sessions = contextlib.ExitStack()
         self.journal = journal.Journal(layout.journal_dir)
         self.state = RootState.load(layout.state_file)
         self.trusted = self.state.trusted_upstream
@@ -152,6 +159,18 @@ class _Cycle:
         self.memo: StatusMemo | None = None  # the daemon's, for a status to reuse
         self.watch: Hashable | None = None  # its watcher's token (None: cannot vouch)
         self.seen: Seen | None = None  # this cycle's status, kept when the root is settled
+
+    @functools.cached_property
+    def git(self) -> Git:
+        """The whole git box, `like` the first one (the same deadline, credentials,
+        environment and config record), in one object session for the cycle's reads (one
+        `cat-file --batch`) until `run` ends. Made when first needed: in a one-shot cycle,
+        once its fetch and status run (`_status_loading_gate`)."""
+        from memsync.transports.git import Git  # noqa: PLC0415 - see the note on imports
+
+        git = Git.like(self.box)
+        self.sessions.enter_context(git.object_session())
+        return git
 
     @functools.cached_property
     def graph(self) -> GraphValidator:
@@ -183,15 +202,18 @@ class _Cycle:
 
     def run(self) -> SyncResult:
         try:
-            with self.git.object_session():  # one `cat-file --batch` for the cycle's reads
+            with self.sessions:  # `git`'s object session, when it was made
                 result = self._run()
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
         if not self.options.dry_run and self.start:  # the root was a repository with a head
+            from memsync.roots import packs  # noqa: PLC0415 - after the cycle
+            from memsync.transports.git import Git  # noqa: PLC0415 - loaded by now
+
             # Still under the root lock, outside the cycle's deadline: fold the packs that
             # fetches left once there are many (two directory listings otherwise).
-            after = Git(self.settings.path, timeout=self.timeout, resident=self.git.resident)
+            after = Git(self.settings.path, timeout=self.timeout, resident=self.box.resident)
             packs.keep_small(after, self.timeout)
             if result.status in OK:  # a refused or dirty root keeps every byte, index too
                 indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
@@ -226,7 +248,7 @@ class _Cycle:
         path, remote = self.settings.path, self.settings.remote
         if not path.is_dir():
             return self.result(SyncStatus.UNCONFIGURED, f"the root path {path} does not exist")
-        git_dir = self.git.git_dir()
+        git_dir = self.box.git_dir()
         if git_dir is None:
             return self.result(
                 SyncStatus.UNCONFIGURED, f"{path} is not the top level of its own Git work tree"
@@ -237,7 +259,7 @@ class _Cycle:
         if guess:  # the branch the last cycle fetched: fetch it while git status runs
             self._remember_tracking(f"refs/remotes/{remote}/{guess}")
             self.prefetch = Prefetch(
-                self.git,
+                self.box,
                 remote,
                 guess,
                 f"refs/remotes/{remote}/{guess}",
@@ -245,7 +267,7 @@ class _Cycle:
             )
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
-        state = self._status(git_dir) if self.git.resident else self._status_loading_gate(git_dir)
+        state = self._status(git_dir) if self.box.resident else self._status_loading_gate(git_dir)
         self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
             return self.result(SyncStatus.ERROR, "HEAD is detached; check out the root's branch")
@@ -298,7 +320,8 @@ class _Cycle:
 
     def _status_loading_gate(self, git_dir: Path) -> WorkState:
         """The preflight's status, run on a thread; once it and the prefetch (when the branch
-        is known) run, this thread loads the gate's modules and makes the graph validator.
+        is known) run, this thread loads the rest of the git box and the gate's modules and
+        makes the whole box (`git`) and the graph validator.
         In a one-shot process those imports cost about what the fetch and the status take,
         and the other core runs git meanwhile. Whatever the loading does, the status is
         waited for before this returns or raises (the prefetch, as always, before `run`
@@ -308,6 +331,7 @@ class _Cycle:
             status.running()  # git runs before the imports take this core
             if self.prefetch is not None:
                 self.prefetch.running()
+            _ = self.git  # the box's readers, see the note on imports
             from memsync.roots import incoming  # noqa: F401, PLC0415 - the gate, see above
 
             _ = self.graph
@@ -331,7 +355,7 @@ class _Cycle:
         the publication fence always asks git (`publish.check_fence`)."""
         memo = self.memo
         if memo is None or not self.options.reuse_status or self.options.dry_run:
-            return self.git.work_state(on_start=on_start)
+            return self.box.work_state(on_start=on_start)
         from memsync.roots import statusmemo  # noqa: PLC0415 - the daemon's cycles only
 
         now = statusmemo.marks(git_dir, self.watch)  # before the status: a change during it
@@ -341,7 +365,7 @@ class _Cycle:
             memo.last = last
             return last.state
         at = time.monotonic()
-        state = self.git.work_state(on_start=on_start)
+        state = self.box.work_state(on_start=on_start)
         self.seen = statusmemo.Seen(now, state, at)
         return state
 
@@ -434,6 +458,8 @@ class _Cycle:
         if outcome is FetchOutcome.BAD_OBJECTS:
             # Every object-check refusal carries a code (a name rule, or malformed-object);
             # nothing was fetched, so there is no head to keep under a rescue ref.
+            from memsync.transports.gitparse import fsck_findings  # noqa: PLC0415 - a refusal
+
             problems = tuple(Problem(code, None, None, msg) for code, msg in fsck_findings(detail))
             codes = ", ".join(sorted({p.code for p in problems}))
             return None, self.result(

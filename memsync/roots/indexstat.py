@@ -28,16 +28,19 @@ data of entries whose content matches: staged content is never changed.
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from pathlib import Path
 
+from memsync import lazylog
 from memsync.atomicfile import write_bytes
 from memsync.errors import GitError
 from memsync.roots.layout import RootLayout
-from memsync.transports.git import Git
 
-log = logging.getLogger(__name__)
+TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
+if TYPE_CHECKING:  # a one-shot cycle loads the whole box after its first git processes start
+    from memsync.transports.git import Git
+
+log = lazylog.logger(__name__)
 
 QUIET = 2.0  # seconds the index must be unchanged; git's racy check works in whole seconds
 

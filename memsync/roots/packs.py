@@ -9,14 +9,14 @@ pruned here: nothing is deleted that a rescue ref or a person might still want.
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
+from memsync import lazylog
 from memsync.errors import GitError
 from memsync.transports.git import Git
 
-log = logging.getLogger(__name__)
+log = lazylog.logger(__name__)
 
 PACK_LIMIT = 16  # git's own gc.autoPackLimit is 50; lookups probe every pack index
 LOOSE_LIMIT = 27  # loose objects in objects/17: git's gc.auto (6700) / 256, its own sample

@@ -20,15 +20,31 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
 
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.transports.git import FetchOutcome, Git
+from memsync.transports.gitenv import FetchOutcome
+from memsync.transports.gitfetch import Fetches
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # `typing` loads after the cycle's first git processes start (issue 18)
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    T = TypeVar("T")
+
+    class _Typed(Generic[T]):
+        """`Beside`'s answer type, for the type checker."""
+
+else:
+    T = object
+
+    class _Typed:
+        """At run time `Beside` takes no type parameter (`Beside[T]` is `Beside`)."""
+
+        def __class_getitem__(cls, _parameter: object) -> type:
+            return cls
 
 
-class Beside(Generic[T]):
+class Beside(_Typed[T]):
     """`call(on_start)` on a thread of its own, started at once; the call hands `on_start`
     to the box (`GitCore.run`), which tells it when git runs."""
 
@@ -73,7 +89,7 @@ class Prefetch:
     """One fetch of `branch` into `into`, on a thread of its own."""
 
     def __init__(
-        self, git: Git, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
+        self, git: Fetches, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
     ) -> None:
         self.branch = branch
         self.into = into
@@ -92,5 +108,5 @@ class Prefetch:
         self._fetch.wait()
 
     def answer(self) -> tuple[FetchOutcome, str]:
-        """What `Git.fetch` returned, or the error it raised, raised here."""
+        """What `Fetches.fetch` returned, or the error it raised, raised here."""
         return self._fetch.answer()

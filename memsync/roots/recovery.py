@@ -18,18 +18,18 @@ settles). So when no record is open and no worktree is left, there is nothing to
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from memsync import lazylog
 from memsync.roots import journal
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout, candidate_ref
 
+TYPE_CHECKING = False  # `typing` loads after a cycle's first git processes start (issue 18)
 if TYPE_CHECKING:  # `needed` is asked before every cycle's first git: it loads neither
     from memsync.transports.git import Git
     from memsync.validators.policy import SyncPolicy
 
-log = logging.getLogger(__name__)
+log = lazylog.logger(__name__)
 
 
 class Recovered:

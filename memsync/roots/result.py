@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from memsync.roots.syncstatus import SyncStatus
 from memsync.validators.problems import Problem
 from memsync.values import value
 
+TYPE_CHECKING = False  # `typing` loads after a cycle's first git processes start (issue 18)
 if TYPE_CHECKING:  # pydantic loads for `--json` only (issue 18)
+    from typing import Any
+
     from memsync.wire.cli import SyncResultModel
 
 __all__ = ["HELD", "OK", "SyncResult", "SyncStatus"]

@@ -33,14 +33,15 @@ The box is split by noun: `gitenv` (forced config, clean environment, credential
 `gitcore` (running git, finding the repository), `gitguard` (the config guard), `gitread`
 (GitPython), `gittree` (trees, diffs, logs and blobs), `gitfacts` (history, names, remotes
 and the binary, asked by name), `gitcommits` (repositories, the index and commits made by
-name), `gitstatus` (a work tree's `git status`); `Git` here adds the rest. Nothing outside
+name), `gitstatus` (a work tree's `git status`), `gitfetch` (the fetch: with the runner and
+the status, the box a cycle starts with); `Git` here adds the rest. Nothing outside
 `transports/` runs git itself: it calls one of these named methods
 (tests/test_git_box_only.py holds that).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from memsync.errors import GitError
@@ -58,6 +59,7 @@ from memsync.transports.gitenv import (
     clean_env,
 )
 from memsync.transports.gitfacts import Facts, RemoteBranch, VersionAnswer
+from memsync.transports.gitfetch import Fetches
 from memsync.transports.gitguard import GUARD
 from memsync.transports.gitread import (
     HANDLES,
@@ -70,7 +72,6 @@ from memsync.transports.gitread import (
     read_ref,
 )
 from memsync.transports.gitrefsession import RefSession
-from memsync.transports.gitstatus import WorkStates
 from memsync.transports.gittree import GitBlobs
 from memsync.transports.workstate import StatusEntry, WorkState
 
@@ -90,19 +91,8 @@ __all__ = [
     "redact",
 ]
 
-# Every fetch: naming upload-pack keeps a repository's remote.*.uploadpack (a command in its
-# config) from running; no tags, no FETCH_HEAD, no submodules.
-_FETCH = (
-    "fetch",
-    "--upload-pack=git-upload-pack",
-    "--no-tags",
-    "--no-write-fetch-head",
-    "--no-recurse-submodules",
-    "--quiet",
-)
 
-
-class Git(Writes, Facts, WorkStates):
+class Git(Writes, Facts, Fetches):
     """git for one repository (or work tree) directory."""
 
     # The ref transactions of the admission under way, in one process (`gitrefsession`);
@@ -243,48 +233,7 @@ class Git(Writes, Facts, WorkStates):
     def unmerged_paths(self) -> list[str]:
         return sorted(e.path for e in self.status() if e.unmerged)
 
-    # -- network -------------------------------------------------------------------------------
-
-    def fetch(
-        self,
-        remote: str,
-        branch: str,
-        into: str,
-        timeout: float | None = None,
-        progress: Progress = NO_PROGRESS,
-        on_start: Callable[[int], None] | None = None,
-    ) -> tuple[FetchOutcome, str]:
-        """Fetch one upstream branch into `into` (forced: the planner judges rewinds);
-        git's progress goes to `progress` when it shows anything; `on_start` as `run`'s."""
-        # Naming upload-pack and receive-pack keeps a root's remote.*.uploadpack and
-        # remote.*.receivepack settings (commands in repository config) from ever running.
-        shown = progress.enabled
-        if shown:
-            from memsync.gitprogress import GitLines  # noqa: PLC0415 - on a terminal only
-        result = self.run(
-            *_FETCH,
-            *(["--progress"] if shown else []),
-            "--end-of-options",
-            remote,
-            f"+refs/heads/{branch}:{into}",
-            timeout=timeout,
-            check=False,
-            on_stderr_line=GitLines(progress) if shown else None,
-            on_start=on_start,
-        )
-        if result.returncode == 0:
-            return FetchOutcome.OK, ""
-        text = result.stderr
-        if "couldn't find remote ref" in text.lower():
-            return FetchOutcome.MISSING_BRANCH, text
-        if gitparse.looks_like_bad_objects(text):
-            return FetchOutcome.BAD_OBJECTS, text
-        return FetchOutcome.UNREACHABLE, text
-
-    def fetch_ref(self, repository: Path, ref: str, into: str) -> None:
-        """Fetch one ref of a local repository memsync made (a role's) into `into`, with the
-        same safeguards as an upstream fetch; GitError when git fails."""
-        self.run(*_FETCH, "--end-of-options", str(repository.absolute()), f"+{ref}:{into}")
+    # -- network (the fetch: `gitfetch.Fetches`) ----------------------------------------------
 
     def push(
         self, remote: str, commit: str, branch: str, timeout: float | None = None

@@ -38,7 +38,6 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from memsync import atomicfile
 from memsync.memodigest import blake2b
@@ -49,6 +48,10 @@ from memsync.transports.gitread import plain_git_dir
 from memsync.transports.process import search_path
 from memsync.validators import recordfile
 from memsync.values import value
+
+TYPE_CHECKING = False  # `typing` loads after a cycle's first git processes start (issue 18)
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = "memsync-repo-config/1"
 MAX_RECORD_BYTES = 1 << 20

@@ -94,6 +94,25 @@ class GitCore:
         other._env = dict(self._env)
         return other
 
+    @classmethod
+    def like(cls, box: GitCore) -> Self:
+        """A box of this class that is `box` in all but its methods: the same directory,
+        deadline (the same one: what is left of it is shared), credentials, environment and
+        config record, so each of its processes runs as one of `box`'s would (a cycle's
+        `Git`, made while its first processes run on a `gitfetch.Fetches`)."""
+        other = cls(
+            box.cwd,
+            timeout=box.timeout,
+            deadline=box.deadline,
+            credentials=box.credentials,
+            trusted_alternates=box.trusted_alternates,
+            resident=box.resident,
+        )
+        other._env = dict(box._env)
+        other.config_record = box.config_record
+        other._asked = box._asked
+        return other
+
     @property
     def box_env(self) -> dict[str, str]:
         """The environment every git process of this box starts from (`clean_env`)."""

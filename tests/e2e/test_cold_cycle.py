@@ -114,9 +114,20 @@ def test_a_cold_fast_forward_imports_only_what_it_uses(team: Team, tmp_path: Pat
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
-# The gate: the admission transaction and the checks and validators it runs. A cold cycle's
-# fetch and status must be running before the first of these begins to load.
+# The gate: the admission transaction and the checks and validators it runs, and the git
+# box's readers (trees, commits, history, names: the fetch and the status run on the runner
+# alone, `gitfetch.Fetches`). A cold cycle's fetch and status must be running before the
+# first of these begins to load.
 GATE = (
+    "memsync.transports.git",
+    "memsync.transports.gittree",
+    "memsync.transports.gitcommits",
+    "memsync.transports.gitfacts",
+    "memsync.transports.gitmemo",
+    "memsync.transports.gitparse",
+    "memsync.transports.gitrefsession",
+    "memsync.validators.tree",
+    "typing",  # the modules before the first git name their types for the type checker only
     "memsync.roots.incoming",
     "memsync.roots.admit",
     "memsync.roots.checks",

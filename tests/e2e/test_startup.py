@@ -71,8 +71,11 @@ HEAVY = (
 # the graph's builder (the lineage record of the tree the root follows holds the summaries
 # of its files, and a change to a file outside the graph parses nothing: `filesummary`,
 # `profile` and `gcpause` are what the cross-file pass needs of them); the inbox and queue
-# rules (a root without those files: `auxpaths` tells).
+# rules (a root without those files: `auxpaths` tells); `logging` (with `traceback`), which a
+# cycle that writes no log record never needs (`lazylog`).
 COLD_SYNC_HEAVY = (
+    "logging",
+    "traceback",
     "memsync.validators.inbox",
     "memsync.validators.queue",
     "memsync.validators.summary",
