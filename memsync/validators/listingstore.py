@@ -317,6 +317,9 @@ class ListingStore:
             os.utime(full_path, follow_symlinks=False)  # kept by pruning while it is needed
         except OSError:
             return False
+        if chain[0] == oid:  # back at the tree the chain starts from (a revert): its full
+            self._chains[oid] = (oid, {})  # record is there; a delta over it would name
+            return True  # itself as its base and lose both
         rows = [[p] if now is None else [p, *now] for p, now in delta.items()]
         if not self._write(path, {"tree": oid, "base": chain[0], "delta": rows}):
             return False

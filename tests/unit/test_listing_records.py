@@ -267,3 +267,25 @@ def test_records_are_bounded(tmp_path: Path) -> None:
         assert oid is not None
         store.save(oid, listing)
     assert len(list((tmp_path / "listings").iterdir())) <= listingstore.KEEP
+
+
+def test_a_tree_the_root_comes_back_to_keeps_its_record(tmp_path: Path) -> None:
+    """A revert: the root goes from tree A to B (recorded as a delta of A) and back to A in
+    the next process. A's record stays its full listing (a delta of A over B's chain would
+    name A as its own base and lose A and B alike)."""
+    _, first, first_oid = _store(tmp_path)
+    second = Listing()
+    second.update({**first, "notes/a.md": Entry(MODE_FILE, 21, "3" * 40)})
+    second_oid = tree_id(second, 40)
+    assert second_oid is not None
+    moving = _fresh(tmp_path)  # a process starts at A and moves to B
+    assert moving.load(first_oid) is not None
+    moving.save(second_oid, second, (first_oid, (("notes/a.md", second["notes/a.md"]),)))
+    assert moving.deltas == 1
+    back = _fresh(tmp_path)  # the next process starts at B and comes back to A
+    assert back.load(second_oid) is not None
+    back.save(first_oid, first, (second_oid, (("notes/a.md", first["notes/a.md"]),)))
+    fresh = _fresh(tmp_path)
+    for oid, listing in ((first_oid, first), (second_oid, second)):
+        found = fresh.load(oid)
+        assert found is not None and dict(found) == dict(listing)
