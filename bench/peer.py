@@ -7,7 +7,13 @@ daemon pays. Every row is a whole process, wall clock, median of RUNS:
   10k-file root, against `git fetch && git merge --ff-only` on a clone of the same upstream:
   targets <= 4x and <= 2x;
 - `memsync --help` and `memsync status` with no daemon, against `python -I -c pass` (the
-  bare interpreter): targets <= 3x and <= 6x.
+  bare interpreter): targets <= 3x and <= 6x;
+- the floor under the sync-now rows: the git processes memsync's fast-forward runs on its
+  critical path (the fetch with memsync's forced config beside the preflight `status`, the
+  incoming log, the fence's `status` of the changed path, `read-tree -m -u`, the ref move),
+  back to back with no Python between them, against the same raw git: what no cut in memsync's
+  own work can go under (no target: it shows what is left for Python once git has had its
+  share).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from bench.startup import memsync_command
 from bench.sync import ENV, clone, make_upstream, row
+from memsync.transports.gitenv import FORCED_ARGS
 from tests.kit import git
 
 RUNS = int(os.environ.get("MEMSYNC_BENCH_RUNS", "9"))
@@ -73,11 +80,31 @@ def _config(base: Path, root: Path) -> Path:
     return config
 
 
+def _floor(root: Path, env: dict[str, str], old: str, new: str, path: str) -> None:
+    """memsync's git processes of a one-commit fast-forward of `root` from `old` to `new`
+    (changing `path`), as a cold `sync-now` runs them, without the Python between them."""
+    box = ["git", *FORCED_ARGS]
+    refspec = "+refs/heads/main:refs/remotes/origin/main"
+    flags = ["--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--quiet"]
+    fetch = subprocess.Popen(
+        [*box, "fetch", *flags, "--end-of-options", "origin", refspec], env=env, cwd=root
+    )
+    status = [*box, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames"]
+    _run([*status, "--branch", "--ignore-submodules=none"], env, root)
+    if fetch.wait() != 0:
+        raise RuntimeError(f"the floor's fetch exited {fetch.returncode}")
+    _run([*box, "log", "--raw", "-z", "--no-renames", "--no-abbrev", new, f"^{old}"], env, root)
+    _run([*status, "--", path], env, root)
+    _run([*box, "read-tree", "-m", "-u", old, new], env, root)
+    _run([*box, "update-ref", "HEAD", new, old], env, root)
+
+
 def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]]:
     """One incoming one-file commit, admitted by a fresh `memsync sync-now` process."""
     upstream = make_upstream(base, files)
     writer = clone(upstream, base / "writer")
     raw = clone(upstream, base / "raw")
+    floor_root = clone(upstream, base / "floor")
     runs: dict[str, tuple[list[str], dict[str, str], Path]] = {}
     for label, (cli, cli_env) in variants(env).items():
         root = clone(upstream, base / f"root{len(runs)}")
@@ -87,11 +114,15 @@ def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]
         _run(argv, cli_env, cwd=base)  # the first cycle: the state dir, the first verdict
         runs[label] = (argv, cli_env, root)
     ours: dict[str, list[float]] = {label: [] for label in runs}
-    theirs = []
+    theirs, floor = [], []
     for i in range(WARMUP + RUNS):
+        old = git(writer, "rev-parse", "HEAD")
         (writer / "MEMORY_note00001.md").write_text(f"# Note 1\n\nrevision {i}\n")
         git(writer, "commit", "-qam", f"edit {i}")
         git(writer, "push", "-q", "origin", "main")
+        new = git(writer, "rev-parse", "HEAD")
+        step = (old, new, "MEMORY_note00001.md")
+        least = _ms(lambda step=step: _floor(floor_root, env, *step))  # type: ignore[misc]
         for label, (argv, cli_env, _) in runs.items():
             took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
             if i >= WARMUP:
@@ -104,12 +135,15 @@ def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]
         )
         if i >= WARMUP:
             theirs.append(peer)
-    for _, _, root in runs.values():
+            floor.append(least)
+    for root in [*(root for _, _, root in runs.values()), floor_root]:
         if git(root, "rev-parse", "HEAD") != git(upstream, "rev-parse", "main"):
             raise RuntimeError("sync-now did not admit the incoming commits")
     target = 2.0 if files >= 10_000 else 4.0
     name = f"peer: sync-now, one incoming commit, {files} files (vs fetch+merge --ff-only)"
-    return [_row(name + label, ours[label], theirs, target) for label in runs]
+    rows = [_row(name + label, ours[label], theirs, target) for label in runs]
+    least_name = f"peer: floor, memsync's git alone, {files} files (vs fetch+merge --ff-only)"
+    return [*rows, row(least_name, floor, theirs, "(no target)")]
 
 
 def interpreter_rows(base: Path, env: dict[str, str]) -> list[dict[str, Any]]:
