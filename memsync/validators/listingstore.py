@@ -46,7 +46,7 @@ from zlib import crc32
 from memsync import atomicfile
 from memsync.memodigest import blake2b, sha256
 from memsync.validators import recordfile
-from memsync.validators.tree import Entry, Listing
+from memsync.validators.tree import MODE_GITLINK, Entry, Listing
 
 FORMAT = b"MSTL1"
 DIRECTORY = "listings"  # under the parse cache's directory
@@ -141,7 +141,7 @@ def _hashed(  # noqa: PLR0915
         dirs = {b"": ([], [], [], [])}
         for name, head, oid in zip(names, rows, binary, strict=True):
             parent, _, leaf = name.rpartition(b"/")
-            if not leaf:
+            if not leaf or name[:1] == b"/":  # (git never lists "/a": it is not "a")
                 return None
             found = dirs.get(parent)
             if found is None:
@@ -358,6 +358,10 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     low = min(given, default=0)
     if low < -1 or min(modes, default=0) < 0:
         raise ValueError("not a listing (a negative size or mode)")
+    if (low == -1 or MODE_GITLINK in modes) and any(
+        (size == -1) != (mode == MODE_GITLINK) for mode, size in zip(modes, given, strict=True)
+    ):
+        raise ValueError("not a listing (a size a submodule lacks, or a blob without one)")
     sizes: list[int | None] = list(given)
     if low == -1:
         sizes = [None if n == -1 else n for n in given]
@@ -428,6 +432,8 @@ def _row(values: list[Any]) -> _Row:
     mode, size, oid = values
     if type(mode) is not int or not (size is None or type(size) is int) or type(oid) is not str:
         raise ValueError("not a mode, size and object id")
+    if (size is None) != (mode == MODE_GITLINK) or (size is not None and size < 0):
+        raise ValueError("not a listing's size (a submodule has none, a blob one of 0 or more)")
     return mode, size, oid
 
 

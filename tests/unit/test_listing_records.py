@@ -8,18 +8,20 @@ never used.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from zlib import crc32
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.validators import listingstore
-from memsync.validators.listingstore import ListingStore, tree_id
+from memsync.validators.listingstore import FORMAT, ListingStore, tree_id
 from memsync.validators.tree import (
     MODE_EXECUTABLE,
     MODE_FILE,
@@ -289,3 +291,70 @@ def test_a_tree_the_root_comes_back_to_keeps_its_record(tmp_path: Path) -> None:
     for oid, listing in ((first_oid, first), (second_oid, second)):
         found = fresh.load(oid)
         assert found is not None and dict(found) == dict(listing)
+
+
+def _rewrite(store: ListingStore, oid: str, edit: Callable[[bytes], bytes]) -> None:
+    """Tree `oid`'s record with its body edited and checksummed again, as whoever can write
+    the store could (the checksum finds damage, not intent)."""
+    path = store._path(oid)
+    assert path is not None
+    data = path.read_bytes()
+    body = edit(data[data.find(b"\n") + 1 :])
+    head = b"%s %s %d %08x\n" % (FORMAT, store.version.hex().encode(), len(body), crc32(body))
+    path.write_bytes(head + body)
+    path.chmod(0o600)
+
+
+def _set_size(number: int, size: int) -> Callable[[bytes], bytes]:
+    def edit(body: bytes) -> bytes:
+        cut = body.find(b"\n") + 1
+        count = json.loads(body[:cut])["count"]
+        at = cut + 8 * count + 8 * number
+        return body[:at] + size.to_bytes(8, "little", signed=True) + body[at + 8 :]
+
+    return edit
+
+
+def test_a_record_whose_sizes_no_listing_has_is_a_miss(tmp_path: Path) -> None:
+    """What the tree id does not cover, the record's own shape does: a blob has a size of 0
+    or more, a submodule none (a blob's size made unknown would pass any size cap)."""
+    store, listing, oid = _store(tmp_path)
+    _rewrite(store, oid, _set_size(0, 11))
+    assert dict(_fresh(tmp_path).load(oid) or {}) != dict(listing)  # (the edit is read)
+    for size in (-1, -2):
+        _rewrite(store, oid, _set_size(0, size))
+        assert _fresh(tmp_path).load(oid) is None
+    module = Listing()
+    module.update({"lib": Entry(MODE_GITLINK, None, "5" * 40)})
+    module_oid = tree_id(module, 40)
+    assert module_oid is not None
+    store.save(module_oid, module)
+    assert _fresh(tmp_path).load(module_oid) == module
+    _rewrite(store, module_oid, _set_size(0, 0))  # a submodule with a size
+    assert _fresh(tmp_path).load(module_oid) is None
+
+
+def test_a_delta_row_with_a_size_no_listing_has_is_a_miss(tmp_path: Path) -> None:
+    store, listing, oid = _store(tmp_path)
+    moving = _fresh(tmp_path)
+    assert moving.load(oid) is not None
+    changed = Entry(MODE_FILE, 30, "6" * 40)
+    new = Listing()
+    new.update({**listing, "notes/a.md": changed})
+    new_oid = tree_id(new, 40)
+    assert new_oid is not None
+    moving.save(new_oid, new, (oid, (("notes/a.md", changed),)))
+    assert moving.deltas == 1 and _fresh(tmp_path).load(new_oid) == new
+    for forged in (b"null", b"-30"):
+        _rewrite(
+            store, new_oid, lambda body, forged=forged: body.replace(b",30,", b"," + forged + b",")
+        )
+        assert _fresh(tmp_path).load(new_oid) is None
+
+
+def test_a_path_git_never_lists_has_no_tree_id() -> None:
+    """ "/a" is not "a": no record naming it can pass for the tree that holds "a"."""
+    entry = Entry(MODE_FILE, 1, "7" * 40)
+    for path in ("/a", "/a/b", "x/../a"):
+        assert tree_id(Listing([(path, entry)]), 40) != tree_id(Listing([("a", entry)]), 40)
+    assert tree_id(Listing([("/a", entry), ("b/c", entry)]), 40) is None
