@@ -21,6 +21,7 @@ twentieth of its time (issue 18). So:
 from __future__ import annotations
 
 import sys
+from _thread import RLock
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -88,20 +89,36 @@ def logger(name: str) -> LazyLogger:
 def when_loaded(action: Callable[[], None], level: int | None = None) -> None:
     """Run `action` (a logging configuration; letting memsync's records of `level` and up
     through, when it says) now if `logging` is loaded, else as soon as it is."""
-    if level is not None:
-        _level[0] = level
-    if "logging" in sys.modules:
+    with _LOCK:  # (no import of `logging` on another thread between the test and the hook)
+        if level is not None:
+            _level[0] = level
+        deferred = "logging" not in sys.modules
+        if deferred:
+            _pending.append(action)
+            if _HOOK not in sys.meta_path:
+                sys.meta_path.insert(0, _HOOK)
+    if not deferred:
         action()
-        return
-    if not _pending:
-        sys.meta_path.insert(0, _Hook())
-    _pending.append(action)
 
 
 def run_pending() -> None:
-    """Run the deferred configuration (`logging` is loaded)."""
-    while _pending:
-        _pending.pop(0)()
+    """Run the deferred configuration (`logging` is loaded), in the order it was deferred.
+    A call made while the configuration runs (`logsetup`'s last line, when the configuration
+    is what imports it) returns at once: the call already running goes on down the list."""
+    with _LOCK:
+        if _running[0]:
+            return
+        _running[0] = True
+    try:
+        while True:
+            with _LOCK:
+                if not _pending:
+                    return
+                action = _pending.pop(0)
+            action()
+    finally:
+        with _LOCK:
+            _running[0] = False
 
 
 # The module whose code the configuration runs, and which calls `run_pending` as it ends.
@@ -111,24 +128,29 @@ _CONFIGURER = "memsync.logsetup"
 class _Hook:
     """A finder that finds nothing itself: when `logging` is about to load, it hands out
     the spec the other finders give, with a loader that runs the pending configuration
-    right after the module has run."""
+    right after the module has run. It stays on `sys.meta_path` until then: a mere look for
+    `logging` (`importlib.util.find_spec`) loads nothing, and the import that follows must
+    still find it."""
 
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         if name != "logging":
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
         spec: ModuleSpec | None = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
+        for finder in list(sys.meta_path):
+            find = None if finder is self else getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
                 break
         if spec is not None and spec.loader is not None:
             spec.loader = _Then(spec.loader)  # type: ignore[assignment] # a loader by its methods
         return spec
+
+
+_HOOK = _Hook()
+_LOCK = RLock()
+_running = [False]
 
 
 class _Then:
@@ -145,6 +167,9 @@ class _Then:
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
+        with _LOCK:
+            if _HOOK in sys.meta_path:
+                sys.meta_path.remove(_HOOK)
         configurer = sys.modules.get(_CONFIGURER)
         if configurer is None or getattr(configurer, "LOADED", False):
             run_pending()  # else `logging` is its import: it runs them as it ends

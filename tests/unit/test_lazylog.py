@@ -104,3 +104,31 @@ def test_the_configuration_runs_when_its_own_module_is_what_loads_logging() -> N
     loaded, err = _run(body)
     assert loaded[0]
     assert err == ["memsync: WARNING after logsetup", "['StreamHandler']"], err
+
+
+def test_a_look_for_logging_before_it_loads_leaves_the_configuration_deferred() -> None:
+    """A plugin loader or a feature check asks where `logging` is (`find_spec`) and loads it
+    later: the import that follows is still configured, and the record still redacted."""
+    body = (
+        "import importlib.util\n"
+        "assert importlib.util.find_spec('logging') is not None\n"
+        "import logging\n"
+        f'logging.getLogger("some.library").warning("token {TOKEN}")'
+    )
+    loaded, err = _run(body)
+    assert loaded[0]
+    assert len(err) == 1 and err[0].startswith("memsync: WARNING token ") and TOKEN not in err[0]
+
+
+def test_the_configs_log_format_holds_whoever_loads_logging() -> None:
+    """The config's `log.format: json` (deferred after the command's own configuration, as
+    `App.settings` does) holds when a library, not `logsetup`, loads `logging` first."""
+    body = (
+        "import functools\n"
+        "from memsync.cli import app\n"
+        "app.when_loaded(functools.partial(app._use_format, 'json'))\n"
+        "import logging\n"
+        'log.warning("in %s", "json")'
+    )
+    _loaded, err = _run(body)
+    assert len(err) == 1 and json.loads(err[0])["message"] == "in json", err
