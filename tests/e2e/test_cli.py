@@ -14,7 +14,7 @@ import pytest
 from memsync.roots.faults import SYNC_POINTS
 from memsync.wire import InitReport, StatusReport, SyncReport, ValidateReport
 from tests.conftest import Team
-from tests.helpers import GIT_ENV, commit, git, is_ancestor, snapshot
+from tests.helpers import GIT_ENV, commit, git, head_of, is_ancestor, snapshot
 
 
 def memsync(
@@ -201,18 +201,18 @@ def _scene(team: Team, diverged: bool) -> None:
 def test_crash_matrix(team: Team, tmp_path: Path, point: str, diverged: bool) -> None:
     cfg = write_config(team, tmp_path, ("bob",))
     _scene(team, diverged)
-    old = git(team.bob.path, "rev-parse", "HEAD")
+    old = head_of(team.bob.path)
     crashed = memsync("--config", str(cfg), "sync-now", "--json", env={"MEMSYNC_FAULT": point})
     reached = diverged or point not in ("before-push", "after-push")
     assert crashed.returncode == (-signal.SIGKILL if reached else 0), crashed.stderr
-    after_crash = git(team.bob.path, "rev-parse", "HEAD")
+    after_crash = head_of(team.bob.path)
 
     # Whatever happened, the root is at the old or a new commit; then the next cycle settles.
     done = memsync("--config", str(cfg), "sync-now", "--json")
     assert done.returncode == 0, (point, done.stdout, done.stderr)
     result = SyncReport.model_validate_json(done.stdout).results[0]
     assert result.status in ("synced", "pushed", "current"), (point, result)
-    head = git(team.bob.path, "rev-parse", "HEAD")
+    head = head_of(team.bob.path)
     assert after_crash in (old, head) or is_ancestor(team.bob.path, after_crash, head)
     snap = snapshot(team.bob.path)
     assert snap.status == ""

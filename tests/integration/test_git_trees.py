@@ -58,9 +58,19 @@ def make_commit(repo: Path, tree: dict[str, tuple[str, bytes]], parent: str | No
     index = repo / "scratch-index"
     index.unlink(missing_ok=True)
     env_index = {"GIT_INDEX_FILE": str(index)}
+    # Each distinct content written once, all in one `hash-object` (a process per entry
+    # was most of this file's git processes).
+    contents = sorted({data for mode, data in tree.values() if mode != "160000"})
+    scratch = [repo.parent / f"scratch-blob-{i}" for i in range(len(contents))]
+    for file, data in zip(scratch, contents, strict=True):
+        file.write_bytes(data)
+    oids: dict[bytes, str] = {}
+    if contents:
+        blob_oids = git(repo, "hash-object", "-w", "--no-filters", "--", *map(str, scratch))
+        oids = dict(zip(contents, blob_oids.split(), strict=True))
     lines = []
     for path, (mode, data) in tree.items():
-        oid = GITLINK if mode == "160000" else git(repo, "hash-object", "-w", "--stdin", input=data)
+        oid = GITLINK if mode == "160000" else oids[data]
         lines.append(f"{mode} {oid}\t{path}")
     saved = dict(os.environ)
     os.environ.update(env_index)
