@@ -200,11 +200,17 @@ def test_sync_now_through_a_daemon_reads_its_answer_without_the_models(
     team: Team, tmp_path: Path
 ) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    # No timer of the daemon's may take the push first (then this sync-now would say
-    # `current`): on a loaded machine the test can outlast a 60 s poll.
+    # No cycle of the daemon's own may take the push first (then this sync-now would say
+    # `current`): not its timer (on a loaded machine the test can outlast a 60 s poll), nor
+    # its first cycle, which may still be running when it is ready: waited for first.
     config = write_config(tmp_path, {"bob": {"path": team.bob.path, "interval": "1h"}})
     with launcher(tmp_path) as launch:
         daemon = launch(config, env=env)
+        wait_for(
+            lambda: call(daemon.socket, "GET", "/v1/status")["roots"][0]["status"] == "current",
+            30,
+            "the daemon's first cycle",
+        )
         for turn, flags in enumerate(((), ("--json",))):
             commit(team.alice.path, {"MEMORY_daemon.md": f"# Daemon\n\nturn {turn}\n"}, "d")
             push(team.alice.path)
