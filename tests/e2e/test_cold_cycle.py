@@ -141,8 +141,8 @@ GATE = (
 )
 
 # The console script's entry point with an audit hook: every import begun (not one already
-# loaded; with whether the garbage collector was on) and every process started, in the
-# order this interpreter saw them.
+# loaded; with whether the garbage collector was on), every process started and every
+# listing or shape record opened (its kind), in the order this interpreter saw them.
 ORDER_PROBE = """
 import gc
 import os
@@ -159,6 +159,8 @@ def hook(event, args):
         while argv[1:2] == ["-c"]:
             del argv[1:3]
         seen.append(("process", " ".join(argv[:2]), None))
+    elif event == "open" and str(args[0]).endswith((".listing", ".shape")):
+        seen.append(("record", str(args[0]).rpartition(".")[2], None))
 
 
 sys.addaudithook(hook)

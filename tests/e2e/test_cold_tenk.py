@@ -7,10 +7,7 @@ not used (the tree is listed by git, and the sync decides as it would without re
 
 from __future__ import annotations
 
-import ast
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from memsync.validators.listingstore import DIRECTORY, ListingStore
 from memsync.validators.tree import MODE_FILE, Entry, Listing
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
-from tests.e2e.test_cold_cycle import _cold_sync, _one_incoming_commit
+from tests.e2e.test_cold_cycle import _cold_sync, _cold_sync_order, _one_incoming_commit
 from tests.helpers import git
 from tests.integration.test_git_refs import _runs, _spy
 
@@ -80,57 +77,23 @@ def test_a_record_that_is_not_its_trees_listing_is_not_used(team: Team, tmp_path
     assert Counter(_runs(log))["ls-tree"] == 1  # listed by git: the record was not used
 
 
-# Runs the console script's entry point, noting in order each git process started (its
-# subcommand) and each record of the start tree opened (its listing, its shape).
-ORDER_PROBE = """
-import os, sys
-seen = []
-def hook(event, args):
-    if event == "subprocess.Popen":
-        argv = list(args[1])
-        while argv[1:2] == ["-c"]:
-            del argv[1:3]
-        seen.append("git " + str(argv[1]) if len(argv) > 1 else "?")
-    elif event == "open" and str(args[0]).endswith((".listing", ".shape")):
-        seen.append("record " + str(args[0]).rpartition(".")[2])
-sys.addaudithook(hook)
-from memsync.__main__ import main
-os._exit = sys.exit
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-print("SEEN " + repr((code, seen)), file=sys.stderr)
-"""
-
-
 def test_a_cold_fast_forward_reads_its_records_once_the_log_has_started(
     team: Team, tmp_path: Path
 ) -> None:
     """The start tree's listing and shape records are read in this interpreter, beside the
     incoming log: started before the log, they held the interpreter while the log was to
     be started (its git started ~20 ms after the object session instead of ~4 ms)."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     for turn in (0, 1):  # the records of the tree the next sync starts from
         _one_incoming_commit(team, turn)
-        _cold_sync(config, {"XDG_CACHE_HOME": env["XDG_CACHE_HOME"]})
+        _cold_sync(config, env)
     _one_incoming_commit(team, 2)
-    done = subprocess.run(
-        [sys.executable, "-c", ORDER_PROBE, "--config", str(config), "sync-now"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).parents[2],
-        timeout=120,
-        check=False,
-    )
-    last = done.stderr.rstrip("\n").rpartition("\n")[2]
-    assert last.startswith("SEEN "), done.stderr
-    code, seen = ast.literal_eval(last.removeprefix("SEEN "))
-    assert code == 0 and done.stdout.split()[:2] == ["bob", "synced"], (done.stdout, seen)
-    assert "git ls-tree" not in seen, seen
-    log = seen.index("git log")
+    out, order = _cold_sync_order(config, env)
+    seen = [f"{kind} {name}" for kind, name, _ in order if kind in ("process", "record")]
+    assert out.split()[:2] == ["bob", "synced"], (out, seen)
+    assert "process git ls-tree" not in seen, seen
+    log = seen.index("process git log")
     records = [i for i, what in enumerate(seen) if what.startswith("record ")]
     assert {"record listing", "record shape"} <= set(seen), seen
     assert min(records) > log, f"a record was read before the log started: {seen}"
