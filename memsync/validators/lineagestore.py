@@ -222,23 +222,20 @@ class LineageStore:
             return None
 
     def _read(self, name: str, profile: Profile) -> Lineage | None:
-        data = recordfile.read_private(self.directory / name, MAX_RECORD_BYTES)
-        if data is None:
+        found = recordfile.read_headed(self.directory / name, MAX_RECORD_BYTES, _HEAD, self.version)
+        if found is None:
             return None
-        newline = data.find(b"\n") + 1
-        match = _HEAD.fullmatch(data[:newline])
-        if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
-            return None
+        match, data = found
         index_len, body_len, meta_len, named_len = (int(match.group(n)) for n in (2, 3, 4, 5))
         eager_len = index_len + body_len + meta_len + named_len
-        eager = memoryview(data)[newline : newline + eager_len]
+        eager = memoryview(data)[:eager_len]
         check = blake2b(eager, key=self.version, digest_size=16).hexdigest()
         if len(eager) != eager_len or check != match.group(6).decode():
             return None
         try:
             index = json.loads(bytes(eager[:index_len]))
             body = json.loads(bytes(eager[index_len : index_len + body_len]))
-            return self._lineage(index, body, data, newline + index_len + body_len, profile)
+            return self._lineage(index, body, data, index_len + body_len, profile)
         except _ERRORS:
             return None
 

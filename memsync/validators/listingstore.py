@@ -247,14 +247,14 @@ class ListingStore:
         """The checked body of tree `oid`'s record (which must say it is that tree's): its
         JSON line and the bytes after it."""
         path = self._path(oid)
-        data = None if path is None else recordfile.read_private(path, MAX_RECORD_BYTES)
-        if data is None:
+        found = (
+            None
+            if path is None
+            else recordfile.read_headed(path, MAX_RECORD_BYTES, _HEAD, self.version)
+        )
+        if found is None:
             return None
-        newline = data.find(b"\n") + 1
-        match = _HEAD.fullmatch(data[:newline])
-        if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
-            return None
-        raw = data[newline:]
+        match, raw = found
         if len(raw) != int(match.group(2)) or b"%08x" % crc32(raw) != match.group(3):
             return None
         line = raw.find(b"\n")

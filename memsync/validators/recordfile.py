@@ -67,6 +67,22 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     return data if len(data) == size else None
 
 
+def read_headed(
+    path: Path, max_bytes: int, head: re.Pattern[bytes], version: bytes
+) -> tuple[re.Match[bytes], bytes] | None:
+    """The private file at `path` (see `read_private`) as its first line's match of `head`
+    and the bytes after that line; None unless the line matches and its first group is
+    `version` in hex (a record another version of the code wrote is foreign)."""
+    data = read_private(path, max_bytes)
+    if data is None:
+        return None
+    newline = data.find(b"\n") + 1
+    match = head.fullmatch(data[:newline])
+    if match is None or bytes.fromhex(match.group(1).decode()) != version:
+        return None
+    return match, data[newline:]
+
+
 def newest(directory: Path, names: re.Pattern[str]) -> list[str]:
     """The names in `directory` that `names` matches, the most recently written first."""
     return [name for name, _ in _newest(directory, names)]

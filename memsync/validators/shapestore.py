@@ -201,14 +201,10 @@ class ShapeStore:
     def _body(self, path: Path, oid: str, rules: SyncPolicy) -> dict[str, Any] | None:
         """The checked body of the record at `path`, which must say it is tree `oid`'s
         under `rules` (a record copied under another name is not read)."""
-        data = recordfile.read_private(path, MAX_RECORD_BYTES)
-        if data is None:
+        found = recordfile.read_headed(path, MAX_RECORD_BYTES, _HEAD, self.version)
+        if found is None:
             return None
-        newline = data.find(b"\n") + 1
-        match = _HEAD.fullmatch(data[:newline])
-        if match is None or bytes.fromhex(match.group(1).decode()) != self.version:
-            return None
-        raw = data[newline:]
+        match, raw = found
         check = blake2b(raw, key=self.version, digest_size=16).hexdigest()
         if len(raw) != int(match.group(2)) or check != match.group(3).decode():
             return None
