@@ -51,12 +51,14 @@ def sync_now(
     options = SyncOptions(
         accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
     )
+    # This process exits after its cycles: the pack fold runs behind it (`packs.fold_behind`).
+    in_process = replace(options, upkeep_behind=True)
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
         graph = _Graph(settings.state_dir, thaw=thaw)
         try:
             with for_terminal(as_json) as progress:
-                shown = replace(options, progress=progress, repair=_make_repairer)
+                shown = replace(in_process, progress=progress, repair=_make_repairer)
                 results = [sync_root(r, settings.state_dir, shown, graph) for r in chosen]
         finally:
             graph.close()

@@ -73,6 +73,9 @@ class SyncOptions:
     # Makes the root's repair role when a merge conflicts (`cycles.repairer.make_repairer`);
     # every caller that syncs a root with `repair.role` passes it.
     repair: RepairMaker | None = None
+    # A one-shot command that exits after its cycles (`sync-now` without a daemon): the
+    # pack fold, upkeep, runs in a detached child holding the root lock (`packs.fold_behind`).
+    upkeep_behind: bool = False
 
 
 def sync_root(
@@ -101,7 +104,7 @@ def sync_root(
         return SyncResult(settings.name, SyncStatus.PAUSED, held.describe())
     layout = RootLayout.for_root(state_dir, settings.name)
     try:
-        with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}"):
+        with RootLock(layout.lock_file, wait=options.wait, label=f"root {settings.name}") as lock:
             # Only the daemon hands its memo: a process that lives on, where GitPython's
             # handle and in-process object reads pay for themselves (`GitCore.resident`).
             resident = memo is not None
@@ -110,6 +113,7 @@ def sync_root(
             result = cycle.run()
             if not options.dry_run:
                 cycle.record(result)
+                cycle.upkeep(result, lock)
     except LockBusy as exc:
         result = SyncResult(settings.name, SyncStatus.BUSY, exc.message)
     return replace(result, duration_ms=int((time.monotonic() - started) * 1000))
@@ -207,17 +211,25 @@ class _Cycle:
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
-        if not self.options.dry_run and self.start:  # the root was a repository with a head
-            from memsync.roots import packs  # noqa: PLC0415 - after the cycle
-            from memsync.transports.git import Git  # noqa: PLC0415 - loaded by now
-
-            # Still under the root lock, outside the cycle's deadline: fold the packs that
-            # fetches left once there are many (two directory listings otherwise).
-            after = Git(self.settings.path, timeout=self.timeout, resident=self.box.resident)
-            packs.keep_small(after, self.timeout)
-            if result.status in OK:  # a refused or dirty root keeps every byte, index too
-                indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
         return result
+
+    def upkeep(self, result: SyncResult, lock: RootLock) -> None:
+        """After the cycle and its record, still under the root lock and outside the cycle's
+        deadline: fresh stat data for a cheap status when due, and the fold of the packs
+        fetches left once there are many (two directory listings otherwise), which a
+        one-shot command leaves to a detached child holding the lock (`upkeep_behind`)."""
+        if not self.start:  # the root was not a repository with a head
+            return
+        from memsync.roots import packs  # noqa: PLC0415 - after the cycle
+        from memsync.transports.git import Git  # noqa: PLC0415 - loaded by now
+
+        after = Git(self.settings.path, timeout=self.timeout, resident=self.box.resident)
+        if result.status in OK:  # a refused or dirty root keeps every byte, index too
+            indexstat.refresh_when_due(after, self.layout)  # fresh stat data: cheap status
+        if self.options.upkeep_behind:
+            packs.fold_behind(after, self.timeout, lock)
+        else:
+            packs.keep_small(after, self.timeout)
 
     def _run(self) -> SyncResult:
         try:

@@ -56,6 +56,20 @@ class RootLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    def hand_over(self) -> None:
+        """After a fork: the child keeps the lock (the open file it inherited) and releases
+        it when it is done or dies; this process forgets it without unlocking it (`flock`
+        belongs to the open file, which both processes share until one unlocks it)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def mark_holder(self) -> None:
+        """Name this process (a child the lock was handed to) as the holder in the file."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
     def __enter__(self) -> RootLock:
         self.acquire()
         return self

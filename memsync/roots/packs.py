@@ -5,15 +5,22 @@ limit, one geometric repack folds them: `git repack -d -l --geometric=2` merges 
 small recent packs (and the loose objects) so that the pack sizes keep doubling; its cost
 follows what arrived since, not the size of the memory. Unreachable objects are never
 pruned here: nothing is deleted that a rescue ref or a person might still want.
+
+The fold is upkeep, not part of the sync: a one-shot command (`memsync sync-now` without a
+daemon) does not wait for it. `fold_behind` forks a child that holds the root lock (handed
+over, never released in between: no other cycle runs on the root before the fold ends),
+runs the same repack under the same time limit, and exits; the command answers at once.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from memsync import lazylog
 from memsync.errors import GitError
+from memsync.roots.lock import RootLock
 from memsync.transports.git import Git
 
 log = lazylog.logger(__name__)
@@ -59,3 +66,31 @@ def keep_small(git: Git, timeout: float) -> bool:
         log.warning("repacking %s failed: %s", git.cwd, exc.message)
         return False
     return True
+
+
+def fold_behind(git: Git, timeout: float, lock: RootLock) -> bool:
+    """`keep_small` in a detached child that the root lock is handed to (a one-shot command
+    that exits after its cycle); True when one was started. This process returns at once
+    without the lock; the child repacks (bounded by `timeout`), then releases the lock and
+    exits. It writes nowhere the command's caller reads (its standard streams are the null
+    device): a failed fold changes nothing and the next cycle tries again."""
+    git_dir = git.git_dir()
+    if git_dir is None or not crowded(objects_dir(git_dir)):
+        return False
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # nothing buffered is written twice
+    if os.fork():
+        lock.hand_over()
+        return True
+    code = 1
+    try:
+        os.setsid()  # out of the command's session: a terminal's signals stay with it
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)  # a caller reading the command's output is not held open
+        lock.mark_holder()
+        keep_small(git, timeout)
+        lock.release()
+        code = 0
+    finally:
+        os._exit(code)  # never back into the command's code

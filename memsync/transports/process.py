@@ -416,6 +416,10 @@ class _Watchdog:
     """One thread for every deadline in the process (a thread per call costs ~1 ms)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """No deadline watched, no thread yet (also a forked child's start)."""
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, _Ticket]] = []
         self._seq = itertools.count()
@@ -457,6 +461,9 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+# A forked child (`packs.fold_behind`) has no watchdog thread, and its copy of the lock may
+# have been held by the parent's: it starts with a fresh one.
+os.register_at_fork(after_in_child=_WATCHDOG.reset)
 
 
 class Session:

@@ -11,15 +11,20 @@ a process started) give the order.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+from memsync.errors import LockBusy
+from memsync.roots import packs
+from memsync.roots.layout import RootLayout
+from memsync.roots.lock import RootLock
 from tests.conftest import Team
 from tests.e2e.daemons import write_config
 from tests.e2e.test_startup import probe_counting
-from tests.helpers import GIT_ENV, commit, git, push
+from tests.helpers import GIT_ENV, commit, git, push, wait_for
 from tests.integration.test_git_refs import _runs, _spy
 
 # The git processes of a cold fast-forward of one incoming one-file commit, at most (12
@@ -320,3 +325,81 @@ def test_a_cold_cycle_never_loads_dataclasses_or_inspect(team: Team, tmp_path: P
     imported = {name for kind, name, _ in seen if kind == "import"}
     assert "memsync.roots.incoming" in imported  # the probe sees what loads
     assert not imported & set(NEVER_IMPORTED), sorted(imported & set(NEVER_IMPORTED))
+
+
+def _held(lock_file: Path) -> bool:
+    """Whether some process holds the root lock (a try-once that lets go at once)."""
+    try:
+        with RootLock(lock_file, wait=0):
+            return False
+    except LockBusy:
+        return True
+
+
+def _crowd(root: Path) -> None:
+    """More packs in the root's store than the cycle lets stay (`packs.PACK_LIMIT`)."""
+    head = git(root, "rev-parse", "HEAD^{tree}")
+    for n in range(packs.PACK_LIMIT + 1):  # one object each, as a fetch of one blob leaves
+        blob = subprocess.run(
+            ["git", "-C", str(root), "hash-object", "-w", "--stdin"],
+            input=f"crowd {n}\n",
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.strip()
+        subprocess.run(
+            ["git", "-C", str(root), "pack-objects", "-q", ".git/objects/pack/pack"],
+            input=f"{blob}\n" if n else f"{head}\n",
+            text=True,
+            capture_output=True,
+            check=True,
+        )
+    assert packs.crowded(packs.objects_dir(root / ".git"))
+
+
+def test_a_cold_sync_now_answers_before_the_pack_fold_ends(team: Team, tmp_path: Path) -> None:
+    """Issue 18: the pack fold is upkeep: a `sync-now` without a daemon answers and exits
+    while it runs (a 280 ms repack at 10k files was a cold run's wall). The fold still runs,
+    under the root lock, handed over to it: no cycle runs on the root before it ends, and
+    afterwards the store is small again and has lost nothing."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    # The fold's time limit (the cycle's) is longer than the test waits for the command.
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "timeout": "90s"}})
+    _one_incoming_commit(team, 0)
+    _cold_sync(config, env)  # the state file, the settings memo
+    _crowd(team.bob.path)
+    _one_incoming_commit(team, 1)
+    # A `git` whose repack waits for the test's word (at most a minute).
+    real_git = shutil.which("git")
+    folder, word = tmp_path / "slowfold", tmp_path / "fold-may-end"
+    folder.mkdir()
+    started = tmp_path / "fold-started"
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" repack "*) : > {started}; n=0\n'
+        f"  while [ ! -e {word} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done;; esac\n"
+        f'exec {real_git} "$@"\n'
+    )
+    (folder / "git").chmod(0o755)
+    lock_file = RootLayout.for_root(tmp_path / "state", "bob").lock_file
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memsync", "--config", str(config), "sync-now"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **GIT_ENV, **env, "PATH": f"{folder}:{os.environ['PATH']}"},
+            cwd=Path(__file__).parents[2],
+            timeout=30,  # the old code waited for the fold: for the word, a minute
+            check=False,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert done.stdout.split()[:2] == ["bob", "synced"], done.stdout
+        assert not word.exists()  # so the fold has not ended
+        wait_for(started.exists, 30, "the fold to start")
+        assert _held(lock_file)  # the fold holds the root lock
+    finally:
+        word.touch()
+    wait_for(lambda: not _held(lock_file), 60, "the fold to end and let go of the lock")
+    assert not packs.crowded(packs.objects_dir(team.bob.path / ".git"))
+    git(team.bob.path, "fsck", "--strict", "--no-dangling")
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
