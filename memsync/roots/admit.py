@@ -26,7 +26,7 @@ from memsync.roots import journal, recovery
 from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, candidate_ref
-from memsync.roots.publish import FenceBroken, Target, publication_reason, publish
+from memsync.roots.publish import FenceBroken, FenceLook, Target, publication_reason, publish
 from memsync.transports.git import Git
 from memsync.transports.gitrefsession import RefSession
 from memsync.validators.policy import SyncPolicy
@@ -92,7 +92,10 @@ class Admitter:
         *,
         dry_run: bool = False,
         before_publish: Callable[[], None] | None = None,
+        look: FenceLook | None = None,
     ) -> Outcome:
+        """`look`: the fence's reads, started by the caller once it knew the candidate (the
+        caller waits for it); used when the staged candidate is the one it looked at."""
         key = admission.key or journal.operation_key(
             admission.kind, admission.start, admission.upstream
         )
@@ -106,7 +109,7 @@ class Admitter:
             admission.kind, admission.branch, admission.start, admission.upstream, key=key
         )
         try:
-            return self._run(op, stage, checks, dry_run, before_publish, admission.in_place)
+            return self._run(op, stage, checks, dry_run, before_publish, admission.in_place, look)
         except BaseException:
             latest = self.journal.load(op.id)
             if latest is not None and latest.phase == journal.RUNNING:
@@ -121,6 +124,7 @@ class Admitter:
         dry_run: bool,
         before_publish: Callable[[], None] | None,
         in_place: bool,
+        look: FenceLook | None,
     ) -> Outcome:
         git = self.git
         staged = stage(op, self.layout.worktree(op.id))
@@ -139,9 +143,18 @@ class Admitter:
         # (two transactions, each committed when git says so; `gitrefsession`): the
         # publication's reflog message is both's.
         session = git.ref_session = RefSession(git, publication_reason(op.id))
+        own = None  # the fence's reads, started here when the caller's do not fit
+        if (
+            not dry_run
+            and not in_place
+            and (look is None or look.start != op.start or look.candidate != candidate)
+        ):
+            look = own = FenceLook(git, op.start, candidate)
         try:
-            return self._checked(op, candidate, checks, dry_run, before_publish, in_place)
+            return self._checked(op, candidate, checks, dry_run, before_publish, in_place, look)
         finally:
+            if own is not None:
+                own.wait()  # (no read of the fence's outlives the admission)
             git.ref_session = None
             session.close()
 
@@ -153,8 +166,10 @@ class Admitter:
         dry_run: bool,
         before_publish: Callable[[], None] | None,
         in_place: bool,
+        look: FenceLook | None,
     ) -> Outcome:
-        """Pin, validate and publish a staged candidate."""
+        """Pin, validate and publish a staged candidate (the fence's reads, `look`, may run
+        meanwhile: it judges them after the verdict)."""
         git = self.git
         git.update_ref(candidate_ref(op.id), candidate, reason=publication_reason(op.id))
         fault("after-merge")
@@ -178,7 +193,8 @@ class Admitter:
         if before_publish is not None:
             before_publish()
         try:
-            publish(git, Target(op.branch, op.start, candidate, op.id, in_place), self.policy)
+            target = Target(op.branch, op.start, candidate, op.id, in_place)
+            publish(git, target, self.policy, look)
         except FenceBroken as fence:
             self._settle(op, journal.FAILED, fence.message)
             from memsync.roots.refused import Fenced  # noqa: PLC0415 - not a clean path

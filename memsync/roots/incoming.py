@@ -22,6 +22,7 @@ from memsync.roots.checks import Checks
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.plan import Action, Plan
+from memsync.roots.publish import FenceLook
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.transports.git import Git
 from memsync.transports.gittree import AHEAD_WAIT
@@ -104,6 +105,12 @@ class Incoming:
             count, changes = git.changes(upstream, local, started=started)
         finally:
             started.set()
+        look = None
+        if plan.action is Action.BEHIND and not self.dry_run:
+            # The candidate is the upstream: the fence's reads start now, beside the checks
+            # (they publish nothing; the fence judges them after the verdict).
+            look = FenceLook(git, local, upstream)
+            reading.append(look.thread)
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
@@ -132,6 +139,7 @@ class Incoming:
             Checks(self.graph, history=False),
             dry_run=self.dry_run,
             before_publish=keep_previous_head,
+            look=look,
         )
         return outcome, self._admitted(plan, outcome, kept)
 

@@ -67,6 +67,11 @@ class Beside(_Typed[T]):
     def _told(self, _pid: int) -> None:
         self._started.set()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread the call runs on (to join with others)."""
+        return self._thread
+
     def running(self) -> None:
         """Until git runs, or the call is over without it (the same deadline bounds both)."""
         self._started.wait()

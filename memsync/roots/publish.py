@@ -26,20 +26,32 @@ holds a version that is neither the start's nor the candidate's; the fence says 
 Recovery finishes a publication interrupted after `prepared` through this same fence
 (`Target.resumed`): the work tree may then already hold some of the candidate's files
 (memsync's own half-written move, recognised by their bytes); anything else stops it.
+
+The fence's reads (the tree diff and git's status of the changed paths) may start as soon
+as the candidate is known, beside its validation (`FenceLook`): they publish nothing, and
+the fence judges them only after the verdict, with the rest of its checks then (the
+merge in progress, the candidate ref, the files in the way). Before it trusts the early
+status it reads `HEAD` and the branch again from their files: when either moved (or reads
+oddly) git is asked again, so an early look never widens the window in which a commit of
+the person's goes unseen. An edit to a changed path made after the early status is still
+refused by git itself: the two-tree merge does not overwrite a file that is not up to date.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import candidate_ref
+from memsync.roots.prefetch import Beside
 from memsync.roots.result import SyncStatus
 from memsync.transports.git import Git
+from memsync.transports.workstate import WorkState
 from memsync.validators.paths import printable
 from memsync.validators.policy import SyncPolicy
 from memsync.validators.problems import Problem
@@ -91,12 +103,79 @@ def staged_refusal(paths: Sequence[str]) -> FenceBroken:
     )
 
 
-def check_fence(git: Git, target: Target, policy: SyncPolicy) -> None:
-    """Raise FenceBroken unless the active root is exactly as the candidate expects."""
-    diff = git.tree_diff(target.start, target.candidate)
+Look = tuple[list[tuple[str, str]], WorkState]
+
+
+def _look(
+    git: Git,
+    start: str,
+    candidate: str,
+    in_place: bool,
+    on_start: Callable[[int], None] | None = None,
+) -> Look:
+    """The fence's reads: the tree diff, and git's status (of the changed paths only when
+    they are few and the work tree is not to hold the candidate already)."""
+    diff = git.tree_diff(start, candidate)
     scope = sorted({path for _status, path in diff})
-    narrow = not target.in_place and 0 < len(scope) <= SCOPED_STATUS_PATHS
-    state = git.work_state(paths=scope if narrow else None)
+    narrow = not in_place and 0 < len(scope) <= SCOPED_STATUS_PATHS
+    return diff, git.work_state(paths=scope if narrow else None, on_start=on_start)
+
+
+class FenceLook:
+    """The fence's reads for moving the branch from `start` to `candidate`, started at once
+    on a thread (a plain publication: not in place, not resumed); `check_fence` uses them
+    when its target is that move and `HEAD` has not moved since (`_head_still`). Whoever
+    starts one waits for it (`wait`) before its admission ends, used or not."""
+
+    def __init__(self, git: Git, start: str, candidate: str) -> None:
+        self.start = start
+        self.candidate = candidate
+        self._reads = Beside(
+            lambda told: _look(git, start, candidate, False, told), "memsync-fence"
+        )
+        # Until its status runs: this thread's checks would otherwise hold the interpreter
+        # while the reads' thread waits its turn to start git.
+        self._reads.running()
+
+    def fits(self, target: Target) -> bool:
+        return (
+            (target.start, target.candidate) == (self.start, self.candidate)
+            and not target.in_place
+            and not target.resumed
+        )
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._reads.thread
+
+    def answer(self) -> Look:
+        return self._reads.answer()
+
+    def wait(self) -> None:
+        self._reads.wait()
+
+
+def _head_still(git: Git, target: Target) -> bool:
+    """`HEAD` names the target's branch and the branch its start, read from their files now
+    (False when anything reads otherwise: git is asked again)."""
+    git_dir = git.git_dir()
+    try:
+        head = (git_dir / "HEAD").read_bytes() if git_dir is not None else b""
+    except OSError:
+        return False
+    ref = f"refs/heads/{target.branch}"
+    return head == f"ref: {ref}\n".encode() and git.ref_value(ref) == target.start
+
+
+def check_fence(
+    git: Git, target: Target, policy: SyncPolicy, look: FenceLook | None = None
+) -> None:
+    """Raise FenceBroken unless the active root is exactly as the candidate expects.
+    `look`: the reads started beside the validation, used when they fit (`FenceLook`)."""
+    if look is not None and look.fits(target) and _head_still(git, target):
+        diff, state = look.answer()
+    else:
+        diff, state = _look(git, target.start, target.candidate, target.in_place)
     if state.branch != target.branch:
         raise FenceBroken(SyncStatus.ERROR, f"HEAD is no longer on branch {target.branch}")
     if state.head != target.start:
@@ -204,9 +283,10 @@ def _holds_only(root: Path, directory: str, removed: set[str]) -> bool:
     return True
 
 
-def publish(git: Git, target: Target, policy: SyncPolicy) -> None:
-    """Move the root from `target.start` to `target.candidate`, or raise FenceBroken."""
-    check_fence(git, target, policy)
+def publish(git: Git, target: Target, policy: SyncPolicy, look: FenceLook | None = None) -> None:
+    """Move the root from `target.start` to `target.candidate`, or raise FenceBroken.
+    `look`: the fence's reads, when they were started beside the validation."""
+    check_fence(git, target, policy, look)
     if target.in_place:  # the work tree already holds it: the index only
         _two_tree_merge(git, target, "-m", "-i")
         git.refresh_stat()

@@ -147,7 +147,8 @@ GATE = (
 
 # The console script's entry point with an audit hook: every import begun (not one already
 # loaded; with whether the garbage collector was on), every process started and every
-# listing or shape record opened (its kind), in the order this interpreter saw them.
+# listing or shape record opened (its kind), every file opened in a root's journal, in the
+# order this interpreter saw them.
 ORDER_PROBE = """
 import gc
 import os
@@ -166,6 +167,8 @@ def hook(event, args):
         seen.append(("process", " ".join(argv[:2]), None))
     elif event == "open" and str(args[0]).endswith((".listing", ".shape")):
         seen.append(("record", str(args[0]).rpartition(".")[2], None))
+    elif event == "open" and "/journal/" in str(args[0]):
+        seen.append(("journal", str(args[0]).rpartition("/")[2], None))
 
 
 sys.addaudithook(hook)
@@ -403,3 +406,22 @@ def test_a_cold_sync_now_answers_before_the_pack_fold_ends(team: Team, tmp_path:
     assert not packs.crowded(packs.objects_dir(team.bob.path / ".git"))
     git(team.bob.path, "fsck", "--strict", "--no-dangling")
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+def test_a_cold_fast_forward_starts_the_fence_status_beside_the_checks(
+    team: Team, tmp_path: Path
+) -> None:
+    """Issue 18: the fence's status of the changed paths is a read: it starts once the log
+    named them, beside the incoming history's checks (before the admission writes its
+    journal record and opens its `update-ref` session), instead of after the candidate's
+    verdict; the fence judges it after the verdict."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = _warmed(team, tmp_path, env)
+    out, seen = _cold_sync_order(config, env)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    order = [name if kind == "process" else kind for kind, name, _ in seen]
+    statuses = [i for i, name in enumerate(order) if name == "git status"]
+    assert len(statuses) == 2, order  # the preflight's, the fence's
+    assert order.index("git log") < statuses[1] < order.index("journal"), order
+    assert statuses[1] < order.index("git update-ref"), order

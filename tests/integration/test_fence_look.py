@@ -1,0 +1,133 @@
+"""The fence's reads started beside the validation (`publish.FenceLook`, issue 18): the
+fence judges them only after the verdict, and never on a HEAD that moved since they were
+taken; an edit made after them is still refused (by git's two-tree merge). Publishing with
+an early look gives the same outcome as publishing without one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsync.errors import GitError
+from memsync.roots.layout import candidate_ref
+from memsync.roots.publish import FenceBroken, FenceLook, Target, publish
+from memsync.roots.result import SyncStatus
+from memsync.transports.git import Git
+from memsync.validators.policy import SyncPolicy
+from tests.helpers import commit, git
+
+OP = "op-look"
+
+
+def _scene(tmp_path: Path) -> tuple[Path, str, str]:
+    """A root at `start`, and a candidate that changes MEMORY_a.md and adds MEMORY_c.md."""
+    root = tmp_path / "root"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    start = commit(
+        root,
+        {
+            ".gitignore": "*\n!MEMORY*.md\n!.gitignore\n",
+            "MEMORY.md": "# M\n",
+            "MEMORY_a.md": "# A\n",
+            "MEMORY_b.md": "# B\n",
+        },
+    )
+    candidate = commit(root, {"MEMORY_a.md": "# A\n\nnew\n", "MEMORY_c.md": "# C\n"})
+    git(root, "reset", "-q", "--hard", start)
+    git(root, "update-ref", candidate_ref(OP), candidate)
+    return root, start, candidate
+
+
+def _looked(root: Path, start: str, candidate: str) -> FenceLook:
+    look = FenceLook(Git(root), start, candidate)
+    look.wait()  # its status has read the work tree as it is now
+    return look
+
+
+def test_a_commit_made_after_the_look_stops_publication(tmp_path: Path) -> None:
+    """The look's status saw HEAD at the start; the person commits before the fence judges
+    it: the fence reads HEAD again (from its file), asks git again, and refuses."""
+    root, start, candidate = _scene(tmp_path)
+    look = _looked(root, start, candidate)
+    mine = commit(root, {"MEMORY_b.md": "# B\n\nmine, committed\n"})
+    with pytest.raises(FenceBroken, match="the branch moved") as caught:
+        publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
+    assert caught.value.status == SyncStatus.ERROR
+    assert git(root, "rev-parse", "HEAD") == mine
+    assert (root / "MEMORY_a.md").read_text() == "# A\n"
+    assert not (root / "MEMORY_c.md").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_branch_checked_out_after_the_look_stops_publication(tmp_path: Path) -> None:
+    root, start, candidate = _scene(tmp_path)
+    look = _looked(root, start, candidate)
+    git(root, "checkout", "-q", "-b", "other")
+    with pytest.raises(FenceBroken, match="no longer on branch main"):
+        publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
+    assert git(root, "rev-parse", "HEAD") == start
+    assert git(root, "rev-parse", "main") == start
+
+
+def test_an_edit_made_after_the_look_survives(tmp_path: Path) -> None:
+    """The look's status found the changed path clean; the person edits it before the work
+    tree moves: git's two-tree merge does not overwrite a file that is not up to date, so
+    nothing is published and the edit is kept."""
+    root, start, candidate = _scene(tmp_path)
+    look = _looked(root, start, candidate)
+    (root / "MEMORY_a.md").write_text("# A\n\nmine, after the look\n")
+    with pytest.raises((FenceBroken, GitError)):
+        publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
+    assert git(root, "rev-parse", "HEAD") == start
+    assert (root / "MEMORY_a.md").read_text() == "# A\n\nmine, after the look\n"
+    assert not (root / "MEMORY_c.md").exists()
+
+
+def _outcome(root: Path, start: str, candidate: str, early: bool) -> tuple[object, ...]:
+    look = _looked(root, start, candidate) if early else None
+    try:
+        publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
+    except FenceBroken as fence:
+        verdict: tuple[object, ...] = (fence.status, fence.message, fence.files)
+    else:
+        verdict = ("published",)
+    tree = sorted(p.name for p in root.iterdir() if p.name != ".git")
+    texts = {name: (root / name).read_text() for name in tree if (root / name).is_file()}
+    head = {start: "start", candidate: "candidate"}.get(git(root, "rev-parse", "HEAD"))
+    return verdict, head, git(root, "status", "--porcelain"), texts
+
+
+EDITS = {
+    "clean": {},
+    "edit-outside-the-diff": {"MEMORY_b.md": "# B\n\nmine\n"},
+    "edit-in-the-diff": {"MEMORY_a.md": "# A\n\nmine\n"},
+    "untracked-where-the-candidate-adds": {"MEMORY_c.md": "# C, mine\n"},
+    "ignored-where-the-candidate-adds": {"MEMORY_c.md/x": "mine\n"},
+    "already-the-candidate": {"MEMORY_a.md": "# A\n\nnew\n", "MEMORY_c.md": "# C\n"},
+}
+
+
+@pytest.mark.parametrize("edits", list(EDITS.values()), ids=list(EDITS))
+def test_an_early_look_decides_as_the_fence_alone(tmp_path: Path, edits: dict[str, str]) -> None:
+    """Edits made before the look: the same verdict, HEAD, status and files either way."""
+    outcomes = []
+    for early in (False, True):
+        (tmp_path / str(early)).mkdir()
+        root, start, candidate = _scene(tmp_path / str(early))
+        for name, text in edits.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        outcomes.append(_outcome(root, start, candidate, early))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_look_at_another_move_is_not_used(tmp_path: Path) -> None:
+    """A look taken for another candidate is ignored: the fence asks git itself."""
+    root, start, candidate = _scene(tmp_path)
+    look = _looked(root, start, start)  # nothing to move: a status of the whole tree
+    (root / "MEMORY_a.md").write_text("# A\n\nmine\n")
+    with pytest.raises(FenceBroken) as caught:
+        publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
+    assert caught.value.status == SyncStatus.DIRTY
+    assert caught.value.files == ("MEMORY_a.md",)
