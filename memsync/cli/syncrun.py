@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memsync.cli import text
 from memsync.cli.app import EXIT_OK, EXIT_VERDICT, App, emit
 from memsync.errors import ConfigError, UsageError
 
@@ -68,6 +67,8 @@ def sync_now(
 
         emit(sync_report(r.document() for r in results))
     else:
+        from memsync.cli import text  # noqa: PLC0415 - the words, once the cycles answered
+
         for r in results:
             text.print_result(r)
     # A paused root is held because the operator asked for it: not a failure (exit 0).

@@ -18,9 +18,7 @@ from memsync import lazylog
 from memsync.config.model import RootSettings
 from memsync.errors import GitError, GitTimeout, LockBusy, SecretError, UnsafeRepoConfig, require
 from memsync.progress import NO_PROGRESS, Progress
-from memsync.roots import anchor as trust_anchor
-from memsync.roots import indexstat, journal, pause, recovery
-from memsync.roots.edits import blocking_changes, foreign_staged
+from memsync.roots import journal, pause, recovery
 from memsync.roots.faults import fault
 from memsync.roots.layout import RootLayout, rescue_ref
 from memsync.roots.lock import RootLock
@@ -52,7 +50,9 @@ if TYPE_CHECKING:
 # (admission, checks, validators) and the git box's readers (`transports.git`: trees,
 # commits, history) load after the cycle's first git processes started, which run on the
 # runner and its status and fetch alone (`gitfetch.Fetches`): in a one-shot process, while
-# they run (`_Cycle._status_loading_gate`).
+# they run (`_Cycle._status_loading_gate`). What the cycle uses only once git has answered
+# (the preflight's judgement of the status, the trust anchor, the index's stat data) is
+# imported where it is used: nothing the first git processes do not need loads before them.
 
 log = lazylog.logger(__name__)
 
@@ -200,7 +200,9 @@ class _Cycle:
         # Only the trusted upstream guards safety; the rest is reporting and may skip fsync.
         durable = updated.trusted_upstream != self.state.trusted_upstream
         updated.save(self.layout.state_file, durable=durable)
-        trust_anchor.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
+        from memsync.roots import anchor  # noqa: PLC0415 - after the cycle (see the note on imports)
+
+        anchor.remember(self.layout.base, self.settings.admission, updated.trusted_upstream)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -220,7 +222,7 @@ class _Cycle:
         one-shot command leaves to a detached child holding the lock (`upkeep_behind`)."""
         if not self.start:  # the root was not a repository with a head
             return
-        from memsync.roots import packs  # noqa: PLC0415 - after the cycle
+        from memsync.roots import indexstat, packs  # noqa: PLC0415 - after the cycle
         from memsync.transports.git import Git  # noqa: PLC0415 - loaded by now
 
         after = Git(self.settings.path, timeout=self.timeout, resident=self.box.resident)
@@ -307,6 +309,8 @@ class _Cycle:
                 files=unmerged,
                 head=state.head,
             )
+        from memsync.roots.edits import blocking_changes, foreign_staged  # noqa: PLC0415
+
         dirty = blocking_changes(state.entries, self.policy)
         if dirty and self.settings.autocommit and not self.options.dry_run:
             staged = foreign_staged(state.entries)

@@ -425,3 +425,29 @@ def test_a_cold_fast_forward_starts_the_fence_status_beside_the_checks(
     assert len(statuses) == 2, order  # the preflight's, the fence's
     assert order.index("git log") < statuses[1] < order.index("journal"), order
     assert statuses[1] < order.index("git update-ref"), order
+
+
+# What a cold cycle uses only once git has answered: the preflight's judgement of the status
+# (`roots.edits`), the trust anchor and the index's stat data (after the cycle), the words
+# of the result. None of them loads before the first git process starts.
+AFTER_FIRST_GIT = (
+    "memsync.roots.edits",
+    "memsync.roots.anchor",
+    "memsync.roots.indexstat",
+    "memsync.cli.text",
+)
+
+
+def test_a_cold_cycle_loads_nothing_before_its_first_git_that_git_does_not_need(
+    team: Team, tmp_path: Path
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = _warmed(team, tmp_path, env)
+    out, seen = _cold_sync_order(config, env)
+    assert out.split()[:2] == ["bob", "synced"], out
+    first = next(i for i, (kind, _, _) in enumerate(seen) if kind == "process")
+    before = {name for kind, name, _ in seen[:first] if kind == "import"}
+    assert "memsync.roots.cycle" in before  # the probe sees what loads
+    assert not before & set(AFTER_FIRST_GIT), sorted(before & set(AFTER_FIRST_GIT))
+    after = {name for kind, name, _ in seen[first:] if kind == "import"}
+    assert {"memsync.roots.edits", "memsync.cli.text"} <= after  # still used, later
