@@ -281,6 +281,11 @@ class _Cycle:
             )
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
+        # A one-shot cycle needs the whole status too: the branch, its head and upstream, an
+        # unfinished merge, and every uncommitted edit anywhere, untracked synchronized
+        # files included (`dirty` refuses the sync, autocommit commits them): no cheaper
+        # git call answers all of it (`--untracked-files=no` misses new files, `diff-index`
+        # the untracked ones, `normal` names only their directories).
         state = self._status(git_dir) if self.box.resident else self._status_loading_gate(git_dir)
         self.branch = self.settings.branch or state.branch or ""
         if not self.branch:
