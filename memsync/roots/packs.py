@@ -14,6 +14,7 @@ runs the same repack under the same time limit, and exits; the command answers a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -78,8 +79,13 @@ def fold_behind(git: Git, timeout: float, lock: RootLock) -> bool:
     if git_dir is None or not crowded(objects_dir(git_dir)):
         return False
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # nothing buffered is written twice
-    if os.fork():
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()  # nothing buffered is written twice
+    try:
+        child = os.fork()
+    except OSError:  # no process to spare: fold here, as the daemon does
+        return keep_small(git, timeout)
+    if child:
         lock.hand_over()
         return True
     code = 1
