@@ -373,12 +373,18 @@ class TreeReads(GitCore):
         return GitTreeView(self.ls_tree(rev), GitBlobs(self))
 
     def changes(
-        self, include: str, exclude: str | None, *, started: threading.Event | None = None
+        self,
+        include: str,
+        exclude: str | None,
+        *,
+        started: threading.Event | None = None,
+        logged: Callable[[], None] | None = None,
     ) -> tuple[int, list[Change]]:
         """(commit count, every path changed by every commit in `include ^exclude`).
 
         Each parent of a merge counts; the new side carries mode, size and object id.
         `started` is set once the log's git has started (and when it could not be).
+        `logged` is called once the log's diffs are kept (`diff_records`), before the sizes.
         """
         args = [
             "log",
@@ -404,6 +410,8 @@ class TreeReads(GitCore):
                 started.set()
         listed = gitparse.parse_log_raw(raw)
         _keep_diffs(raw, listed)
+        if logged is not None:
+            logged()
         records = [r for r in listed if not r.is_tree]
         commits = len({commit for commit, _parents in gitparse.log_headers(raw)})
         sizes = self.blob_sizes(
