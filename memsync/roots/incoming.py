@@ -101,16 +101,21 @@ class Incoming:
             git.list_ahead(local, after=started)  # listing, listed beside the log
             shape = self._read_shape_ahead(local, started)  # and its shape record
             reading.extend([shape] if shape is not None else [])
+        looks: list[FenceLook] = []
+
+        def logged() -> None:
+            # The candidate is the upstream: the fence's reads start as soon as the log's
+            # diffs are known, beside the rest of the reading and the checks (they publish
+            # nothing; the fence judges them after the verdict).
+            if plan.action is Action.BEHIND and not self.dry_run and not looks:
+                looks.append(FenceLook(git, local, upstream))
+                reading.append(looks[0].thread)
+
         try:
-            count, changes = git.changes(upstream, local, started=started)
+            count, changes = git.changes(upstream, local, started=started, logged=logged)
         finally:
             started.set()
-        look = None
-        if plan.action is Action.BEHIND and not self.dry_run:
-            # The candidate is the upstream: the fence's reads start now, beside the checks
-            # (they publish nothing; the fence judges them after the verdict).
-            look = FenceLook(git, local, upstream)
-            reading.append(look.thread)
+        look = looks[0] if looks else None
         checking = "Validating incoming changes"
         commits = f"{count} commit" if count == 1 else f"{count} commits"
         self.progress.show(checking, 0, len(changes), unit="changes", detail=commits)
