@@ -6,6 +6,7 @@ running daemon when it serves this configuration, else in this process. The clic
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from memsync.cli.app import EXIT_OK, EXIT_VERDICT, App, emit
@@ -50,8 +51,11 @@ def sync_now(
     options = SyncOptions(
         accept_rewrite=accept_rewrite, no_push=no_push, dry_run=dry_run, wait=None
     )
-    # This process exits after its cycles: the pack fold runs behind it (`packs.fold_behind`).
-    in_process = replace(options, upkeep_behind=True)
+    # This process exits after its cycles: the pack fold runs behind it (`packs.fold_behind`),
+    # unless a service manager runs the command (a timer's oneshot unit): systemd sets
+    # INVOCATION_ID for a unit's processes and stops the unit, killing what is left in it,
+    # once the command exits, so a fold behind it would never finish. There it waits.
+    in_process = replace(options, upkeep_behind="INVOCATION_ID" not in os.environ)
     results = _sync_through_daemon(settings, roots, options)
     if results is None:  # no daemon: run the cycles in this process (progress on a terminal)
         graph = _Graph(settings.state_dir, thaw=thaw)

@@ -360,52 +360,103 @@ def _crowd(root: Path) -> None:
     assert packs.crowded(packs.objects_dir(root / ".git"))
 
 
+class HeldFold:
+    """A root whose store is crowded, one incoming commit, and a `git` on PATH whose repack
+    writes its parent's process id to `started` and waits for `word` (at most a minute)."""
+
+    def __init__(self, team: Team, tmp_path: Path) -> None:
+        self.env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+        # The fold's time limit (the cycle's) is longer than the test waits for the command.
+        self.config = write_config(tmp_path, {"bob": {"path": team.bob.path, "timeout": "90s"}})
+        _one_incoming_commit(team, 0)
+        _cold_sync(self.config, self.env)  # the state file, the settings memo
+        _crowd(team.bob.path)
+        _one_incoming_commit(team, 1)
+        real_git = shutil.which("git")
+        folder, self.word = tmp_path / "slowfold", tmp_path / "fold-may-end"
+        folder.mkdir()
+        self.started = tmp_path / "fold-started"
+        (folder / "git").write_text(
+            "#!/bin/sh\n"
+            f'case " $* " in *" repack "*) echo $PPID > {self.started}; n=0\n'
+            f"  while [ ! -e {self.word} ] && [ $n -lt 600 ]; do\n"
+            "    sleep 0.1; n=$((n+1)); done;; esac\n"
+            f'exec {real_git} "$@"\n'
+        )
+        (folder / "git").chmod(0o755)
+        self.path = f"{folder}:{os.environ['PATH']}"
+        self.lock_file = RootLayout.for_root(tmp_path / "state", "bob").lock_file
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "memsync", "--config", str(self.config), "sync-now"]
+
+    def folder_of(self) -> int:
+        """The process id of the repack's parent, once the repack started."""
+        wait_for(
+            lambda: self.started.exists() and self.started.read_text().strip(),
+            30,
+            "the fold to start",
+        )
+        return int(self.started.read_text())
+
+
 def test_a_cold_sync_now_answers_before_the_pack_fold_ends(team: Team, tmp_path: Path) -> None:
     """Issue 18: the pack fold is upkeep: a `sync-now` without a daemon answers and exits
     while it runs (a 280 ms repack at 10k files was a cold run's wall). The fold still runs,
     under the root lock, handed over to it: no cycle runs on the root before it ends, and
     afterwards the store is small again and has lost nothing."""
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    # The fold's time limit (the cycle's) is longer than the test waits for the command.
-    config = write_config(tmp_path, {"bob": {"path": team.bob.path, "timeout": "90s"}})
-    _one_incoming_commit(team, 0)
-    _cold_sync(config, env)  # the state file, the settings memo
-    _crowd(team.bob.path)
-    _one_incoming_commit(team, 1)
-    # A `git` whose repack waits for the test's word (at most a minute).
-    real_git = shutil.which("git")
-    folder, word = tmp_path / "slowfold", tmp_path / "fold-may-end"
-    folder.mkdir()
-    started = tmp_path / "fold-started"
-    (folder / "git").write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" repack "*) : > {started}; n=0\n'
-        f"  while [ ! -e {word} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done;; esac\n"
-        f'exec {real_git} "$@"\n'
-    )
-    (folder / "git").chmod(0o755)
-    lock_file = RootLayout.for_root(tmp_path / "state", "bob").lock_file
+    scene = HeldFold(team, tmp_path)
+    env = {**os.environ, **GIT_ENV, **scene.env, "PATH": scene.path}
+    env.pop("INVOCATION_ID", None)  # not a service's process
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "memsync", "--config", str(config), "sync-now"],
+            scene.argv(),
             capture_output=True,
             text=True,
-            env={**os.environ, **GIT_ENV, **env, "PATH": f"{folder}:{os.environ['PATH']}"},
+            env=env,
             cwd=Path(__file__).parents[2],
             timeout=30,  # the old code waited for the fold: for the word, a minute
             check=False,
         )
         assert done.returncode == 0, (done.stdout, done.stderr)
         assert done.stdout.split()[:2] == ["bob", "synced"], done.stdout
-        assert not word.exists()  # so the fold has not ended
-        wait_for(started.exists, 30, "the fold to start")
-        assert _held(lock_file)  # the fold holds the root lock
+        assert not scene.word.exists()  # so the fold has not ended
+        scene.folder_of()
+        assert _held(scene.lock_file)  # the fold holds the root lock
     finally:
-        word.touch()
-    wait_for(lambda: not _held(lock_file), 60, "the fold to end and let go of the lock")
+        scene.word.touch()
+    wait_for(lambda: not _held(scene.lock_file), 60, "the fold to end and let go of the lock")
     assert not packs.crowded(packs.objects_dir(team.bob.path / ".git"))
     git(team.bob.path, "fsck", "--strict", "--no-dangling")
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+
+
+def test_a_sync_now_run_by_a_service_manager_folds_before_it_exits(
+    team: Team, tmp_path: Path
+) -> None:
+    """A timer's oneshot unit (`systemd/memsync-sync.service`): systemd kills what is left
+    in the unit once the command exits, so a fold behind it would never end and the packs
+    would pile up run after run. Under a service manager (INVOCATION_ID set) the command
+    folds itself, and the store is small when it exits."""
+    scene = HeldFold(team, tmp_path)
+    env = {**os.environ, **GIT_ENV, **scene.env, "PATH": scene.path, "INVOCATION_ID": "0" * 32}
+    command = subprocess.Popen(
+        scene.argv(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[2],
+    )
+    try:
+        assert scene.folder_of() == command.pid  # the command's own repack, not a child's
+    finally:
+        scene.word.touch()
+        out, err = command.communicate(timeout=60)
+    assert command.returncode == 0, (out, err)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert not packs.crowded(packs.objects_dir(team.bob.path / ".git"))
+    assert not _held(scene.lock_file)
 
 
 def test_a_cold_fast_forward_starts_the_fence_status_beside_the_checks(
