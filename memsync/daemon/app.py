@@ -65,6 +65,7 @@ from memsync.roots.layout import RootLayout
 from memsync.roots.lock import RootLock
 from memsync.roots.result import HELD, SyncResult
 from memsync.status import config_name, status_document
+from memsync.tlstrust import no_trust_store
 from memsync.transports.git import Git
 from memsync.transports.hubclient import events_name_root, view_events_url
 from memsync.validators.policy import SyncPolicy
@@ -297,7 +298,8 @@ class Daemon:
     async def _start_health(self) -> web.AppRunner | None:
         if not self.settings.http_listen:
             return None
-        from aiohttp import web  # noqa: PLC0415 - only a daemon with `http.listen` serves HTTP
+        with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+            from aiohttp import web  # noqa: PLC0415 - only a daemon with `http.listen` serves
 
         host, _, port = self.settings.http_listen.rpartition(":")
         runner = web.AppRunner(health_app(self.metrics, self.readiness), access_log=None)
@@ -330,7 +332,8 @@ class Daemon:
         assert tasks is not None  # noqa: S101
         for key in wanted:
             if key not in self._followers:
-                from memsync.daemon.events import follow  # noqa: PLC0415 - when configured
+                with no_trust_store():  # (aiohttp's context for ssl=False: tlstrust.py)
+                    from memsync.daemon.events import follow  # noqa: PLC0415 - when configured
 
                 url, token = key
                 self._followers[key] = tasks.create_task(

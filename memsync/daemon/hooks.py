@@ -30,6 +30,7 @@ from memsync.daemon.transitions import Transition
 from memsync.errors import ConfigError
 from memsync.redaction import redact_secrets
 from memsync.secrets import resolve_header
+from memsync.tlstrust import no_trust_store
 from memsync.transports.process import run_process
 
 log = logging.getLogger("memsync.daemon.hooks")
@@ -178,7 +179,8 @@ def _command(
 async def _webhook(
     webhook: WebhookSettings, document: Mapping[str, Any], seconds: float, where: str
 ) -> None:
-    from memsync.transports.http import HttpClient, HttpError  # noqa: PLC0415 - webhooks only
+    with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+        from memsync.transports.http import HttpClient, HttpError  # noqa: PLC0415 - webhooks
 
     token: str | None = None
     if webhook.token is not None:

@@ -34,6 +34,7 @@ from memsync.roots.cycle import SyncOptions, sync_root
 from memsync.roots.result import SyncResult, SyncStatus
 from memsync.roots.statusmemo import StatusMemo
 from memsync.secrets import SecretRef, resolve_header
+from memsync.tlstrust import no_trust_store
 from memsync.transports.git import Git
 
 # What a daemon needs at rest is imported here; the maintenance cycles (`cycles.*`), view
@@ -236,8 +237,9 @@ def _cycle_failing(result: CycleResult) -> bool:
 async def publish_views(settings: RootSettings) -> None:
     """Team server mode: the root's HEAD moved, so its views are rebuilt and published
     (nothing new when the content is unchanged); a failure is logged, never fatal."""
-    from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers need it
-    from memsync.views.publish import publish_view  # noqa: PLC0415
+    with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+        from memsync.views.keys import load_private_key  # noqa: PLC0415 - only providers
+        from memsync.views.publish import publish_view  # noqa: PLC0415
 
     for index, entry in enumerate(settings.publish):
         try:
@@ -281,8 +283,9 @@ async def notify_hub(settings: RootSettings, commit: str) -> None:
     token = resolve_token(settings.notify_token, where)
     if settings.notify_token is not None and token is None:
         return  # logged: a notification without its token would only be refused
-    from memsync.transports.http import HttpError  # noqa: PLC0415 - used rarely
-    from memsync.transports.hubclient import HubClient  # noqa: PLC0415
+    with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+        from memsync.transports.http import HttpError  # noqa: PLC0415 - used rarely
+        from memsync.transports.hubclient import HubClient  # noqa: PLC0415
 
     deadline = asyncio.get_running_loop().time() + NOTIFY_TIMEOUT
     root = settings.notify_root or settings.name
@@ -333,8 +336,9 @@ class ViewWorker:
         self.jobs.every(f"view:{view.name}", view.refresh.total_seconds(), self.trigger, PULL)
 
     async def _run(self, options: PullOptions) -> ViewResult:
-        from memsync.views.pull import pull_views  # noqa: PLC0415 - views load when used
-        from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415
+        with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
+            from memsync.views.pull import pull_views  # noqa: PLC0415 - views load when used
+            from memsync.views.trust import TrustState, trust_path  # noqa: PLC0415
 
         context = self.context
         state_dir = context.settings().state_dir

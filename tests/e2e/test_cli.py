@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.roots.create import init_root
 from memsync.roots.faults import SYNC_POINTS
 from memsync.wire import InitReport, StatusReport, SyncReport, ValidateReport
 from tests.conftest import Team
@@ -86,7 +87,7 @@ def test_init_refuses_a_non_empty_directory(tmp_path: Path) -> None:
 
 def test_validate_reports_problems_with_codes(tmp_path: Path) -> None:
     root = tmp_path / "mem"
-    assert memsync("init", str(root)).returncode == 0
+    init_root(root)  # what `memsync init` runs (test_init_creates_a_root_that_validates)
     (root / "MEMORY_bad.md").write_bytes(b"\xff\n")
     os.chmod(root / "MEMORY.md", 0o755)
     done = memsync("validate", str(root), "--json")
@@ -232,7 +233,7 @@ def test_validate_reports_a_legacy_reference_file_even_though_git_ignores_it(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "mem"
-    assert memsync("init", str(root)).returncode == 0
+    init_root(root)  # what `memsync init` runs (test_init_creates_a_root_that_validates)
     (root / "PURSUIT_RULES.md").write_text("# old rules\n")
     done = memsync("validate", str(root), "--json")
     assert done.returncode == 1
@@ -242,7 +243,7 @@ def test_validate_reports_a_legacy_reference_file_even_though_git_ignores_it(
 
 def test_validate_enforces_corrections_capacity_and_reports_graph_lines(tmp_path: Path) -> None:
     root = tmp_path / "mem"
-    assert memsync("init", str(root)).returncode == 0
+    init_root(root)  # what `memsync init` runs (test_init_creates_a_root_that_validates)
     entry = (
         "## Entry {n}\n\n### Candidate\n\nc\n\n### Proposed edit\n\np\n\n### Accepted edit\n\na\n\n"
     )
@@ -288,7 +289,7 @@ def test_validate_says_how_many_tracked_files_memory_files_and_items_it_checked(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "mem"
-    assert memsync("init", str(root)).returncode == 0
+    init_root(root)  # what `memsync init` runs (test_init_creates_a_root_that_validates)
     logs = root / "insight_logs"
     logs.mkdir()
     for n in range(1200):  # synchronized, validated for name, mode and text: not the graph

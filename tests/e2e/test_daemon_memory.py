@@ -16,8 +16,11 @@ from pathlib import Path
 from memsync.daemon.client import call
 from tests.conftest import Team
 from tests.e2e.daemons import launcher, write_config
+from tests.e2e.hubs import hostile_hub
 from tests.e2e.test_cli import memsync
+from tests.e2e.test_daemon_events import follow_config
 from tests.helpers import wait_for
+from tests.kit import free_port
 
 # Not imported by an idle daemon whose config names no view, cycle, hook or hub. Each entry
 # is a package or module; its submodules count too.
@@ -140,3 +143,49 @@ def test_an_idle_daemon_with_one_root_loads_only_what_it_uses(team: Team, tmp_pa
         loaded = [m for m in listed if any(m == n or m.startswith(n + ".") for n in NOT_AT_REST)]
         assert loaded == []
     assert rss <= RSS_BOUND_MB, f"idle daemon RSS {rss:.1f} MB > {RSS_BOUND_MB} MB"
+
+
+# Records, from inside the daemon, each CA bundle load and whether its TLS context verifies.
+TLS_SITE = """
+import os, ssl
+
+def _recording(name):
+    load = getattr(ssl.SSLContext, name)
+
+    def recorded(self, *args, **kwargs):
+        with open(os.environ["MEMSYNC_TEST_TLS"], "a") as out:
+            out.write(f"{name} {int(self.verify_mode)}\\n")
+        return load(self, *args, **kwargs)
+
+    setattr(ssl.SSLContext, name, recorded)
+
+for _name in ("set_default_verify_paths", "load_default_certs"):
+    _recording(_name)
+"""
+
+
+def test_a_daemon_using_aiohttp_reads_no_ca_bundle_for_the_context_that_verifies_nothing(
+    team: Team, tmp_path: Path
+) -> None:
+    """aiohttp builds, when imported, a TLS context for `ssl=False` (which memsync never asks
+    for) and reads the system's CA bundle into it (~30 ms of CPU). A daemon loads aiohttp for
+    hub events, HTTP views, webhooks and `http.listen`: whichever comes first loads it
+    without that read; the context that verifies still reads the bundle (https must work)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(TLS_SITE)
+    loads = tmp_path / "tls.txt"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "MEMSYNC_TEST_TLS": str(loads),
+    }
+    with hostile_hub() as hub:
+        config = follow_config(tmp_path, team.bob.path, f"{hub.url}/v1/events?root=team")
+        config.write_text(config.read_text() + f"http: {{listen: 127.0.0.1:{free_port()}}}\n")
+        with launcher(tmp_path) as launch:
+            daemon = launch(config, env=env)
+            wait_for(lambda: len(hub.requests) >= 1, 20, "the daemon to follow the hub")
+            assert daemon.proc.poll() is None
+    recorded = loads.read_text().split("\n")
+    assert "load_default_certs 2" in recorded  # aiohttp was loaded: the verifying context
+    assert [line for line in recorded if line.endswith(" 0")] == []  # CERT_NONE: none read

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from memsync.hub.tokens import hub_init, open_store
+from memsync.roots.create import init_root
 from memsync.roots.faults import VIEW_POINTS
 from memsync.views.archive import ArchiveLimits
 from memsync.views.build import build_static
-from memsync.views.keys import load_private_key
+from memsync.views.keys import generate_key, load_private_key
 from memsync.views.verify import verify_view
 from memsync.wire import (
     KeyReport,
@@ -27,7 +29,6 @@ from memsync.wire import (
     ViewsPullReport,
     ViewVerifyReport,
 )
-from memsync.wire.hub import TokenCreated
 from tests.conftest import copy_built
 from tests.e2e.hubs import running_hub, static_site
 from tests.helpers import GIT_ENV, commit, git
@@ -91,9 +92,11 @@ class Built:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Made by the code `memsync init`, `hub init`, `hub token create` and `keys generate`
+    run (their commands have their own tests): six set-up processes less per worker."""
     base = tmp_path_factory.mktemp("view-scene")
     root = base / "alice"
-    assert memsync("init", str(root)).returncode == 0
+    init_root(root)
     commit(
         root,
         {
@@ -104,13 +107,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         "share auth",
     )
     data = base / "hub"
-    init = memsync("hub", "init", str(data), "--json")
-    assert init.returncode == 0, init.stderr
-    admin = TokenCreated.model_validate_json(init.stdout).token
-    made = memsync("keys", "generate", "--out", str(base / "view.key"), "--json")
-    assert made.returncode == 0, made.stderr
-    public = KeyReport.model_validate_json(made.stdout).public_key
-    assert memsync("init", str(base / "bob")).returncode == 0
+    admin = hub_init(data)
+    public = generate_key(base / "view.key")
+    init_root(base / "bob")
     tokens = {"PUB": token(data, "publish:auth"), "READ": token(data, "read:auth")}
     return Built(base, admin, public, tokens)
 
@@ -138,9 +137,11 @@ def hub(copied: Built) -> Iterator[tuple[str, Path, str]]:
 
 
 def token(data: Path, scope: str) -> str:
-    made = memsync("hub", "token", "create", "--data", str(data), "--scope", scope, "--json")
-    assert made.returncode == 0, made.stderr
-    return TokenCreated.model_validate_json(made.stdout).token
+    store = open_store(data)
+    try:
+        return store.create([scope])[1]
+    finally:
+        store.close()
 
 
 def imported(root: Path) -> Path:
