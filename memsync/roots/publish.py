@@ -45,6 +45,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from memsync.errors import GitError, GitTimeout
 from memsync.roots.edits import blocking_changes, foreign_staged
 from memsync.roots.faults import fault
 from memsync.roots.layout import candidate_ref
@@ -293,7 +294,15 @@ def publish(git: Git, target: Target, policy: SyncPolicy, look: FenceLook | None
     elif target.resumed:  # the fence found only the candidate's bytes where they differ
         _two_tree_merge(git, target, "--reset", "-u")
     else:
-        git.read_tree_update(target.start, target.candidate)
+        try:
+            git.read_tree_update(target.start, target.candidate)
+        except GitTimeout:
+            raise
+        except GitError:
+            # git refused before writing anything: a file changed since the fence's status
+            # (an early look's is as old as the validation). The fence, asked again, names it.
+            check_fence(git, target, policy)
+            raise
     fault("after-worktree-update")
     move_branch(git, target)
 

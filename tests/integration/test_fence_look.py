@@ -5,16 +5,22 @@ an early look gives the same outcome as publishing without one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from memsync.errors import GitError
-from memsync.roots.layout import candidate_ref
+from memsync.roots import journal
+from memsync.roots.admit import Admission, Admitter
+from memsync.roots.checks import Checks
+from memsync.roots.layout import RootLayout, candidate_ref
 from memsync.roots.publish import FenceBroken, FenceLook, Target, publish
+from memsync.roots.refused import Fenced
 from memsync.roots.result import SyncStatus
 from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
+from tests.conftest import Team
 from tests.helpers import commit, git
 
 OP = "op-look"
@@ -131,3 +137,49 @@ def test_a_look_at_another_move_is_not_used(tmp_path: Path) -> None:
         publish(Git(root), Target("main", start, candidate, OP), SyncPolicy(), look)
     assert caught.value.status == SyncStatus.DIRTY
     assert caught.value.files == ("MEMORY_a.md",)
+
+
+def _add(root: Path, name: str, text: str) -> None:
+    (root / name).write_text(text)
+    git(root, "add", name)
+
+
+AFTER_THE_LOOK = {
+    "edit-in-the-diff": lambda root: (root / "MEMORY_a.md").write_text("# A\n\nmine\n"),
+    "staged-in-the-diff": lambda root: _add(root, "MEMORY_a.md", "# A\n\nmine\n"),
+    "staged-removal-in-the-diff": lambda root: git(root, "rm", "-q", "--cached", "MEMORY_a.md"),
+    "committed-then-soft-reset": lambda root: (
+        _add(root, "MEMORY_a.md", "# A\n\nmine\n"),
+        git(root, "commit", "-q", "-m", "mine"),
+        git(root, "reset", "-q", "--soft", "HEAD~"),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", list(AFTER_THE_LOOK.values()), ids=list(AFTER_THE_LOOK))
+def test_a_change_made_after_the_look_is_refused_as_the_fence_refuses_it(
+    team: Team, change: Callable[[Path], object]
+) -> None:
+    """A change to a path the candidate changes, made after the early status and before the
+    work tree moves, is refused by git's two-tree merge; the admission then reports what
+    the fence would have (dirty, the path named) and settles its record, instead of a raw
+    git error and a `prepared` record left for the next cycle's recovery."""
+    root = team.bob.path
+    commit(root, {"MEMORY_a.md": "# A\n"})
+    start = git(root, "rev-parse", "HEAD")
+    candidate = commit(root, {"MEMORY_a.md": "# A\n\nnew\n", "MEMORY_c.md": "# C\n"})
+    git(root, "reset", "-q", "--hard", start)
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    records = journal.Journal(layout.journal_dir)
+    outcome = Admitter(Git(root), records, layout, SyncPolicy()).admit(
+        Admission("sync", "main", start, candidate),
+        lambda _op, _worktree: candidate,
+        Checks(history=False),
+        before_publish=lambda: change(root),  # after the look (the admission's own) and verdict
+    )
+    assert isinstance(outcome, Fenced), outcome
+    assert outcome.fence.status == SyncStatus.DIRTY
+    assert outcome.fence.files == ("MEMORY_a.md",)
+    assert records.unsettled() == []
+    assert git(root, "rev-parse", "HEAD") == start
+    assert not (root / "MEMORY_c.md").exists()
