@@ -29,7 +29,7 @@ class RootLock:
 
     def acquire(self) -> None:
         private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _above_std(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         deadline = None if self.wait is None else time.monotonic() + self.wait
         while True:
             try:
@@ -81,6 +81,18 @@ class RootLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def _above_std(fd: int) -> int:
+    """`fd`, or a copy above the standard streams when it took one's number (a process
+    started with stdin closed): a child that points 0-2 at the null device
+    (`packs.fold_behind`) must not close the lock with them."""
+    if fd > 2:
+        return fd
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
 
 
 def _read_holder(fd: int) -> str | None:

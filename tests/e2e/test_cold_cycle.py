@@ -431,6 +431,35 @@ def test_a_cold_sync_now_answers_before_the_pack_fold_ends(team: Team, tmp_path:
     assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
 
 
+def test_a_fold_behind_a_command_started_with_stdin_closed_keeps_the_lock(
+    team: Team, tmp_path: Path
+) -> None:
+    """A command started with its standard input closed opens the root lock as fd 0; the
+    fold's child points 0-2 at the null device: the lock must not go with it (the fold
+    then failed at once and the lock was free while nothing had folded)."""
+    scene = HeldFold(team, tmp_path)
+    env = {**os.environ, **GIT_ENV, **scene.env, "PATH": scene.path}
+    env.pop("INVOCATION_ID", None)
+    try:
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" <&-', "sh", *scene.argv()],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).parents[2],
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        assert done.stdout.split()[:2] == ["bob", "synced"], done.stdout
+        scene.folder_of()
+        assert _held(scene.lock_file)  # the fold holds the root lock
+    finally:
+        scene.word.touch()
+    wait_for(lambda: not _held(scene.lock_file), 60, "the fold to end and let go of the lock")
+    assert not packs.crowded(packs.objects_dir(team.bob.path / ".git"))
+
+
 def test_a_sync_now_run_by_a_service_manager_folds_before_it_exits(
     team: Team, tmp_path: Path
 ) -> None:
