@@ -39,6 +39,7 @@ refused by git itself: the two-tree merge does not overwrite a file that is not 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -301,7 +302,8 @@ def publish(git: Git, target: Target, policy: SyncPolicy, look: FenceLook | None
         except GitError:
             # git refused before writing anything: a file changed since the fence's status
             # (an early look's is as old as the validation). The fence, asked again, names it.
-            check_fence(git, target, policy)
+            with contextlib.suppress(GitError):  # (else git's own refusal is the answer)
+                check_fence(git, target, policy)
             raise
     fault("after-worktree-update")
     move_branch(git, target)
