@@ -34,7 +34,8 @@ merge in progress, the candidate ref, the files in the way). Before it trusts th
 status it reads `HEAD` and the branch again from their files: when either moved (or reads
 oddly) git is asked again, so an early look never widens the window in which a commit of
 the person's goes unseen. An edit to a changed path made after the early status is still
-refused by git itself: the two-tree merge does not overwrite a file that is not up to date.
+refused by git itself: the two-tree merge does not overwrite a file that is not up to date
+(nor an index entry that is neither side's); the fence, asked again then, names it (`dirty`).
 """
 
 from __future__ import annotations
