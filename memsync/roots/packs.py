@@ -41,18 +41,23 @@ def objects_dir(git_dir: Path) -> Path:
     return git_dir / "objects"
 
 
-def _count(directory: Path, suffix: str = "") -> int:
+def _count(directory: Path, prefix: str = "", suffix: str = "") -> int:
     try:
         with os.scandir(directory) as entries:
-            return sum(1 for e in entries if e.name.endswith(suffix))
+            return sum(1 for e in entries if e.name.startswith(prefix) and e.name.endswith(suffix))
     except OSError:
         return 0
 
 
 def crowded(objects: Path) -> bool:
     """Two directory listings: too many packs, or (sampled as git samples) too many loose
-    objects."""
-    return _count(objects / "pack", ".pack") > PACK_LIMIT or _count(objects / "17") > LOOSE_LIMIT
+    objects. Only git's finished packs count (`pack-<id>.pack`): the temporary files of a
+    repack that was killed (`.tmp-*`, `tmp_pack_*`) are nothing a fold would merge, and
+    counting them would start a fold on every run."""
+    return (
+        _count(objects / "pack", "pack-", ".pack") > PACK_LIMIT
+        or _count(objects / "17") > LOOSE_LIMIT
+    )
 
 
 def keep_small(git: Git, timeout: float) -> bool:

@@ -38,3 +38,13 @@ def test_a_quiet_store_is_left_alone(team: Team, tmp_path: Path) -> None:
     before = sorted(p.name for p in (objects / "pack").iterdir())
     assert team.bob.sync().status == "current"
     assert sorted(p.name for p in (objects / "pack").iterdir()) == before
+
+
+def test_what_a_killed_repack_leaves_does_not_crowd_the_store(team: Team) -> None:
+    """A repack killed midway (a container stopped under a fold behind `sync-now`) leaves
+    its temporary packs: they are not packs a fold merges, so they never start one."""
+    objects = packs.objects_dir(team.bob.path / ".git")
+    for n in range(packs.PACK_LIMIT + 1):
+        (objects / "pack" / f".tmp-{1000 + n}-pack-{n:040x}.pack").write_bytes(b"PACK")
+        (objects / "pack" / f"tmp_pack_{n:06d}").write_bytes(b"PACK")
+    assert not packs.crowded(objects)
