@@ -10,6 +10,8 @@ So the processes that load aiohttp import it inside `no_trust_store()`: while it
 TLS context that verifies nothing loads no trust store, and with `verifying=True` (the hub)
 neither does one that verifies, which then trusts nothing: a request with it fails its
 verification, it never goes unchecked. Contexts made afterwards load the system's as ever.
+The HTTP box (`transports/http.py`) imports aiohttp so too: its https requests verify with
+a context of its own, built on the first one.
 """
 
 from __future__ import annotations

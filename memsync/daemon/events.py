@@ -28,12 +28,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from memsync.daemon.triggers import Backoff
 from memsync.redaction import redact
 from memsync.transports.http import HttpError, redact_url
 from memsync.transports.hubclient import HubClient
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the HTTP box, without the CA bundle reads it does not need
 
 log = logging.getLogger(__name__)
 

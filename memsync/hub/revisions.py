@@ -125,6 +125,14 @@ class RevisionStore:
                     if entry.name.startswith(TMP_PREFIX):
                         _remove(entry)
 
+    def holds_any(self) -> bool:
+        """Whether some view holds a stored revision (a directory listing, nothing read)."""
+        for view_dir in self.views_dir.iterdir():
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                if any(n.name.isdigit() for n in (view_dir / "revisions").iterdir()):
+                    return True
+        return False
+
     def scan(self) -> list[Revision]:
         """Read every view's newest revision above the one held; return those now current."""
         found = []

@@ -2,7 +2,8 @@
 
 The process `hub serve` started is the supervisor. It
 1. takes the data dir's lock (one hub per data dir; the workers inherit it), checks the
-   data dir is a hub's, prunes the audit log and drops what a crash left behind;
+   data dir is a hub's, prunes the audit log and drops what a crash left behind; loads the
+   manifest's models when revisions are stored (each worker reads them: one import, shared);
 2. binds one socket per worker and address with `SO_REUSEPORT`, after checking that no
    other program holds the port: the kernel spreads new connections over the workers;
 3. makes the shared counters and the inboxes (`peers.Board`) and forks the workers, which
@@ -119,7 +120,12 @@ def _prepare(data_dir: Path) -> None:
         store.prune_audit()
     finally:
         store.close()
-    RevisionStore(data_dir).clean()
+    revisions = RevisionStore(data_dir)
+    revisions.clean()
+    if revisions.holds_any():
+        # Every worker reads the stored revisions when it starts: the manifest's models
+        # and cryptography (~170 ms of CPU) load once, here, and the forks share them.
+        import memsync.views.manifest  # noqa: F401, PLC0415 - a hub without revisions: not yet
     prepare_shared(data_dir)  # the workers' metrics start at zero
 
 

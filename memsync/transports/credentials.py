@@ -9,11 +9,11 @@ child, dumped by crash reporters and `env`):
 
 - **HTTPS.** For the length of one git call the box serves the username and token on a unix
   socket in a fresh 0700 directory (`CredentialServer`), and tells git, after resetting
-  every other helper, to use memsync's own credential helper: this file, run as a script by
-  the same Python in isolated mode (`-I`: no current directory, no `PYTHON*` variables, no
-  user site on its path; it imports only the standard library). Git starts the helper for
-  `get`; the helper relays git's request (protocol, host) over the socket and prints the
-  answer. The server answers only this helper as git itself starts it for the one call
+  every other helper, to use memsync's own credential helper: `credhelper.py`, run as a
+  script by the same Python in isolated mode (`-I`: no current directory, no `PYTHON*`
+  variables, no user site on its path; it imports only `_socket` and `sys`). Git starts the
+  helper for `get`; the helper relays git's request (protocol, host) over the socket and
+  prints the answer. The server answers only this helper as git itself starts it for the one call
   the server was made for: the peer (SO_PEERCRED: this user) runs this helper with this
   socket, its parent is git's HTTP remote helper (through git's `sh -c` at most), whose
   parent is `git remote-http(s)`, whose parent is exactly the git process the box started
@@ -29,8 +29,6 @@ child, dumped by crash reporters and `env`):
   reads it, memsync never does. Without a key, ssh-agent works as usual (`SSH_AUTH_SOCK`
   is kept by the box). Paths are limited to characters that neither the shell git runs the
   command with nor ssh's own `%`, `$`, `~` and whitespace expansion can read differently.
-
-Module level imports only the standard library: the helper runs from this file alone.
 """
 
 from __future__ import annotations
@@ -50,16 +48,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from memsync.transports import credhelper
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from memsync.secrets import SecretRef
 
-HELPER_SCRIPT = Path(__file__).resolve()
+HELPER_SCRIPT = Path(credhelper.__file__).resolve()
 DEFAULT_USERNAME = "x-access-token"  # GitHub's word for "the token says who"; others accept any
 
-_LIMIT = 64 * 1024  # a credential request or answer is a few lines
-_PEER_TIMEOUT = 10.0  # seconds one helper connection may take
+_LIMIT = credhelper.LIMIT  # a credential request or answer is a few lines
+_PEER_TIMEOUT = credhelper.PEER_TIMEOUT  # seconds one helper connection may take
 _REMOTE_HELPERS = frozenset({"git-remote-http", "git-remote-https"})
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+,:@-]*")
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -363,34 +363,3 @@ def parse_request(raw: bytes) -> dict[str, str]:
         if sep:
             fields[key] = value
     return fields
-
-
-# -- the helper: git's side --------------------------------------------------------------------
-
-
-def main(argv: list[str]) -> int:
-    """`helper.py SOCKET OPERATION`, with git's request on stdin and the answer on stdout."""
-    if len(argv) != 2:
-        print("usage: credentials.py SOCKET get|store|erase", file=sys.stderr)
-        return 2
-    path, operation = argv
-    request = sys.stdin.buffer.read(_LIMIT)
-    if operation != "get":
-        return 0  # store and erase: memsync keeps nothing, so there is nothing to do
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(_PEER_TIMEOUT)
-            conn.connect(path)
-            conn.sendall(request)
-            conn.shutdown(socket.SHUT_WR)
-            answer = _read_all(conn)
-    except OSError as exc:
-        print(f"memsync credential helper: memsync did not answer: {exc}", file=sys.stderr)
-        return 1
-    sys.stdout.buffer.write(answer)
-    sys.stdout.buffer.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -15,6 +15,12 @@ the wire. A `304` says only "unchanged": the caller still re-checks what it has 
 Tokens and query strings never reach a message or the log. Retries are `get_with_retry`'s
 alone, except that aiohttp re-sends an idempotent request once when the connection drops
 before any response (RFC 9112 9.3.1.1).
+
+https is verified against the system's trust store with a TLS context this module builds
+on the first https request (`_verified`): aiohttp's own default contexts, which read the CA
+bundle when aiohttp is imported (~30 ms of CPU), are never used, so aiohttp loads here
+without them (`tlstrust`) and a process that only speaks plain http or to loopback (a test
+hub, `views pull` from an http hub) never reads the bundle.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import hashlib
 import io
 import logging
@@ -36,13 +43,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
-import aiohttp
-from aiohttp import hdrs
+from memsync.tlstrust import no_trust_store
+
+with no_trust_store(verifying=True):  # aiohttp's default contexts: unused here (`_verified`)
+    import aiohttp
+    from aiohttp import hdrs
 from yarl import URL
 
 from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
 from memsync.transports.hubrule import url_problem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["ErrorKind", "Fetched", "HttpClient", "HttpError", "Posted", "redact_url"]
 
@@ -365,7 +379,7 @@ class HttpClient:
         try:
             async with asyncio.timeout_at(deadline):
                 async with session.post(
-                    target, data=data, headers=sent, allow_redirects=False
+                    target, data=data, headers=sent, allow_redirects=False, ssl=_tls(target)
                 ) as resp:
                     if not refuse_larger:
                         return resp.status, await resp.content.read(max_response)
@@ -404,7 +418,7 @@ class HttpClient:
         )
         try:
             async with session.get(
-                start, headers=sent, allow_redirects=False, timeout=timeout
+                start, headers=sent, allow_redirects=False, timeout=timeout, ssl=_tls(start)
             ) as resp:
                 if resp.status != 200:
                     raise _status_error(resp.status, where, resp.headers.get(hdrs.RETRY_AFTER))
@@ -443,7 +457,9 @@ class HttpClient:
             if etag:
                 headers[hdrs.IF_NONE_MATCH] = etag
             try:
-                async with session.get(current, headers=headers, allow_redirects=False) as resp:
+                async with session.get(
+                    current, headers=headers, allow_redirects=False, ssl=_tls(current)
+                ) as resp:
                     log.debug("GET %s -> %d", where, resp.status)
                     location = resp.headers.get(hdrs.LOCATION)
                     if resp.status not in _REDIRECTS or not location:
@@ -586,6 +602,23 @@ def _flush_close(handle: IO[bytes]) -> None:
 
 # A header value memsync sends: printable ASCII (no control character, no line break).
 _HEADER_VALUE = re.compile(r"[\x20-\x7e]{0,8192}")
+
+
+def _tls(url: URL) -> ssl.SSLContext | bool:
+    """What a request to `url` verifies its peer with: the system's trust store for https
+    (`_verified`); nothing to verify for plain http (aiohttp's default, never consulted)."""
+    return _verified() if url.scheme == "https" else True
+
+
+@functools.cache
+def _verified() -> ssl.SSLContext:
+    """The context every https request verifies with, built once, on the first one: the
+    system's CA certificates, hostname checked, http/1.1 offered (as aiohttp's own)."""
+    import ssl  # noqa: PLC0415 - aiohttp loaded it already
+
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(("http/1.1",))
+    return context
 
 
 def _parse(url: str, *, method: str = "GET") -> URL:

@@ -19,9 +19,13 @@ from tests.kit import hub_process
 
 @contextlib.contextmanager
 def running_hub(data: Path) -> Iterator[tuple[str, list[str]]]:
-    """A hub serving `data`; yields its URL and, once it stopped, its stderr lines."""
+    """A hub serving `data`; yields its URL and, once it stopped, its stderr lines.
+
+    One process (`--workers 1`): these tests are about what a hub serves, not how its
+    workers share it (`test_hub_workers`); each more worker would import the manifest's
+    models again after the first upload (~0.17 s of CPU per hub)."""
     log: list[str] = []
-    with hub_process(data) as hub:
+    with hub_process(data, "--workers", "1") as hub:
         try:
             yield hub.url, log
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import threading
@@ -16,7 +17,7 @@ import pytest
 
 from memsync.hub.tokens import hub_init, open_store
 from memsync.roots.create import init_root
-from memsync.views.keys import generate_key
+from memsync.views.keys import generate_key, load_private_key
 from tests.conftest import Team
 from tests.e2e.daemons import Daemon, launcher, write_config
 from tests.e2e.hubs import BADID_BYTES, hostile_hub, running_hub
@@ -188,22 +189,12 @@ def test_a_team_server_publishes_its_views_when_head_moves(
 
 
 def publish_auth(root: Path, url: str, key: Path, publisher: str) -> None:
-    """`views publish auth` from `root` to the hub, as a provider would."""
-    done = memsync(
-        "views",
-        "publish",
-        "auth",
-        "--root",
-        str(root),
-        "--hub",
-        url,
-        "--token",
-        "env:PUB",
-        "--key",
-        str(key),
-        env={"PUB": publisher},
-    )
-    assert done.returncode == 0, done.stderr
+    """What `views publish auth` from `root` to the hub runs, in this process, as a provider
+    would (the command has its own tests: test_views): a set-up process less each."""
+    from memsync.views.publish import publish_view  # noqa: PLC0415 - views load when used
+
+    done = asyncio.run(publish_view(root, "auth", url, publisher, [load_private_key(key)]))
+    assert done.status == "published", done
 
 
 def consume_auth(config: Path, url: str, public: str, token_ref: str, refresh: str = "5m") -> None:

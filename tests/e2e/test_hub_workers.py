@@ -111,7 +111,14 @@ class Hub:
         )
 
 
-def start_hub(tmp_path: Path, data: Path, port: int, workers: int = WORKERS, *options: str) -> Hub:
+def start_hub(
+    tmp_path: Path,
+    data: Path,
+    port: int,
+    workers: int = WORKERS,
+    *options: str,
+    env: dict[str, str] | None = None,
+) -> Hub:
     stderr = tmp_path / f"hub-{port}-{time.monotonic_ns()}.log"
     with stderr.open("wb") as err:
         proc = subprocess.Popen(
@@ -122,6 +129,7 @@ def start_hub(tmp_path: Path, data: Path, port: int, workers: int = WORKERS, *op
             ],
             stdout=subprocess.DEVNULL,
             stderr=err,
+            env=None if env is None else {**os.environ, **env},
         )
     return Hub(proc, f"http://127.0.0.1:{port}", port, data, "", stderr)
 
@@ -318,6 +326,56 @@ async def test_revisions_are_stored_in_increasing_order_across_workers(hub: Hub)
     times = [(revisions / str(number)).stat().st_ctime_ns for number in created]
     assert times == sorted(times), list(zip(created, times, strict=True))
     assert 12 in created
+
+
+# Records, in the file MEMSYNC_TEST_IMPORTS names, the pid of each process that imports the
+# manifest's models (forked workers inherit the modules their supervisor imported).
+IMPORT_SITE = """
+import os, sys
+
+def _hook(event, args):
+    if event == "import" and args[0] == "memsync.views.manifest":
+        with open(os.environ["MEMSYNC_TEST_IMPORTS"], "a") as out:
+            out.write(f"{os.getpid()}\\n")
+
+sys.addaudithook(_hook)
+"""
+
+
+def test_a_hub_holding_revisions_loads_the_manifest_models_once_for_every_worker(
+    hub: Hub, tmp_path: Path
+) -> None:
+    """Each worker reads the stored revisions when it starts: the supervisor imports the
+    manifest's models (pydantic, cryptography: ~170 ms of CPU) once, before it forks,
+    rather than every worker separately (a hub without revisions loads them on its first
+    upload: `test_lean_starts`)."""
+    manifest, package = build("auth", 1)
+    assert asyncio.run(publish(hub.url, hub.admin, "auth", manifest, package)) == 201
+    assert stop(hub) == 0
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(IMPORT_SITE)
+    imports = tmp_path / "imports.txt"
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {"PYTHONPATH": path, "MEMSYNC_TEST_IMPORTS": str(imports)}
+    again = start_hub(tmp_path, hub.data, free_port(), env=env)
+    workers: list[int] = []
+    try:
+        wait_listening(again)
+        workers = again.workers
+        url = f"{again.url}/v1/views/auth/manifest"
+        answers = asyncio.run(fresh_gets(url, hub.admin, 16))
+        assert set(answers) == {(200, etag(manifest))}  # any worker answers with it
+    finally:
+        assert stop(again) == 0, again.log()
+        for pid in workers:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert imports.read_text().split() == [str(again.proc.pid)]
+
+
+async def fresh_gets(url: str, token: str, count: int) -> list[tuple[int, str]]:
+    return list(await asyncio.gather(*(fresh_get(url, token) for _ in range(count))))
 
 
 def test_sigterm_stops_every_worker_and_the_hub_exits_0(hub: Hub) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from memsync.config.load import load_config
+from memsync.config.model import settings_from
 from memsync.hub.tokens import hub_init, open_store
 from memsync.roots.create import init_root
 from memsync.roots.faults import VIEW_POINTS
@@ -255,6 +258,27 @@ class Scene:
         assert done.returncode == 0, done.stderr + done.stdout
         return ViewPublishReport.model_validate_json(done.stdout)
 
+    def publish_here(self) -> int:
+        """What `publish` runs, in this process (set-up only): the revision published."""
+        from memsync.views.publish import publish_view  # noqa: PLC0415 - views load when used
+
+        key = load_private_key(self.key)
+        done = asyncio.run(
+            publish_view(self.provider, "auth", self.hub_url, self.env["PUB"], [key])
+        )
+        assert done.status == "published", done
+        return done.revision
+
+    def pull_here(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """What `pull` runs without a daemon, in this process (set-up only)."""
+        from memsync.views.pull import pull_views  # noqa: PLC0415 - views load when used
+
+        monkeypatch.setenv("READ", self.env["READ"])
+        settings = settings_from(load_config(self.config), self.config)
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+        [result] = asyncio.run(pull_views(settings.views, settings.state_dir))
+        assert result.status == "pulled", result
+
     def pull(self, **env: str) -> tuple[int, ViewsPullReport | None]:
         done = memsync(
             "--config", str(self.config), "views", "pull", "--json", env={**self.env, **env}
@@ -314,13 +338,18 @@ def test_publish_pull_and_tamper(scene: Scene) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", VIEW_POINTS)
-def test_consumer_killed_during_promotion_recovers(scene: Scene, point: str) -> None:
-    scene.publish()
-    assert scene.pull()[0] == 0
+def test_consumer_killed_during_promotion_recovers(
+    scene: Scene, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set-up in this process, by the code the commands run (test_publish_pull_and_tamper
+    # runs them): bob holds revision 1 and the hub serves revision 2; the killed pull and
+    # the one after it are the commands'.
+    assert scene.publish_here() == 1
+    scene.pull_here(monkeypatch)
     old = imported(scene.bob).read_text()
     new = old.replace("short-lived", "5-minute")
     commit(scene.provider, {"MEMORY.md": MEMORY.replace("short-lived", "5-minute")}, "shorter")
-    scene.publish()
+    assert scene.publish_here() == 2
     code, _ = scene.pull(MEMSYNC_FAULT=point)
     # With RENAME_EXCHANGE there is no moment between two renames: that point never comes.
     assert code == -9 or point == "view-between-renames", code

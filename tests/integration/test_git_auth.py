@@ -347,7 +347,7 @@ def test_the_token_is_on_no_command_line_in_no_environment_file_or_message(
         assert found == [], f"the token is readable in {found}"
         # The scan saw the git that was authenticating: with memsync's helper on its
         # command line (the socket's path, never the token).
-        helper = [c for c in commands if b"credential.helper=!" in c and b"credentials.py" in c]
+        helper = [c for c in commands if b"credential.helper=!" in c and b"credhelper.py" in c]
         assert helper, "the authenticating git was not among the processes scanned"
     calls = record.read_text()
     assert "fetch" in calls and "push" in calls and "MEMSYNC_TEST_GIT_TOKEN" not in calls
@@ -592,6 +592,38 @@ def test_the_server_answers_the_registered_gits_own_helper(
         assert server.served == 1
         assert gitserver.token not in repr(server)
     assert list(private_dirs.iterdir()) == []
+
+
+def _imports(argv: list[str]) -> set[str]:
+    """The modules a Python process running `argv` (`python -I ...`) imports, as
+    `-X importtime` lists them."""
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=b"protocol=https\nhost=example.com\n\n",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode in (0, 1), lines[-3:]  # 1: the server refused this helper
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+
+
+def test_the_helper_git_runs_per_request_imports_only_the_socket_it_needs(
+    tmp_path: Path,
+) -> None:
+    """Git starts memsync's helper for every HTTPS request that needs the token: past a bare
+    interpreter's start it imports `_socket` and nothing else (`credentials.py` as the
+    helper imported ~40 ms of CPU more: threading, tempfile, dataclasses, socket...)."""
+    origin = Origin.of_url("https://example.com/team.git")
+    assert origin is not None
+    with CredentialServer(frozenset({origin}), USER, "t0ken") as server:
+        server.expect(os.getpid())  # so the server refuses the helper at once
+        helper = [*server.helper_argv, "get"]
+        assert helper[:2] == [sys.executable, "-I"]
+        extra = _imports(helper) - _imports([sys.executable, "-I", "-c", "pass"])
+        assert server.served == 0  # this process is not a git's remote helper
+    assert extra <= {"_socket"}, sorted(extra)
 
 
 @pytest.mark.parametrize("mode", ["helper", "socket", "git"])
