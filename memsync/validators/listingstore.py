@@ -41,14 +41,13 @@ from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zlib import crc32
 
-from memsync import atomicfile
 from memsync.memodigest import blake2b, sha256
 from memsync.validators import recordfile
+from memsync.validators.gcpause import gc_paused
 from memsync.validators.tree import MODE_GITLINK, Entry, Listing
 
-FORMAT = b"MSTL1"
+FORMAT = b"MSTL2"
 DIRECTORY = "listings"  # under the parse cache's directory
 MAX_RECORD_BYTES = 128 * 1024 * 1024
 MAX_TOTAL_BYTES = 512 * 1024 * 1024  # all records kept, the newest always
@@ -58,7 +57,7 @@ _IN_PLACE = 16  # a delta of up to this many paths finds each by a scan of the n
 MODE_TREE = 0o040000
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_HEAD = re.compile(rb"MSTL1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{8})\n")
+_IDS = {20: re.compile(rb".{20}", re.DOTALL), 32: re.compile(rb".{32}", re.DOTALL)}
 _ERRORS = (
     ValueError,
     TypeError,
@@ -86,8 +85,9 @@ def version_digest() -> bytes:
     """Names the code that writes and checks a record (a change makes every record foreign)."""
     digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
-    source = getattr(sys.modules[__name__], "__file__", None)
-    digest.update(Path(source).read_bytes() if source else b"-")
+    for module in (sys.modules[__name__], recordfile):
+        source = getattr(module, "__file__", None)
+        digest.update(Path(source).read_bytes() if source else b"-")
     return digest.digest()
 
 
@@ -184,23 +184,23 @@ def _hashed(  # noqa: PLR0915
     return None  # pragma: no cover - the root is always among `dirs`
 
 
-class ListingStore:
+class ListingStore(recordfile.Store):
     """Tree listings in `<directory>`, one file per tree id."""
 
+    FORMAT = FORMAT
+    NAMES = _NAME
+    KEEP = KEEP
+    MAX_RECORD_BYTES = MAX_RECORD_BYTES
+    MAX_TOTAL_BYTES = MAX_TOTAL_BYTES
+
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.version = version_digest()
-        self.loads = 0
-        self.saves = 0  # records written (full or delta)
-        self.deltas = 0  # of which deltas
+        super().__init__(directory)
         # The records read or written here, by tree id: the full record each one is (its
         # own id, no delta) or names, and its delta from it.
         self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
 
-    @classmethod
-    def open(cls, directory: Path) -> ListingStore | None:
-        """The store in `directory` (made 0700), or None when it is not ours alone."""
-        return cls(directory) if recordfile.private_directory(directory) else None
+    def version_digest(self) -> bytes:
+        return version_digest()
 
     def _path(self, oid: str) -> Path | None:
         if not isinstance(oid, str) or not _OID.fullmatch(oid):
@@ -209,7 +209,7 @@ class ListingStore:
 
     def load(self, oid: str) -> Listing | None:
         """Tree `oid`'s listing, when a record of it is here and hashes to `oid`."""
-        with contextlib.suppress(OSError, *_ERRORS):
+        with contextlib.suppress(OSError, *_ERRORS), gc_paused():  # (acyclic: nothing to find)
             found = self._read(oid)
             if found is None:
                 return None
@@ -247,15 +247,8 @@ class ListingStore:
         """The checked body of tree `oid`'s record (which must say it is that tree's): its
         JSON line and the bytes after it."""
         path = self._path(oid)
-        found = (
-            None
-            if path is None
-            else recordfile.read_headed(path, MAX_RECORD_BYTES, _HEAD, self.version)
-        )
-        if found is None:
-            return None
-        match, raw = found
-        if len(raw) != int(match.group(2)) or b"%08x" % crc32(raw) != match.group(3):
+        raw = None if path is None else self.read(path)
+        if raw is None:
             return None
         line = raw.find(b"\n")
         body = json.loads(raw[:line])
@@ -328,15 +321,7 @@ class ListingStore:
         return True
 
     def _write(self, path: Path, body: dict[str, Any], tail: bytes = b"") -> bool:
-        data = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
-        if len(data) > MAX_RECORD_BYTES:
-            return False
-        check = b"%08x" % crc32(data)
-        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check)
-        atomicfile.write_bytes(path, head + data, durable=False)  # a cache
-        self.saves += 1
-        recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
-        return True
+        return self.write(path, json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail)
 
 
 # A record's columns: the encoded paths, modes, sizes, binary object ids, and their width.
@@ -366,8 +351,7 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     if low == -1:
         sizes = [None if n == -1 else n for n in given]
     names = tail[16 * count : 16 * count + cut].split(b"\0") if count else []
-    ids = tail[16 * count + cut :]
-    binary = [ids[at : at + width] for at in range(0, len(ids), width)]
+    binary = _IDS[width].findall(tail, 16 * count + cut)  # (C-level: no slice per id here)
     return names, modes, sizes, binary, width
 
 
@@ -415,9 +399,8 @@ def _listing(
 ) -> Listing:
     """The listing of a record's columns; ValueError when a path is there twice."""
     paths = b"\0".join(names).decode("utf-8", "surrogateescape").split("\0") if names else []
-    hexed = b"".join(binary).hex()
-    step = len(hexed) // len(binary) if binary else 0
-    oids = [hexed[at : at + step] for at in range(0, len(hexed), step)] if step else []
+    width = len(binary[0]) if binary else 0
+    oids = b"".join(binary).hex(" ", width).split(" ") if width else []  # (C-level)
     rows = map(tuple.__new__, repeat(Entry), zip(modes, sizes, oids, repeat(None)))
     listing = Listing()
     listing.update(zip(paths, rows, strict=True))

@@ -220,7 +220,7 @@ def test_a_damaged_foreign_or_unprivate_record_is_a_miss(tmp_path: Path) -> None
     assert path is not None and _fresh(tmp_path).load(oid) == listing
     data = path.read_bytes()
     flipped = data[:-9] + bytes([data[-9] ^ 1]) + data[-8:]  # within an object id
-    for damaged in (data[:-1], flipped, data.replace(b"MSTL1", b"MSTL9", 1), b""):
+    for damaged in (data[:-1], flipped, data.replace(FORMAT, b"MSTL9", 1), b""):
         path.write_bytes(damaged)
         assert _fresh(tmp_path).load(oid) is None
     path.write_bytes(data)
