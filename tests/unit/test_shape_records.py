@@ -479,3 +479,29 @@ def test_a_resealed_record_with_damaged_columns_is_ignored(tmp_path: Path, damag
         verdict = validate_tree(Told(files, bad), POLICY, NoGraph())
         assert [p.code for p in verdict.problems] == ["executable"]
         assert store.loads == 0
+
+
+def test_a_record_of_many_paths_is_read_without_a_json_parse_of_each_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh process reads the shape record of a 2,000-path tree (issue 18: 10k files)
+    with one small JSON line parsed, the paths' columns split whole: what it parses as JSON
+    does not grow with the tree (a record of every path in JSON was ~80 bytes a path)."""
+    files = {f"MEMORY_{n:05d}.md": Entry(MODE_FILE, 1 + n % 7, data=b"x") for n in range(2000)}
+    files["PURSUITS.md"] = Entry(MODE_EXECUTABLE, 4, data=b"# P\n")
+    oid = tree_id()
+    with recording(tmp_path):
+        want = validate_tree(Told(files, oid), POLICY, NoGraph()).problems
+    parsed: list[int] = []
+    loads = json.loads
+
+    def counted(text: str | bytes, **kw: object) -> object:
+        parsed.append(len(text))
+        return loads(text, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", counted)
+    with recording(tmp_path) as store:
+        store.read_ahead(oid, POLICY)
+        assert validate_tree(Told(files, oid), POLICY, NoGraph()).problems == want
+        assert store.loads == 1
+    assert parsed and max(parsed) < 1024, parsed
