@@ -37,7 +37,7 @@ import re
 import sys
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,12 +137,17 @@ def _hashed(  # noqa: PLR0915
     dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
     if b"/" not in b"\0".join(names):  # (one test: `in` of bytes tries an int first)
         dirs = {b"": (names, rows, names, binary)}
-    else:
+    else:  # grouped by directory at C level: Python runs once a directory, not an entry
+        split = list(map(bytes.rpartition, names, repeat(b"/")))
+        parents = list(map(itemgetter(0), split))
+        leafs = list(map(itemgetter(2), split))
+        if b"" in leafs or any(map(bytes.startswith, names, repeat(b"/"))):
+            return None  # (git never lists "/a": it is not "a"; nor "a/")
         dirs = {b"": ([], [], [], [])}
-        for name, head, oid in zip(names, rows, binary, strict=True):
-            parent, _, leaf = name.rpartition(b"/")
-            if not leaf or name[:1] == b"/":  # (git never lists "/a": it is not "a")
-                return None
+        order = sorted(range(len(names)), key=parents.__getitem__)  # (stable: listing order)
+        for parent, group in groupby(order, key=parents.__getitem__):
+            at = list(group)
+            mine = list(map(leafs.__getitem__, at))
             found = dirs.get(parent)
             if found is None:
                 found = dirs[parent] = ([], [], [], [])
@@ -152,10 +157,10 @@ def _hashed(  # noqa: PLR0915
                     if up in dirs:
                         break
                     dirs[up] = ([], [], [], [])
-            found[0].append(leaf)
-            found[1].append(head)
-            found[2].append(leaf)
-            found[3].append(oid)
+            found[0].extend(mine)
+            found[1].extend(map(rows.__getitem__, at))
+            found[2].extend(mine)
+            found[3].extend(map(binary.__getitem__, at))
     leaves = set(names) if len(dirs) > 1 else set()
     for path in sorted(dirs, key=lambda p: p.count(b"/") if p else -1, reverse=True):
         keys, row_heads, row_names, row_oids = dirs[path]

@@ -462,22 +462,21 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns | None:
     one = dict(
         zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)
     )
+    if len(one) != len(keys) or min(counts, default=1) < 1:
+        return None  # keys once each, each held by a path or more
     many: dict[str, dict[tuple[str, bool], int]] = {}
-    for key, rows in body["many"]:
+    for key, rows in body["many"]:  # (decoded from JSON: each value's type checked)
         shapes = many[key] = {}
         for spelling, leaf, number in rows:
+            if type(spelling) is not str or type(leaf) is not bool or type(number) is not int:
+                return None
+            if number < 1:
+                return None
             shapes[(spelling, leaf)] = number
             spellings.append(spelling)  # the columns now cover every shape, for the checks
             leaves.append(leaf)
-            counts.append(number)
-        if len(shapes) < 2 or key in one:
+        if type(key) is not str or len(shapes) < 2 or key in one:
             return None
-    if len(one) != len(keys) or not set(map(type, (*many, *spellings))) <= {str}:
-        return None  # keys once each; keys and spellings strings
-    if not set(map(type, leaves)) <= {bool} or not set(map(type, counts)) <= {int}:
-        return None  # flags booleans, counts integers
-    if min(counts, default=1) < 1:
-        return None
     folded = FoldedTree()
     folded._one = one
     folded._many = many
@@ -491,12 +490,11 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns | None:
 
 def _holds(held: list[str], flagged: Mapping[str, object], listed: Mapping[str, object]) -> bool:
     """Whether a record's leaves are exactly the listing's paths (each leaf is one path)
-    and every path it flags is one of them."""
-    return (
-        len(held) == len(listed)
-        and all(map(listed.__contains__, held))
-        and all(map(listed.__contains__, flagged))
-    )
+    and every path it flags is one of them. (In the listing's order, as a record made
+    from that listing holds them, they are compared as lists: no path hashed.)"""
+    if len(held) != len(listed) or not all(map(listed.__contains__, flagged)):
+        return False
+    return held == list(listed) or all(map(listed.__contains__, held))
 
 
 def _problem(row: Any) -> Problem:
