@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memodigest import blake2b
 from memsync.validators import collisions, paths, policy, problems, recordfile, tree
-from memsync.validators.collisions import FoldedTree
+from memsync.validators.collisions import FoldedTree, Table
 from memsync.validators.gcpause import gc_paused
 from memsync.validators.problems import Problem
 from memsync.validators.tree import Entry
@@ -252,7 +252,7 @@ class ShapeStore(recordfile.Store):
         if base is not None and self._save_delta(path, oid, rules, base):
             return
         folded = shape.folded
-        one = folded._one
+        one = dict(sorted(folded._one.items()))  # (a table read in place: `collisions.Table`)
         values = entries.values()
         sizes = list(map(itemgetter(1), values))
         if None in sizes:  # a submodule's: -1 in the column
@@ -363,21 +363,70 @@ def _same_order(
     paths only) are `entries`' paths, modes and sizes in `entries`' order: compared as
     lists, without a dict of either (a fresh listing and the record of a tree listed the
     same way agree in order). False says only "not so": compare them as dicts."""
-    paths = body["paths"]
-    if len(delta) > _IN_PLACE or paths != list(entries):
+    if len(delta) > _IN_PLACE:
         return False
-    modes, sizes = body["modes"], body["sizes"]
+    # The columns as bytes, nothing decoded (a 10k-path tree's, every sync): each path the
+    # delta modifies found in the paths' text, its mode and size changed in the columns.
+    count, paths, _modes, _sizes = body["raw"]
+    if not _same_paths(count, paths, entries):
+        return False
+    modes, sizes = _numbers(body)
     if delta:
         modes, sizes = list(modes), list(sizes)
         for path, now in delta.items():
             if now is None or path not in entries:
                 return False
-            at = paths.index(path)
+            at = _index(paths, path.encode("utf-8", "surrogateescape"))
+            if at < 0:
+                return False
             modes[at], sizes[at] = now
     values = entries.values()
     return bool(  # (C-level columns of the listing: a 10k-path tree is compared here)
         modes == list(map(itemgetter(0), values)) and sizes == list(map(itemgetter(1), values))
     )
+
+
+def _index(text: bytes, name: bytes) -> int:
+    """Where path `name` first is among the paths of `text` (NUL between two), or -1."""
+    if text == name or text.startswith(name + b"\0"):
+        return 0
+    found = text.find(b"\0" + name + b"\0")
+    if found >= 0:
+        return text.count(b"\0", 0, found + 1)
+    return text.count(b"\0") if text.endswith(b"\0" + name) else -1
+
+
+def _same_paths(count: int, paths: bytes, entries: Mapping[str, Entry]) -> bool:
+    """Whether a full record's `count` paths (one text, NUL between two) are `entries`'
+    paths in `entries`' order (compared as one text: no path decoded)."""
+    if len(entries) != count:
+        return False
+    text = "\0".join(entries)
+    if text.count("\0") != max(count - 1, 0):
+        return False  # a path with a NUL in it: no record's
+    return text.encode("utf-8", "surrogateescape") == paths
+
+
+def _numbers(body: dict[str, Any]) -> tuple[list[int], list[int | None]]:
+    """A full record's modes and sizes (decoded once)."""
+    if "modes" not in body:
+        count, _paths, modes, sizes = body["raw"]
+        numbers = array("q")
+        numbers.frombytes(modes + sizes)
+        given = numbers[count:].tolist()
+        body["modes"] = numbers[:count].tolist()
+        body["sizes"] = [None if n == -1 else n for n in given] if -1 in given else given
+    return body["modes"], body["sizes"]
+
+
+def _decoded(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with its full record's `paths`, `modes` and `sizes` as lists (decoded from
+    its columns once, when a check compares them one by one)."""
+    if "paths" not in body:
+        count, paths, _modes, _sizes = body["raw"]
+        body["paths"] = paths.decode("utf-8", "surrogateescape").split("\0") if count else []
+        _numbers(body)
+    return body
 
 
 def _pairs(entries: Mapping[str, Entry]) -> dict[str, tuple[int, int | None]]:
@@ -387,6 +436,7 @@ def _pairs(entries: Mapping[str, Entry]) -> dict[str, tuple[int, int | None]]:
 
 def _listing(body: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """A full record's paths with their modes and sizes (each path once)."""
+    _decoded(body)
     paths, modes, sizes = body["paths"], body["modes"], body["sizes"]
     recorded = dict(zip(paths, zip(modes, sizes, strict=True), strict=True))
     if len(recorded) != len(paths):
@@ -441,29 +491,27 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns | None:
         return None
     numbers = array("q")
     numbers.frombytes(tail[: 8 * (2 * count + ones)])
-    modes, given = numbers[:count].tolist(), numbers[count : 2 * count].tolist()
-    counts = numbers[2 * count :].tolist()
+    counts = numbers[2 * count :]
     flags = tail[at - ones : at]
-    if flags.translate(None, b"\0\1") or min(given, default=0) < -1:
+    if flags.translate(None, b"\0\1") or min(numbers[count : 2 * count], default=0) < -1:
         return None  # a leaf flag neither 0 nor 1, a size below none (-1)
+    paths = tail[at : at + lengths[0]]
+    if paths.count(b"\0") != max(count - 1, 0) or (count == 1 and not paths):
+        return None  # not `count` paths (an empty text: no path is empty)
+    at += lengths[0]
     texts: list[list[str]] = []
-    for length in lengths:
+    for length in lengths[1:]:
         text = tail[at : at + length].decode("utf-8", "surrogateescape")
         texts.append(text.split("\0") if length else [])
         at += length
-    listed, keys, spellings = texts
-    if len(listed) != count or len(keys) != ones or len(spellings) != ones:
-        return None
-    if (listed == [""] and count == 1) or (keys == [""] and ones == 1):
-        return None  # (an empty text: no path, no prefix is empty)
-    body["paths"], body["modes"] = listed, modes
-    body["sizes"] = [None if n == -1 else n for n in given] if -1 in given else given
-    leaves = list(map(bool, flags))
-    one = dict(
-        zip(keys, zip(zip(spellings, leaves, strict=True), counts, strict=True), strict=True)
-    )
-    if len(one) != len(keys) or min(counts, default=1) < 1:
-        return None  # keys once each, each held by a path or more
+    keys, spellings = texts
+    if len(keys) != ones or len(spellings) != ones or (keys == [""] and ones == 1):
+        return None  # (an empty text: no prefix is empty)
+    body["raw"] = (count, paths, tail[: 8 * count], tail[8 * count : 16 * count])
+    if min(counts, default=1) < 1:
+        return None  # each prefix held by a path or more
+    table = Table(keys, spellings, flags, counts)  # (ValueError: keys unsorted, or one twice)
+    held = list(compress(spellings, flags))  # (the table's columns are not changed below)
     many: dict[str, dict[tuple[str, bool], int]] = {}
     for key, rows in body["many"]:  # (decoded from JSON: each value's type checked)
         shapes = many[key] = {}
@@ -473,19 +521,17 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns | None:
             if number < 1:
                 return None
             shapes[(spelling, leaf)] = number
-            spellings.append(spelling)  # the columns now cover every shape, for the checks
-            leaves.append(leaf)
-        if type(key) is not str or len(shapes) < 2 or key in one:
+            if leaf:
+                held.append(spelling)  # every path held, for the checks
+        if type(key) is not str or len(shapes) < 2 or table.get(key) is not None:
             return None
-    folded = FoldedTree()
-    folded._one = one
-    folded._many = many
+    folded = FoldedTree.over(table, many)
     flagged: dict[str, tuple[Problem, ...]] = {}
     for path, rows in body["flagged"]:
         if not isinstance(path, str) or not rows:
             return None
         flagged[path] = tuple(_problem(row) for row in rows)
-    return folded, list(compress(spellings, leaves)), flagged
+    return folded, held, flagged
 
 
 def _holds(held: list[str], flagged: Mapping[str, object], listed: Mapping[str, object]) -> bool:

@@ -481,12 +481,13 @@ def test_a_resealed_record_with_damaged_columns_is_ignored(tmp_path: Path, damag
         assert store.loads == 0
 
 
-def test_a_record_of_many_paths_is_read_without_a_json_parse_of_each_path(
+def test_a_record_of_many_paths_is_read_without_a_json_parse_or_a_map_of_each_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fresh process reads the shape record of a 2,000-path tree (issue 18: 10k files)
     with one small JSON line parsed, the paths' columns split whole: what it parses as JSON
-    does not grow with the tree (a record of every path in JSON was ~80 bytes a path)."""
+    does not grow with the tree (a record of every path in JSON was ~80 bytes a path); and
+    checks a one-path change against it without a map of every path's prefixes."""
     files = {f"MEMORY_{n:05d}.md": Entry(MODE_FILE, 1 + n % 7, data=b"x") for n in range(2000)}
     files["PURSUITS.md"] = Entry(MODE_EXECUTABLE, 4, data=b"# P\n")
     oid = tree_id()
@@ -504,4 +505,11 @@ def test_a_record_of_many_paths_is_read_without_a_json_parse_of_each_path(
         store.read_ahead(oid, POLICY)
         assert validate_tree(Told(files, oid), POLICY, NoGraph()).problems == want
         assert store.loads == 1
+        # A one-path change derived from it keeps the record's columns as they are: no map
+        # of the 2,000 paths' folded prefixes is built (only the changed one's).
+        new = {**files, "MEMORY_00007.md": Entry(MODE_FILE, 2, data=b"xy")}
+        told = Told(new, tree_id(), oid, diff(files, new))
+        assert validate_tree(told, POLICY, NoGraph()).problems == want
+        folded = tree_shape(told, new, POLICY).folded
+        assert folded._base is not None and len(folded._over) <= 1, len(folded._over)
     assert parsed and max(parsed) < 1024, parsed
