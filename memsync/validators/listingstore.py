@@ -38,7 +38,7 @@ import sys
 from array import array
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress, groupby, repeat
-from operator import itemgetter
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,10 +117,15 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:
 
 
 def _hashed(  # noqa: PLR0915
-    names: list[bytes], modes: list[int], binary: list[bytes], width: int
+    names: list[bytes],
+    modes: list[int],
+    binary: list[bytes],
+    width: int,
+    text: bytes | None = None,
 ) -> str | None:
-    """`tree_id` of the leaves named `names` (encoded paths) with `modes` and object ids
-    `binary` (each `width` bytes), in one order."""
+    """`tree_id` of the leaves named `names` (encoded paths; `text`, when given, is them
+    with a NUL between two) with `modes` and object ids `binary` (each `width` bytes), in
+    one order."""
     new = sha1 if width == 20 else sha256
     if not names:
         return new(b"tree 0\0").hexdigest()
@@ -135,7 +140,7 @@ def _hashed(  # noqa: PLR0915
         rows = list(map(heads.__getitem__, modes))
     # directory -> (sort keys, heads, names, object ids) of its rows
     dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
-    if b"/" not in b"\0".join(names):  # (one test: `in` of bytes tries an int first)
+    if b"/" not in (b"\0".join(names) if text is None else text):  # (one test of them all)
         dirs = {b"": (names, rows, names, binary)}
     else:  # grouped by directory at C level: Python runs once a directory, not an entry
         split = list(map(bytes.rpartition, names, repeat(b"/")))
@@ -218,10 +223,11 @@ class ListingStore(recordfile.Store):
             found = self._read(oid)
             if found is None:
                 return None
-            (names, modes, sizes, binary, width), chain = found
-            if len(oid) != 2 * width or _hashed(names, modes, binary, width) != oid:
+            (names, modes, sizes, binary, width, texts), chain = found
+            text = None if texts is None else texts[0]
+            if len(oid) != 2 * width or _hashed(names, modes, binary, width, text) != oid:
                 return None  # not that tree's listing: never used
-            listing = _listing(names, modes, sizes, binary)
+            listing = _listing(names, modes, sizes, binary, texts)
             self._chains[oid] = chain
             self.loads += 1
             return listing
@@ -329,8 +335,12 @@ class ListingStore(recordfile.Store):
         return self.write(path, json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail)
 
 
-# A record's columns: the encoded paths, modes, sizes, binary object ids, and their width.
-_Columns = tuple[list[bytes], list[int], list[int | None], list[bytes], int]
+# A record's columns: the encoded paths, modes, sizes, binary object ids, and their width;
+# and the paths and the ids as the record holds them, each one text (None once a delta
+# changed them).
+_Columns = tuple[
+    list[bytes], list[int], list[int | None], list[bytes], int, tuple[bytes, bytes] | None
+]
 
 
 def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
@@ -355,21 +365,24 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     sizes: list[int | None] = list(given)
     if low == -1:
         sizes = [None if n == -1 else n for n in given]
-    names = tail[16 * count : 16 * count + cut].split(b"\0") if count else []
-    binary = _IDS[width].findall(tail, 16 * count + cut)  # (C-level: no slice per id here)
-    return names, modes, sizes, binary, width
+    text, ids = tail[16 * count : 16 * count + cut], tail[16 * count + cut :]
+    names = text.split(b"\0") if count else []
+    binary = _IDS[width].findall(ids)  # (C-level: no slice per id here)
+    return names, modes, sizes, binary, width, (text, ids)
 
 
 def _changed(columns: _Columns, delta: Mapping[str, _Row]) -> _Columns:
     """A full record's columns changed by a delta (modified in place, deleted, added at
-    the end, as a derived listing changes its base's)."""
-    names, modes, sizes, binary, width = columns
+    the end, as a derived listing changes its base's). A delta that only modifies keeps
+    the record's paths as one text, and its ids as one too (changed in place)."""
+    names, modes, sizes, binary, width, texts = columns
+    ids = None if texts is None else bytearray(texts[1])
     gone: set[int] = set()
     where: dict[bytes, int] | None = None
     for path, now in delta.items():
         name = path.encode("utf-8", "surrogateescape")
         if where is None and len(delta) > _IN_PLACE:
-            where = {found: at for at, found in enumerate(names)}
+            where = dict(zip(names, range(len(names)), strict=True))
         at = where.get(name, -1) if where is not None else _index(names, name)
         if now is None:
             if at >= 0:
@@ -383,13 +396,18 @@ def _changed(columns: _Columns, delta: Mapping[str, _Row]) -> _Columns:
             modes.append(now[0])
             sizes.append(now[1])
             binary.append(oid)
+            ids = None
         else:
             modes[at], sizes[at], binary[at] = now[0], now[1], oid
+            if ids is not None:
+                ids[at * width : (at + 1) * width] = oid
     if gone:
-        kept = [at not in gone for at in range(len(names))]
+        kept = list(map(not_, map(gone.__contains__, range(len(names)))))  # (C-level)
         names, modes = list(compress(names, kept)), list(compress(modes, kept))
         sizes, binary = list(compress(sizes, kept)), list(compress(binary, kept))
-    return names, modes, sizes, binary, width
+        ids = None
+    kept_texts = None if texts is None or ids is None else (texts[0], bytes(ids))
+    return names, modes, sizes, binary, width, kept_texts
 
 
 def _index(names: list[bytes], name: bytes) -> int:
@@ -400,12 +418,18 @@ def _index(names: list[bytes], name: bytes) -> int:
 
 
 def _listing(
-    names: list[bytes], modes: list[int], sizes: list[int | None], binary: list[bytes]
+    names: list[bytes],
+    modes: list[int],
+    sizes: list[int | None],
+    binary: list[bytes],
+    texts: tuple[bytes, bytes] | None = None,
 ) -> Listing:
-    """The listing of a record's columns; ValueError when a path is there twice."""
-    paths = b"\0".join(names).decode("utf-8", "surrogateescape").split("\0") if names else []
+    """The listing of a record's columns (`texts`: the paths and the ids each as one text,
+    when the record's are still them); ValueError when a path is there twice."""
+    text, ids = texts if texts is not None else (b"\0".join(names), b"".join(binary))
+    paths = text.decode("utf-8", "surrogateescape").split("\0") if names else []
     width = len(binary[0]) if binary else 0
-    oids = b"".join(binary).hex(" ", width).split(" ") if width else []  # (C-level)
+    oids = ids.hex(" ", width).split(" ") if width else []  # (C-level)
     rows = map(tuple.__new__, repeat(Entry), zip(modes, sizes, oids, repeat(None)))
     listing = Listing()
     listing.update(zip(paths, rows, strict=True))
