@@ -477,8 +477,9 @@ def _fit(prepared: _Prepared, rules: SyncPolicy, entries: Mapping[str, Entry]) -
 def _columns(body: dict[str, Any], tail: bytes) -> _Columns | None:
     """A full record's shape, checked in itself: its folded paths, the paths they hold as
     leaves (`_holds` checks them against the listing) and the flagged paths' problems.
-    Its listing's columns (`paths`, `modes`, `sizes`) are decoded into `body` for the
-    checks against the listing at hand (`_same`, `_same_order`, `_listing`)."""
+    Its listing's columns are kept in `body` as they are (`raw`: the path count, the
+    paths as one text, the modes and sizes as integers), for the checks against the
+    listing at hand (`_same_order` compares them as they are; `_listing` decodes them)."""
     count, ones, lengths = body.get("count"), body.get("ones"), body.get("texts")
     if type(count) is not int or type(ones) is not int or type(lengths) is not list:
         return None  # not shaped like a shape
