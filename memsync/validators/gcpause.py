@@ -9,7 +9,8 @@ builder, issue 18).
 
 The collector's switch is the process's: pauses that overlap, on one thread or several,
 are one pause, which ends when the last of them does (a pause ending on one thread never
-turns the collector back on under another's).
+turns the collector back on under another's); each pause that begins turns it off, and a
+collector turned on meanwhile is on again once the last pause ends.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def gc_paused() -> Iterator[None]:
     """
     global _held, _resume  # noqa: PLW0603 - the process's one switch
     with _LOCK:
-        if _held == 0:
-            _resume = gc.isenabled()
-            gc.disable()
+        # On when the first pause began, or turned on since (by code that owns it, say a
+        # command's start-up once it has loaded): on again once the last pause ends.
+        _resume = gc.isenabled() or (_held > 0 and _resume)
+        gc.disable()
         _held += 1
     try:
         yield

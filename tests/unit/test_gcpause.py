@@ -42,3 +42,17 @@ def test_a_pause_begun_with_the_collector_off_leaves_it_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_pause_begun_after_the_collector_was_turned_on_within_another_pauses() -> None:
+    """Code that owns the switch may turn the collector on within a pause (a command once
+    it has loaded): a pause begun then still pauses it, and it is on once the last ends."""
+    gc.disable()
+    try:
+        with gc_paused():
+            gc.enable()  # (say `cli.syncrun` once the gate has loaded)
+            with gc_paused():
+                assert not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.enable()
