@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 
 from memsync.validators.paths import HFS_IGNORABLES, printable
 from memsync.validators.problems import Problem
@@ -153,18 +154,67 @@ class FoldedTree:
 
     Almost every folded prefix has one spelling: those are kept in a flat map of immutable
     values, so `copy` is one C-level dict copy; the few with several (`crowded`) apart.
+
+    A tree read from a record (`over`) keeps the record's columns as they are (`Table`) and
+    its changes beside them: a fresh process that checks a one-path change looks up that
+    path's prefixes, and builds no map of every prefix (issue 18); `_one` is the whole map,
+    built when asked for.
     """
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
-        # folded prefix -> (its one shape, paths) / {shape: paths} when it has several
-        self._one: dict[str, tuple[_Shape, int]] = {}
+        # folded prefix -> (its one shape, paths) / {shape: paths} when it has several;
+        # over a table: the prefixes changed since (`_gone`: dropped from the table)
+        self._over: dict[str, tuple[_Shape, int]] = {}
         self._many: dict[str, dict[_Shape, int]] = {}
+        self._base: Table | None = None
+        self._gone: set[str] = set()
         for path in paths:
             self.add(path)
 
+    @classmethod
+    def over(cls, table: Table, many: dict[str, dict[_Shape, int]]) -> FoldedTree:
+        """The tree whose one-shape prefixes are `table`'s and crowded ones `many`."""
+        tree = cls()
+        tree._base = table
+        tree._many = many
+        return tree
+
+    @property
+    def _one(self) -> dict[str, tuple[_Shape, int]]:
+        """Every folded prefix with one shape (built from the table, once, if over one)."""
+        base = self._base
+        if base is not None:
+            whole = base.whole()
+            for key in self._gone:
+                del whole[key]
+            whole.update(self._over)
+            self._over, self._base, self._gone = whole, None, set()
+        return self._over
+
+    @_one.setter
+    def _one(self, one: dict[str, tuple[_Shape, int]]) -> None:
+        self._over, self._base, self._gone = one, None, set()
+
+    def _get(self, key: str) -> tuple[_Shape, int] | None:
+        found = self._over.get(key)
+        if found is not None or self._base is None or key in self._gone:
+            return found
+        return self._base.get(key)
+
+    def _set(self, key: str, value: tuple[_Shape, int]) -> None:
+        self._over[key] = value
+        self._gone.discard(key)
+
+    def _drop(self, key: str) -> None:
+        self._over.pop(key, None)
+        if self._base is not None and self._base.get(key) is not None:
+            self._gone.add(key)
+
     def copy(self) -> FoldedTree:
         twin = FoldedTree()
-        twin._one = self._one.copy()
+        twin._over = self._over.copy()
+        twin._base = self._base
+        twin._gone = set(self._gone)
         twin._many = {key: dict(shapes) for key, shapes in self._many.items()}
         return twin
 
@@ -175,7 +225,11 @@ class FoldedTree:
         return bool(self._many)
 
     def __len__(self) -> int:
-        return len(self._one) + len(self._many)
+        base = self._base
+        if base is None:
+            return len(self._over) + len(self._many)
+        added = sum(1 for key in self._over if base.get(key) is None)
+        return len(base) - len(self._gone) + added + len(self._many)
 
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str):
@@ -184,7 +238,7 @@ class FoldedTree:
         return shape in self._shapes(key)
 
     def _shapes(self, key: str) -> dict[_Shape, int]:
-        one = self._one.get(key)
+        one = self._get(key)
         if one is not None:
             return {one[0]: one[1]}
         return self._many.get(key, {})
@@ -200,16 +254,16 @@ class FoldedTree:
 
     def _count(self, path: str, step: int) -> None:
         for key, shape in _prefixes(path):
-            one = self._one.get(key)
+            one = self._get(key)
             if one is not None and one[0] == shape:
                 if one[1] + step > 0:
-                    self._one[key] = (shape, one[1] + step)
+                    self._set(key, (shape, one[1] + step))
                 else:
-                    del self._one[key]
+                    self._drop(key)
                 continue
             shapes = self._many.pop(key, None) or {}
             if one is not None:
-                del self._one[key]
+                self._drop(key)
                 shapes[one[0]] = one[1]
             count = shapes.get(shape, 0) + step
             if count > 0:
@@ -220,7 +274,7 @@ class FoldedTree:
                 self._many[key] = shapes
             elif shapes:
                 ((only, paths),) = shapes.items()
-                self._one[key] = (only, paths)
+                self._set(key, (only, paths))
 
     def clashes(self, path: str) -> list[Problem]:
         """The `case-collision` and `duplicate-entry` (at most one each) `path` takes part in."""
@@ -258,3 +312,32 @@ def _prefixes(path: str) -> list[tuple[str, tuple[str, bool]]]:
         ("/".join(folded[:depth]), ("/".join(parts[:depth]), depth == last))
         for depth in range(1, last + 1)
     ]
+
+
+class Table:
+    """A record's one-shape folded prefixes as its columns (`shapestore`), read in place:
+    the prefixes sorted (strictly: each once), with each one's spelling, whether it is a
+    whole path, and how many paths hold it. Never changed."""
+
+    def __init__(
+        self, keys: list[str], spellings: list[str], leaves: bytes, counts: Sequence[int]
+    ) -> None:
+        if not len(keys) == len(spellings) == len(leaves) == len(counts):
+            raise ValueError("columns of different lengths")
+        if not all(map(str.__lt__, keys, keys[1:])):
+            raise ValueError("prefixes not sorted, or one twice")
+        self._keys, self._spellings, self._leaves, self._counts = keys, spellings, leaves, counts
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def get(self, key: str) -> tuple[_Shape, int] | None:
+        at = bisect_left(self._keys, key)
+        if at == len(self._keys) or self._keys[at] != key:
+            return None
+        return (self._spellings[at], self._leaves[at] == 1), self._counts[at]
+
+    def whole(self) -> dict[str, tuple[_Shape, int]]:
+        """Every prefix with its shape and count (a new map)."""
+        shapes = zip(self._spellings, map(bool, self._leaves), strict=True)
+        return dict(zip(self._keys, zip(shapes, self._counts, strict=True), strict=True))

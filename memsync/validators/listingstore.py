@@ -37,18 +37,17 @@ import re
 import sys
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress, repeat
-from operator import itemgetter
+from itertools import chain, compress, groupby, repeat
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zlib import crc32
 
-from memsync import atomicfile
 from memsync.memodigest import blake2b, sha256
 from memsync.validators import recordfile
+from memsync.validators.gcpause import gc_paused
 from memsync.validators.tree import MODE_GITLINK, Entry, Listing
 
-FORMAT = b"MSTL1"
+FORMAT = b"MSTL2"
 DIRECTORY = "listings"  # under the parse cache's directory
 MAX_RECORD_BYTES = 128 * 1024 * 1024
 MAX_TOTAL_BYTES = 512 * 1024 * 1024  # all records kept, the newest always
@@ -58,7 +57,7 @@ _IN_PLACE = 16  # a delta of up to this many paths finds each by a scan of the n
 MODE_TREE = 0o040000
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_HEAD = re.compile(rb"MSTL1 ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{8})\n")
+_IDS = {20: re.compile(rb".{20}", re.DOTALL), 32: re.compile(rb".{32}", re.DOTALL)}
 _ERRORS = (
     ValueError,
     TypeError,
@@ -86,8 +85,9 @@ def version_digest() -> bytes:
     """Names the code that writes and checks a record (a change makes every record foreign)."""
     digest = blake2b(FORMAT, digest_size=16)
     digest.update(repr(sys.version_info[:2]).encode())
-    source = getattr(sys.modules[__name__], "__file__", None)
-    digest.update(Path(source).read_bytes() if source else b"-")
+    for module in (sys.modules[__name__], recordfile):
+        source = getattr(module, "__file__", None)
+        digest.update(Path(source).read_bytes() if source else b"-")
     return digest.digest()
 
 
@@ -117,10 +117,15 @@ def tree_id(entries: Mapping[str, Entry], oid_length: int) -> str | None:
 
 
 def _hashed(  # noqa: PLR0915
-    names: list[bytes], modes: list[int], binary: list[bytes], width: int
+    names: list[bytes],
+    modes: list[int],
+    binary: list[bytes],
+    width: int,
+    text: bytes | None = None,
 ) -> str | None:
-    """`tree_id` of the leaves named `names` (encoded paths) with `modes` and object ids
-    `binary` (each `width` bytes), in one order."""
+    """`tree_id` of the leaves named `names` (encoded paths; `text`, when given, is them
+    with a NUL between two) with `modes` and object ids `binary` (each `width` bytes), in
+    one order."""
     new = sha1 if width == 20 else sha256
     if not names:
         return new(b"tree 0\0").hexdigest()
@@ -135,14 +140,19 @@ def _hashed(  # noqa: PLR0915
         rows = list(map(heads.__getitem__, modes))
     # directory -> (sort keys, heads, names, object ids) of its rows
     dirs: dict[bytes, tuple[list[bytes], list[bytes], list[bytes], list[bytes]]]
-    if b"/" not in b"\0".join(names):  # (one test: `in` of bytes tries an int first)
+    if b"/" not in (b"\0".join(names) if text is None else text):  # (one test of them all)
         dirs = {b"": (names, rows, names, binary)}
-    else:
+    else:  # grouped by directory at C level: Python runs once a directory, not an entry
+        split = list(map(bytes.rpartition, names, repeat(b"/")))
+        parents = list(map(itemgetter(0), split))
+        leafs = list(map(itemgetter(2), split))
+        if b"" in leafs or any(map(bytes.startswith, names, repeat(b"/"))):
+            return None  # (git never lists "/a": it is not "a"; nor "a/")
         dirs = {b"": ([], [], [], [])}
-        for name, head, oid in zip(names, rows, binary, strict=True):
-            parent, _, leaf = name.rpartition(b"/")
-            if not leaf or name[:1] == b"/":  # (git never lists "/a": it is not "a")
-                return None
+        order = sorted(range(len(names)), key=parents.__getitem__)  # (stable: listing order)
+        for parent, group in groupby(order, key=parents.__getitem__):
+            at = list(group)
+            mine = list(map(leafs.__getitem__, at))
             found = dirs.get(parent)
             if found is None:
                 found = dirs[parent] = ([], [], [], [])
@@ -152,10 +162,10 @@ def _hashed(  # noqa: PLR0915
                     if up in dirs:
                         break
                     dirs[up] = ([], [], [], [])
-            found[0].append(leaf)
-            found[1].append(head)
-            found[2].append(leaf)
-            found[3].append(oid)
+            found[0].extend(mine)
+            found[1].extend(map(rows.__getitem__, at))
+            found[2].extend(mine)
+            found[3].extend(map(binary.__getitem__, at))
     leaves = set(names) if len(dirs) > 1 else set()
     for path in sorted(dirs, key=lambda p: p.count(b"/") if p else -1, reverse=True):
         keys, row_heads, row_names, row_oids = dirs[path]
@@ -184,23 +194,23 @@ def _hashed(  # noqa: PLR0915
     return None  # pragma: no cover - the root is always among `dirs`
 
 
-class ListingStore:
+class ListingStore(recordfile.Store):
     """Tree listings in `<directory>`, one file per tree id."""
 
+    FORMAT = FORMAT
+    NAMES = _NAME
+    KEEP = KEEP
+    MAX_RECORD_BYTES = MAX_RECORD_BYTES
+    MAX_TOTAL_BYTES = MAX_TOTAL_BYTES
+
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.version = version_digest()
-        self.loads = 0
-        self.saves = 0  # records written (full or delta)
-        self.deltas = 0  # of which deltas
+        super().__init__(directory)
         # The records read or written here, by tree id: the full record each one is (its
         # own id, no delta) or names, and its delta from it.
         self._chains: dict[str, tuple[str, dict[str, _Row]]] = {}
 
-    @classmethod
-    def open(cls, directory: Path) -> ListingStore | None:
-        """The store in `directory` (made 0700), or None when it is not ours alone."""
-        return cls(directory) if recordfile.private_directory(directory) else None
+    def version_digest(self) -> bytes:
+        return version_digest()
 
     def _path(self, oid: str) -> Path | None:
         if not isinstance(oid, str) or not _OID.fullmatch(oid):
@@ -209,14 +219,15 @@ class ListingStore:
 
     def load(self, oid: str) -> Listing | None:
         """Tree `oid`'s listing, when a record of it is here and hashes to `oid`."""
-        with contextlib.suppress(OSError, *_ERRORS):
+        with contextlib.suppress(OSError, *_ERRORS), gc_paused():  # (acyclic: nothing to find)
             found = self._read(oid)
             if found is None:
                 return None
-            (names, modes, sizes, binary, width), chain = found
-            if len(oid) != 2 * width or _hashed(names, modes, binary, width) != oid:
+            (names, modes, sizes, binary, width, texts), chain = found
+            text = None if texts is None else texts[0]
+            if len(oid) != 2 * width or _hashed(names, modes, binary, width, text) != oid:
                 return None  # not that tree's listing: never used
-            listing = _listing(names, modes, sizes, binary)
+            listing = _listing(names, modes, sizes, binary, texts)
             self._chains[oid] = chain
             self.loads += 1
             return listing
@@ -247,15 +258,8 @@ class ListingStore:
         """The checked body of tree `oid`'s record (which must say it is that tree's): its
         JSON line and the bytes after it."""
         path = self._path(oid)
-        found = (
-            None
-            if path is None
-            else recordfile.read_headed(path, MAX_RECORD_BYTES, _HEAD, self.version)
-        )
-        if found is None:
-            return None
-        match, raw = found
-        if len(raw) != int(match.group(2)) or b"%08x" % crc32(raw) != match.group(3):
+        raw = None if path is None else self.read(path)
+        if raw is None:
             return None
         line = raw.find(b"\n")
         body = json.loads(raw[:line])
@@ -328,19 +332,15 @@ class ListingStore:
         return True
 
     def _write(self, path: Path, body: dict[str, Any], tail: bytes = b"") -> bool:
-        data = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
-        if len(data) > MAX_RECORD_BYTES:
-            return False
-        check = b"%08x" % crc32(data)
-        head = b"%s %s %d %s\n" % (FORMAT, self.version.hex().encode(), len(data), check)
-        atomicfile.write_bytes(path, head + data, durable=False)  # a cache
-        self.saves += 1
-        recordfile.prune(self.directory, _NAME, KEEP, MAX_TOTAL_BYTES)
-        return True
+        return self.write(path, json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail)
 
 
-# A record's columns: the encoded paths, modes, sizes, binary object ids, and their width.
-_Columns = tuple[list[bytes], list[int], list[int | None], list[bytes], int]
+# A record's columns: the encoded paths, modes, sizes, binary object ids, and their width;
+# and the paths and the ids as the record holds them, each one text (None once a delta
+# changed them).
+_Columns = tuple[
+    list[bytes], list[int], list[int | None], list[bytes], int, tuple[bytes, bytes] | None
+]
 
 
 def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
@@ -365,22 +365,24 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     sizes: list[int | None] = list(given)
     if low == -1:
         sizes = [None if n == -1 else n for n in given]
-    names = tail[16 * count : 16 * count + cut].split(b"\0") if count else []
-    ids = tail[16 * count + cut :]
-    binary = [ids[at : at + width] for at in range(0, len(ids), width)]
-    return names, modes, sizes, binary, width
+    text, ids = tail[16 * count : 16 * count + cut], tail[16 * count + cut :]
+    names = text.split(b"\0") if count else []
+    binary = _IDS[width].findall(ids)  # (C-level: no slice per id here)
+    return names, modes, sizes, binary, width, (text, ids)
 
 
 def _changed(columns: _Columns, delta: Mapping[str, _Row]) -> _Columns:
     """A full record's columns changed by a delta (modified in place, deleted, added at
-    the end, as a derived listing changes its base's)."""
-    names, modes, sizes, binary, width = columns
+    the end, as a derived listing changes its base's). A delta that only modifies keeps
+    the record's paths as one text, and its ids as one too (changed in place)."""
+    names, modes, sizes, binary, width, texts = columns
+    ids = None if texts is None else bytearray(texts[1])
     gone: set[int] = set()
     where: dict[bytes, int] | None = None
     for path, now in delta.items():
         name = path.encode("utf-8", "surrogateescape")
         if where is None and len(delta) > _IN_PLACE:
-            where = {found: at for at, found in enumerate(names)}
+            where = dict(zip(names, range(len(names)), strict=True))
         at = where.get(name, -1) if where is not None else _index(names, name)
         if now is None:
             if at >= 0:
@@ -394,13 +396,18 @@ def _changed(columns: _Columns, delta: Mapping[str, _Row]) -> _Columns:
             modes.append(now[0])
             sizes.append(now[1])
             binary.append(oid)
+            ids = None
         else:
             modes[at], sizes[at], binary[at] = now[0], now[1], oid
+            if ids is not None:
+                ids[at * width : (at + 1) * width] = oid
     if gone:
-        kept = [at not in gone for at in range(len(names))]
+        kept = list(map(not_, map(gone.__contains__, range(len(names)))))  # (C-level)
         names, modes = list(compress(names, kept)), list(compress(modes, kept))
         sizes, binary = list(compress(sizes, kept)), list(compress(binary, kept))
-    return names, modes, sizes, binary, width
+        ids = None
+    kept_texts = None if texts is None or ids is None else (texts[0], bytes(ids))
+    return names, modes, sizes, binary, width, kept_texts
 
 
 def _index(names: list[bytes], name: bytes) -> int:
@@ -411,13 +418,18 @@ def _index(names: list[bytes], name: bytes) -> int:
 
 
 def _listing(
-    names: list[bytes], modes: list[int], sizes: list[int | None], binary: list[bytes]
+    names: list[bytes],
+    modes: list[int],
+    sizes: list[int | None],
+    binary: list[bytes],
+    texts: tuple[bytes, bytes] | None = None,
 ) -> Listing:
-    """The listing of a record's columns; ValueError when a path is there twice."""
-    paths = b"\0".join(names).decode("utf-8", "surrogateescape").split("\0") if names else []
-    hexed = b"".join(binary).hex()
-    step = len(hexed) // len(binary) if binary else 0
-    oids = [hexed[at : at + step] for at in range(0, len(hexed), step)] if step else []
+    """The listing of a record's columns (`texts`: the paths and the ids each as one text,
+    when the record's are still them); ValueError when a path is there twice."""
+    text, ids = texts if texts is not None else (b"\0".join(names), b"".join(binary))
+    paths = text.decode("utf-8", "surrogateescape").split("\0") if names else []
+    width = len(binary[0]) if binary else 0
+    oids = ids.hex(" ", width).split(" ") if width else []  # (C-level)
     rows = map(tuple.__new__, repeat(Entry), zip(modes, sizes, oids, repeat(None)))
     listing = Listing()
     listing.update(zip(paths, rows, strict=True))

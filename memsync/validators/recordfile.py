@@ -1,11 +1,11 @@
 """Record files: the private, bounded, pruned files of the validators' caches on disk.
 
-What the lineage records (`lineagestore.py`) and the tree shape records (`shapestore.py`)
-share: a file is read only when it is a regular file of ours that no one else may read or
-write (never through a link) and within its bound; a directory is used only when it is
-ours and writable by no one else; the most recent files are kept, the rest (and the
-temporary files of crashed writes) removed. Everything here is best effort: an error is a
-miss, never a failure of the validation.
+What the lineage records (`lineagestore.py`), the tree shape records (`shapestore.py`) and
+the tree listing records (`listingstore.py`) share: a file is read only when it is a
+regular file of ours that no one else may read or write (never through a link) and within
+its bound; a directory is used only when it is ours and writable by no one else; the most
+recent files are kept, the rest (and the temporary files of crashed writes) removed.
+Everything here is best effort: an error is a miss, never a failure of the validation.
 """
 
 from __future__ import annotations
@@ -17,6 +17,13 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+from zlib import crc32
+
+from memsync import atomicfile
+
+TYPE_CHECKING = False  # `typing` is not loaded by a cold sync before its first git (issue 18)
+if TYPE_CHECKING:
+    from typing import ClassVar, Self
 
 _STALE_TEMP = 3600.0  # seconds after which a temporary file of a crashed write goes
 
@@ -123,3 +130,63 @@ def prune(directory: Path, names: re.Pattern[str], keep: int, max_total: int) ->
             with contextlib.suppress(OSError):
                 if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMP:
                     (directory / name).unlink(missing_ok=True)
+
+
+class Store:
+    """A directory of records of one kind (`listingstore`, `shapestore`): one file each,
+    whose first line is `<FORMAT> <version> <length> <CRC-32>` (the version a digest of
+    the code that writes and checks them: a record another version wrote is foreign). The
+    checksum finds damage, which is all a checksum anyone can recompute can find; what a
+    record is checked against (a tree id, a listing) is up to its store."""
+
+    FORMAT: ClassVar[bytes]
+    NAMES: ClassVar[re.Pattern[str]]  # its records' file names
+    KEEP: ClassVar[int]  # records kept (the most recent)
+    MAX_RECORD_BYTES: ClassVar[int]
+    MAX_TOTAL_BYTES: ClassVar[int]  # all records kept, the newest always
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.version = self.version_digest()
+        self._head = re.compile(
+            re.escape(self.FORMAT) + rb" ([0-9a-f]{32}) ([0-9]{1,12}) ([0-9a-f]{8})\n"
+        )
+        self.loads = 0
+        self.saves = 0  # records written (full or delta)
+        self.deltas = 0  # of which deltas
+
+    def version_digest(self) -> bytes:
+        """Names the code that writes and checks a record."""
+        raise NotImplementedError
+
+    @classmethod
+    def open(cls, directory: Path) -> Self | None:
+        """The store in `directory` (made 0700), or None when it is not ours alone."""
+        return cls(directory) if private_directory(directory) else None
+
+    def read(self, path: Path) -> bytes | None:
+        """The bytes after the head line of the record at `path` (a private file of ours,
+        `read_headed`), when its head is this store's and its length and checksum hold."""
+        found = read_headed(path, self.MAX_RECORD_BYTES, self._head, self.version)
+        if found is None:
+            return None
+        match, raw = found
+        if len(raw) != int(match.group(2)) or b"%08x" % crc32(raw) != match.group(3):
+            return None
+        return raw
+
+    def write(self, path: Path, data: bytes) -> bool:
+        """Write `data` as the record at `path` (atomically, 0600; a cache: not made
+        durable) and prune the store; False when it is over `MAX_RECORD_BYTES`."""
+        if len(data) > self.MAX_RECORD_BYTES:
+            return False
+        head = b"%s %s %d %08x\n" % (
+            self.FORMAT,
+            self.version.hex().encode(),
+            len(data),
+            crc32(data),
+        )
+        atomicfile.write_bytes(path, head + data, durable=False)
+        self.saves += 1
+        prune(self.directory, self.NAMES, self.KEEP, self.MAX_TOTAL_BYTES)
+        return True

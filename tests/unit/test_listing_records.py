@@ -220,7 +220,7 @@ def test_a_damaged_foreign_or_unprivate_record_is_a_miss(tmp_path: Path) -> None
     assert path is not None and _fresh(tmp_path).load(oid) == listing
     data = path.read_bytes()
     flipped = data[:-9] + bytes([data[-9] ^ 1]) + data[-8:]  # within an object id
-    for damaged in (data[:-1], flipped, data.replace(b"MSTL1", b"MSTL9", 1), b""):
+    for damaged in (data[:-1], flipped, data.replace(FORMAT, b"MSTL9", 1), b""):
         path.write_bytes(damaged)
         assert _fresh(tmp_path).load(oid) is None
     path.write_bytes(data)
@@ -358,3 +358,52 @@ def test_a_path_git_never_lists_has_no_tree_id() -> None:
     for path in ("/a", "/a/b", "x/../a"):
         assert tree_id(Listing([(path, entry)]), 40) != tree_id(Listing([("a", entry)]), 40)
     assert tree_id(Listing([("/a", entry), ("b/c", entry)]), 40) is None
+
+
+def _lines_run(call: Callable[[], object], module: str) -> int:
+    """How many lines of `module`'s code run during `call()` (a trace of line events)."""
+    import sys  # noqa: PLC0415
+
+    count = 0
+
+    def trace(frame: object, event: str, _arg: object) -> Callable[..., object] | None:
+        nonlocal count
+        code = frame.f_code  # type: ignore[attr-defined]
+        if not code.co_filename.endswith(module):
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_reading_a_record_runs_no_python_line_per_entry(tmp_path: Path, nested: bool) -> None:
+    """Issue 18: a fresh process reads a 10k-entry tree's record on every one-file sync.
+    Its check (rehashing every directory's git tree object) and decoding run at C level,
+    column by column: the Python lines run do not grow with the entries (they grow with
+    the directories), flat or nested."""
+
+    def listing(count: int) -> Listing:
+        names = [
+            f"d{n % 4}/MEMORY_{n:05d}.md" if nested else f"MEMORY_{n:05d}.md" for n in range(count)
+        ]
+        return Listing((p, Entry(MODE_FILE, 3, f"{n + 1:040x}")) for n, p in enumerate(names))
+
+    runs = []
+    for count in (200, 2000):
+        entries = listing(count)
+        oid = tree_id(entries, 40)
+        assert oid is not None
+        ListingStore.open(tmp_path / str(count)).save(oid, entries)  # type: ignore[union-attr]
+        fresh = ListingStore.open(tmp_path / str(count))
+        assert fresh is not None
+        runs.append(_lines_run(lambda: fresh.load(oid), "listingstore.py"))  # noqa: B023
+        assert fresh.load(oid) == entries
+    assert runs[1] < runs[0] + 50, runs

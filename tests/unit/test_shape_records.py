@@ -7,13 +7,14 @@ truncated, foreign, not private, or another tree's cannot make a refused tree pa
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import tempfile
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from zlib import crc32
 
 import pytest
 from hypothesis import given
@@ -152,6 +153,20 @@ def shapes(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.shape"))
 
 
+def parts(data: bytes) -> tuple[int, dict[str, object], bytes]:
+    """A record's head line's length, its JSON line, and the binary columns after it."""
+    head = data.index(b"\n") + 1
+    end = data.index(b"\n", head)
+    return head, json.loads(data[head:end]), data[end + 1 :]
+
+
+def same_modes(body: dict[str, object], tail: bytes) -> bytes:
+    """A full record's columns with every path's mode 100644 (the first column)."""
+    count = body["count"]
+    assert isinstance(count, int)
+    return array("q", [MODE_FILE] * count).tobytes() + tail[8 * count :]
+
+
 def test_another_trees_record_under_this_trees_id_is_not_used(tmp_path: Path) -> None:
     good, bad = tree_id(), tree_id()
     with recording(tmp_path) as store:
@@ -177,23 +192,20 @@ def test_a_damaged_record_is_ignored(tmp_path: Path, damage: str) -> None:
         ]
         (record,) = shapes(tmp_path)
         data = record.read_bytes()
-        head = data.index(b"\n") + 1
+        head, body, tail = parts(data)
         if damage == "truncate":
             record.write_bytes(data[:-3])
         elif damage == "flip-head":
             record.write_bytes(data[:30] + bytes([data[30] ^ 1]) + data[31:])
         elif damage == "edit-body":  # the problem dropped, the checksum left as it was
-            body = json.loads(data[head:])
             body["flagged"] = []
-            edited_body = json.dumps(body, separators=(",", ":")).encode()
+            edited_body = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
             fields = data[: head - 1].split(b" ")
             fields[2] = b"%d" % len(edited_body)
             record.write_bytes(b" ".join(fields) + b"\n" + edited_body)
         elif damage == "resealed-mode":  # the record says the file is mode 100644
-            body = json.loads(data[head:])
-            body["modes"] = [MODE_FILE for _ in body["modes"]]
             body["flagged"] = []
-            reseal(record, body)
+            reseal(record, body, same_modes(body, tail))
         elif damage == "mode":
             record.chmod(0o644)
         else:
@@ -289,22 +301,22 @@ def test_a_delta_past_its_bound_is_written_in_full(
         finally:
             shapestore.DELTA_MAX = original
         for path in shapes(Path(tmp)):
-            body = json.loads(path.read_bytes().split(b"\n", 1)[1])
-            assert len(body.get("delta", ())) <= 3
+            body = parts(path.read_bytes())[1]
+            assert len(body.get("delta", ())) <= 3  # type: ignore[arg-type]
         for files, oid in series:
             SHAPES.clear()
             same_shape(tree_shape(Told(files, oid), files, POLICY), files)
         assert store.saves == 5
 
 
-def reseal(record: Path, body: dict[str, object]) -> None:
-    """Write `body` into `record` with a valid head and checksum (as only code that knows
-    the format would): what is left to catch it is the check against the listing."""
-    data = json.dumps(body, separators=(",", ":")).encode()
-    version = shapestore.version_digest()
-    check = hashlib.blake2b(data, key=version, digest_size=16).hexdigest()
-    record.write_bytes(b"MSTS1 %s %d %s\n" % (version.hex().encode(), len(data), check.encode()))
-    record.write_bytes(record.read_bytes() + data)
+def reseal(record: Path, body: dict[str, object], tail: bytes = b"") -> None:
+    """Write `body` (and a full record's columns `tail`) into `record` with a valid head and
+    checksum (as only code that knows the format would): what is left to catch it is the
+    record's own shape and the check against the listing."""
+    data = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
+    version = shapestore.version_digest().hex().encode()
+    head = b"%s %s %d %08x\n" % (shapestore.FORMAT, version, len(data), crc32(data))
+    record.write_bytes(head + data)
 
 
 @pytest.mark.parametrize(
@@ -321,8 +333,7 @@ def test_a_damaged_delta_record_is_ignored(tmp_path: Path, damage: str) -> None:
         assert store.deltas == 1
         full, delta = (next(tmp_path.glob(f"*-{oid}.shape")) for oid in (good, bad))
         data = delta.read_bytes()
-        head = data.index(b"\n") + 1
-        body = json.loads(data[head:])
+        _head, body, _tail = parts(data)
         assert body["base"] == good
         if damage == "full-gone":
             full.unlink()
@@ -334,7 +345,7 @@ def test_a_damaged_delta_record_is_ignored(tmp_path: Path, damage: str) -> None:
         elif damage == "edit-body":  # the change dropped, the checksum left as it was
             delta.write_bytes(data.replace(b'"delta":[', b'"delta":[["x.md"],', 1))
         elif damage == "resealed-mode":  # the delta says the file is mode 100644
-            body["delta"] = [[p, MODE_FILE, 4] for p, *_ in body["delta"]]
+            body["delta"] = [[p, MODE_FILE, 4] for p, *_ in body["delta"]]  # type: ignore[attr-defined]
             reseal(delta, body)
         else:  # the delta copied under another tree's id
             delta.rename(tmp_path / delta.name.replace(bad, other))
@@ -384,15 +395,14 @@ def test_a_damaged_record_read_ahead_is_ignored(tmp_path: Path, damage: str) -> 
         validate_tree(Told(BAD, bad), POLICY, NoGraph())
         (record,) = shapes(tmp_path)
         data = record.read_bytes()
-        head = data.index(b"\n") + 1
-        body = json.loads(data[head:])
+        head, body, tail = parts(data)
         if damage == "edit-body":  # the problem dropped, the checksum left as it was
             body["flagged"] = []
-            record.write_bytes(data[:head] + json.dumps(body, separators=(",", ":")).encode())
+            edited_body = json.dumps(body, separators=(",", ":")).encode() + b"\n" + tail
+            record.write_bytes(data[:head] + edited_body)
         elif damage == "resealed-mode":  # only the check against the listing catches it
-            body["modes"] = [MODE_FILE for _ in body["modes"]]
             body["flagged"] = []
-            reseal(record, body)
+            reseal(record, body, same_modes(body, tail))
         else:
             version = shapestore.version_digest().hex().encode()
             record.write_bytes(data.replace(version, b"f" * 32, 1))
@@ -415,15 +425,91 @@ def test_a_resealed_record_with_a_field_of_the_wrong_type_is_ignored(
         validate_tree(Told(BAD, bad), POLICY, NoGraph())
         (record,) = shapes(tmp_path)
         data = record.read_bytes()
-        fields = sorted(json.loads(data[data.index(b"\n") + 1 :]))
+        fields = sorted(parts(data)[1])
     for field in fields:
         with recording(tmp_path) as store:
-            body = json.loads(data[data.index(b"\n") + 1 :])
+            _head, body, tail = parts(data)
             body[field] = wrong
-            reseal(record, body)
+            reseal(record, body, tail)
             record.chmod(0o600)
             SHAPES.clear()
             store.read_ahead(bad, POLICY)
             assert store.load(bad, POLICY, BAD) is None, field
             verdict = validate_tree(Told(BAD, bad), POLICY, NoGraph())
             assert [p.code for p in verdict.problems] == ["executable"], field
+
+
+@pytest.mark.parametrize("damage", ["flag", "short", "long", "count", "key-twice", "size"])
+def test_a_resealed_record_with_damaged_columns_is_ignored(tmp_path: Path, damage: str) -> None:
+    """A full record's binary columns that pass the checksum (resealed, as only code that
+    knows the format could) but are not a shape's (a leaf flag neither 0 nor 1, columns
+    shorter or longer than the JSON line says, a folded prefix held at no path, a prefix
+    twice, a size below none) are not used: read ahead or read."""
+    bad = tree_id()
+    files = {**BAD, "MEMORY_a.md": Entry(MODE_FILE, 1, data=b"x")}
+    with recording(tmp_path) as store:
+        validate_tree(Told(files, bad), POLICY, NoGraph())
+        (record,) = shapes(tmp_path)
+        _head, body, tail = parts(record.read_bytes())
+        count, ones = body["count"], body["ones"]
+        assert isinstance(count, int) and isinstance(ones, int) and ones == count == 3
+        flags = 8 * (2 * count + ones)
+        texts = body["texts"]
+        assert isinstance(texts, list)
+        if damage == "flag":
+            tail = tail[:flags] + b"\2" + tail[flags + 1 :]
+        elif damage == "short":
+            tail = tail[:-1]
+        elif damage == "long":
+            tail += b"\0"
+        elif damage == "count":  # a prefix's count of 0 paths
+            tail = tail[: 16 * count] + bytes(8) + tail[16 * count + 8 :]
+        elif damage == "key-twice":  # one folded prefix twice
+            at = flags + ones + texts[0]
+            keys = tail[at : at + texts[1]].split(b"\0")
+            keys[-1] = keys[-2]
+            tail = tail[:at] + b"\0".join(keys) + tail[at + texts[1] :]
+            texts[1] = len(b"\0".join(keys))
+        else:
+            tail = tail[: 8 * count] + array("q", [-2]).tobytes() + tail[8 * count + 8 :]
+        reseal(record, body, tail)
+        SHAPES.clear()
+        store.read_ahead(bad, POLICY)
+        assert store.load(bad, POLICY, files) is None
+        verdict = validate_tree(Told(files, bad), POLICY, NoGraph())
+        assert [p.code for p in verdict.problems] == ["executable"]
+        assert store.loads == 0
+
+
+def test_a_record_of_many_paths_is_read_without_a_json_parse_or_a_map_of_each_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh process reads the shape record of a 2,000-path tree (issue 18: 10k files)
+    with one small JSON line parsed, the paths' columns split whole: what it parses as JSON
+    does not grow with the tree (a record of every path in JSON was ~80 bytes a path); and
+    checks a one-path change against it without a map of every path's prefixes."""
+    files = {f"MEMORY_{n:05d}.md": Entry(MODE_FILE, 1 + n % 7, data=b"x") for n in range(2000)}
+    files["PURSUITS.md"] = Entry(MODE_EXECUTABLE, 4, data=b"# P\n")
+    oid = tree_id()
+    with recording(tmp_path):
+        want = validate_tree(Told(files, oid), POLICY, NoGraph()).problems
+    parsed: list[int] = []
+    loads = json.loads
+
+    def counted(text: str | bytes, **kw: object) -> object:
+        parsed.append(len(text))
+        return loads(text, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", counted)
+    with recording(tmp_path) as store:
+        store.read_ahead(oid, POLICY)
+        assert validate_tree(Told(files, oid), POLICY, NoGraph()).problems == want
+        assert store.loads == 1
+        # A one-path change derived from it keeps the record's columns as they are: no map
+        # of the 2,000 paths' folded prefixes is built (only the changed one's).
+        new = {**files, "MEMORY_00007.md": Entry(MODE_FILE, 2, data=b"xy")}
+        told = Told(new, tree_id(), oid, diff(files, new))
+        assert validate_tree(told, POLICY, NoGraph()).problems == want
+        folded = tree_shape(told, new, POLICY).folded
+        assert folded._base is not None and len(folded._over) <= 1, len(folded._over)
+    assert parsed and max(parsed) < 1024, parsed
