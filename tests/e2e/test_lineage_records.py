@@ -91,7 +91,7 @@ def test_fresh_sync_nows_record_each_next_tree_as_a_delta_of_a_full_shape_record
 
     def bodies() -> dict[str, dict[str, object]]:
         return {
-            path.name: json.loads(path.read_bytes().split(b"\n", 1)[1])
+            path.name: json.loads(path.read_bytes().split(b"\n", 2)[1])  # header, body, columns
             for path in shapes.glob("*.shape")
         }
 
