@@ -45,7 +45,14 @@ from typing import TYPE_CHECKING, Any
 from memsync.memodigest import blake2b, sha256
 from memsync.validators import recordfile
 from memsync.validators.gcpause import gc_paused
-from memsync.validators.tree import MODE_GITLINK, Entry, Listing
+from memsync.validators.tree import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_SYMLINK,
+    Entry,
+    Listing,
+)
 
 FORMAT = b"MSTL2"
 DIRECTORY = "listings"  # under the parse cache's directory
@@ -55,6 +62,11 @@ KEEP = 32
 DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
 _IN_PLACE = 16  # a delta of up to this many paths finds each by a scan of the names
 MODE_TREE = 0o040000
+# The modes git lists a leaf with (`ls-tree -r`: every entry's canonical mode; a tree is
+# not a leaf). A record's entries hash to its tree's id with any mode, a subtree named as
+# a leaf included (mode 040000 and the subtree's id: the leaves below it left out); no
+# listing git gives has one, so no record with one is a listing.
+_LEAF_MODES = frozenset((MODE_FILE, MODE_EXECUTABLE, MODE_SYMLINK, MODE_GITLINK))
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _IDS = {20: re.compile(rb".{20}", re.DOTALL), 32: re.compile(rb".{32}", re.DOTALL)}
@@ -356,8 +368,8 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     numbers.frombytes(tail[: 16 * count])
     modes, given = numbers[:count].tolist(), numbers[count:].tolist()
     low = min(given, default=0)
-    if low < -1 or min(modes, default=0) < 0:
-        raise ValueError("not a listing (a negative size or mode)")
+    if low < -1 or not _LEAF_MODES.issuperset(modes):
+        raise ValueError("not a listing (a negative size, or a mode git lists no leaf with)")
     if (low == -1 or MODE_GITLINK in modes) and any(
         (size == -1) != (mode == MODE_GITLINK) for mode, size in zip(modes, given, strict=True)
     ):
@@ -444,6 +456,8 @@ def _row(values: list[Any]) -> _Row:
     mode, size, oid = values
     if type(mode) is not int or not (size is None or type(size) is int) or type(oid) is not str:
         raise ValueError("not a mode, size and object id")
+    if mode not in _LEAF_MODES:
+        raise ValueError("not a mode git lists a leaf with")
     if (size is None) != (mode == MODE_GITLINK) or (size is not None and size < 0):
         raise ValueError("not a listing's size (a submodule has none, a blob one of 0 or more)")
     return mode, size, oid
