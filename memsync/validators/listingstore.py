@@ -9,15 +9,18 @@ process made (listed in full, or derived) so that the next process reads it inst
 
 A record is never an authority. Before a listing read from one is used, its paths, modes
 and object ids are hashed into git tree objects, directory by directory, in git's order,
-exactly as git names a tree (`tree_id`): the listing is used only when that names the tree
-asked for, so it is that tree's listing (a record of another tree, of a tree with a
-duplicate entry, or damaged in any way that keeps its checksum, is not; nor one in a
-repository of the other object format). What the tree id does not cover is each blob's
-size, which git's listing gives (`ls-tree -l`): a record holds the sizes the listing it
-was made from had (blob ids name their bytes, so a size cannot change), read only from a
-private file of ours (`recordfile`), checksummed (CRC-32: it finds damage, which is all a
-checksum anyone can recompute can find; the tree id is what no one can forge), with a
-digest of the code that writes it.
+exactly as git names a tree (`tree_id`): the listing is used only when that names the
+tree asked for and every leaf has a mode git lists a leaf with (the id binds each
+entry's mode, but a subtree named as a leaf, mode 040000 and its id, hashes as the
+leaves below it do; git lists every leaf with its canonical mode), so it is that tree's
+listing (a record of another tree, of a tree with a duplicate entry, or damaged in any
+way that keeps its checksum, is not; nor one in a repository of the other object
+format). What the tree id does not cover is each blob's size, which git's listing gives
+(`ls-tree -l`): a record holds the sizes the listing it was made from had (blob ids name
+their bytes, so a size cannot change), read only from a private file of ours
+(`recordfile`), checksummed (CRC-32: it finds damage, which is all a checksum anyone can
+recompute can find; the tree id is what no one can forge), with a digest of the code
+that writes it.
 Anything truncated, corrupt, foreign, oversized or not a private regular file of ours is
 ignored: a miss lists the tree in full as before.
 
