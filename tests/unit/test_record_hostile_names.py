@@ -14,12 +14,13 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memsync.transports.gittree import GitListing
 from memsync.validators.collisions import FoldedTree
-from memsync.validators.gate import SHAPES, TreeShape, validate_tree
+from memsync.validators.gate import SHAPES, TreeShape, validate_changes, validate_tree
 from memsync.validators.shapestore import ShapeStore
-from memsync.validators.tree import Entry, TreeView
+from memsync.validators.tree import Change, Entry, TreeView
 from tests.unit.test_gate_incremental import POLICY, NoGraph, Told, diff, entries, reference
-from tests.unit.test_shape_records import recording, tree_id
+from tests.unit.test_shape_records import NoBlobs, recording, tree_id
 
 HOSTILE = [
     "\u00df",  # sharp s: folds to "ss"
@@ -126,3 +127,33 @@ def test_verdicts_over_records_of_hostile_names_equal_full_passes(
         SHAPES.clear()  # and back to the base (re-adding what the new tree deleted)
         told = Told(base, base_oid, new_oid, diff(new, base))
         assert validate_tree(told, POLICY, NoGraph()).problems == reference(TreeView(base), None)
+
+
+@settings(max_examples=200)
+@given(data=st.data(), base=hostile_trees)
+def test_the_series_check_over_records_of_hostile_names_equals_the_one_from_paths(
+    data: st.DataObject, base: dict[str, Entry]
+) -> None:
+    """`validate_changes` checks a commit's added paths against its parent's folded paths,
+    read from the parent's record (a table, changes beside it): the same problems as from
+    the parent's bare paths, deleting the only member of a fold group and re-adding names
+    that fold together included."""
+    new = dict(base)
+    for path in (
+        data.draw(st.lists(st.sampled_from(sorted(base)), max_size=3, unique=True)) if base else []
+    ):
+        del new[path]
+    new.update(data.draw(st.dictionaries(hostile_paths, entries, max_size=3)))
+    changes = [
+        Change("c1", path, entry, parents=("p1",), created=path not in base)
+        for path, entry in diff(base, new)
+    ]
+    want = validate_changes(changes, NoBlobs(), POLICY, trees=lambda _c: set(base))
+    with tempfile.TemporaryDirectory() as tmp, recording(Path(tmp)) as store:
+        listing = GitListing(base, tree_oid=tree_id())
+        for _ in range(2):  # recorded by the first process, read by the second
+            SHAPES.clear()
+            got = validate_changes(changes, NoBlobs(), POLICY, trees=lambda _c: listing)
+            assert got.problems == want.problems
+        if any(entry is not None for _path, entry in diff(base, new)) and store.saves:
+            assert store.loads == 1 or list(FoldedTree(base)._one) == [""]
