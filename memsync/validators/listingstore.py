@@ -9,15 +9,18 @@ process made (listed in full, or derived) so that the next process reads it inst
 
 A record is never an authority. Before a listing read from one is used, its paths, modes
 and object ids are hashed into git tree objects, directory by directory, in git's order,
-exactly as git names a tree (`tree_id`): the listing is used only when that names the tree
-asked for, so it is that tree's listing (a record of another tree, of a tree with a
-duplicate entry, or damaged in any way that keeps its checksum, is not; nor one in a
-repository of the other object format). What the tree id does not cover is each blob's
-size, which git's listing gives (`ls-tree -l`): a record holds the sizes the listing it
-was made from had (blob ids name their bytes, so a size cannot change), read only from a
-private file of ours (`recordfile`), checksummed (CRC-32: it finds damage, which is all a
-checksum anyone can recompute can find; the tree id is what no one can forge), with a
-digest of the code that writes it.
+exactly as git names a tree (`tree_id`): the listing is used only when that names the
+tree asked for and every leaf has a mode git lists a leaf with (the id binds each
+entry's mode, but a subtree named as a leaf, mode 040000 and its id, hashes as the
+leaves below it do; git lists every leaf with its canonical mode), so it is that tree's
+listing (a record of another tree, of a tree with a duplicate entry, or damaged in any
+way that keeps its checksum, is not; nor one in a repository of the other object
+format). What the tree id does not cover is each blob's size, which git's listing gives
+(`ls-tree -l`): a record holds the sizes the listing it was made from had (blob ids name
+their bytes, so a size cannot change), read only from a private file of ours
+(`recordfile`), checksummed (CRC-32: it finds damage, which is all a checksum anyone can
+recompute can find; the tree id is what no one can forge), with a digest of the code
+that writes it.
 Anything truncated, corrupt, foreign, oversized or not a private regular file of ours is
 ignored: a miss lists the tree in full as before.
 
@@ -45,7 +48,14 @@ from typing import TYPE_CHECKING, Any
 from memsync.memodigest import blake2b, sha256
 from memsync.validators import recordfile
 from memsync.validators.gcpause import gc_paused
-from memsync.validators.tree import MODE_GITLINK, Entry, Listing
+from memsync.validators.tree import (
+    MODE_EXECUTABLE,
+    MODE_FILE,
+    MODE_GITLINK,
+    MODE_SYMLINK,
+    Entry,
+    Listing,
+)
 
 FORMAT = b"MSTL2"
 DIRECTORY = "listings"  # under the parse cache's directory
@@ -55,6 +65,11 @@ KEEP = 32
 DELTA_MAX = 1024  # paths a delta names before the tree's record is written in full
 _IN_PLACE = 16  # a delta of up to this many paths finds each by a scan of the names
 MODE_TREE = 0o040000
+# The modes git lists a leaf with (`ls-tree -r`: every entry's canonical mode; a tree is
+# not a leaf). A record's entries hash to its tree's id with any mode, a subtree named as
+# a leaf included (mode 040000 and the subtree's id: the leaves below it left out); no
+# listing git gives has one, so no record with one is a listing.
+_LEAF_MODES = frozenset((MODE_FILE, MODE_EXECUTABLE, MODE_SYMLINK, MODE_GITLINK))
 _NAME = re.compile(r"[0-9a-f]{16}-(?:[0-9a-f]{40}|[0-9a-f]{64})\.listing")
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _IDS = {20: re.compile(rb".{20}", re.DOTALL), 32: re.compile(rb".{32}", re.DOTALL)}
@@ -356,8 +371,8 @@ def _columns(body: dict[str, Any], tail: bytes) -> _Columns:
     numbers.frombytes(tail[: 16 * count])
     modes, given = numbers[:count].tolist(), numbers[count:].tolist()
     low = min(given, default=0)
-    if low < -1 or min(modes, default=0) < 0:
-        raise ValueError("not a listing (a negative size or mode)")
+    if low < -1 or not _LEAF_MODES.issuperset(modes):
+        raise ValueError("not a listing (a negative size, or a mode git lists no leaf with)")
     if (low == -1 or MODE_GITLINK in modes) and any(
         (size == -1) != (mode == MODE_GITLINK) for mode, size in zip(modes, given, strict=True)
     ):
@@ -444,6 +459,8 @@ def _row(values: list[Any]) -> _Row:
     mode, size, oid = values
     if type(mode) is not int or not (size is None or type(size) is int) or type(oid) is not str:
         raise ValueError("not a mode, size and object id")
+    if mode not in _LEAF_MODES:
+        raise ValueError("not a mode git lists a leaf with")
     if (size is None) != (mode == MODE_GITLINK) or (size is not None and size < 0):
         raise ValueError("not a listing's size (a submodule has none, a blob one of 0 or more)")
     return mode, size, oid

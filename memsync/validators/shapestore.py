@@ -541,7 +541,9 @@ def _holds(held: list[str], flagged: Mapping[str, object], listed: Mapping[str, 
     from that listing holds them, they are compared as lists: no path hashed.)"""
     if len(held) != len(listed) or not all(map(listed.__contains__, flagged)):
         return False
-    return held == list(listed) or all(map(listed.__contains__, held))
+    return held == list(listed) or (
+        len(set(held)) == len(held) and all(map(listed.__contains__, held))
+    )
 
 
 def _problem(row: Any) -> Problem:
