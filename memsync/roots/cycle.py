@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -157,6 +158,9 @@ class _Cycle:
         self.autocommitted: tuple[str, ...] = ()
         self.repairer: Settler | None = None  # made when a repair role is configured
         self.prefetch: Prefetch | None = None  # the first fetch, beside the preflight status
+        # The start tree's shape record, when read while the fetch ran (`_read_start_ahead`).
+        self.shape_ahead: str | None = None
+        self.reading: threading.Thread | None = None
         # Without a trusted upstream: remote-tracking heads as they were before this cycle
         # fetched (the planner's `seen`); read only when there is no trusted upstream.
         self.before_fetch: dict[str, str | None] = {}
@@ -213,6 +217,8 @@ class _Cycle:
         finally:
             if self.prefetch is not None:
                 self.prefetch.wait()  # never a fetch running past the cycle (and its lock)
+            if self.reading is not None:
+                self.reading.join()  # nor a record read
         return result
 
     def upkeep(self, result: SyncResult, lock: RootLock) -> None:
@@ -278,6 +284,7 @@ class _Cycle:
                 guess,
                 f"refs/remotes/{remote}/{guess}",
                 self.options.progress,
+                heard=not self.box.resident,  # see `_read_start_ahead`
             )
         # No optional locks: a background cycle must never make a person's `git commit` fail
         # on index.lock (git status with refresh would take it to store stat data).
@@ -455,6 +462,8 @@ class _Cycle:
         self._remember_tracking(self.tracking)
         prefetched, self.prefetch = self.prefetch, None  # a second round fetches again
         if prefetched is not None and prefetched.branch == self.upstream_branch:
+            if prefetched.bringing():
+                self._read_start_ahead(local)
             outcome, detail = prefetched.answer()
         else:
             if prefetched is not None:
@@ -495,6 +504,18 @@ class _Cycle:
             return None, None
         fault("after-fetch")
         return self.git.ref_value(self.tracking), None
+
+    def _read_start_ahead(self, local: str) -> None:
+        """A one-shot cycle whose fetch brings objects (git said so, and still runs): the
+        start tree's listing and shape records, which an incoming fast-forward's checks
+        derive from, are read now, on threads, beside git; read after the fetch they held
+        the interpreter while the log was started and the history checked. A fetch that
+        brings nothing (a `current` sync) reads none."""
+        from memsync.roots.incoming import read_start_ahead  # noqa: PLC0415 - loaded with the gate
+
+        started = read_start_ahead(self.git, local, self.policy)
+        if started is not None:
+            self.shape_ahead, self.reading = started
 
     def _round(self, local: str, *, retry_push: bool) -> SyncResult:
         upstream, failed = self._fetch(local)
@@ -651,6 +672,7 @@ class _Cycle:
             self.options.progress,
             signing=self.settings.signing,
             admission=self.signed,
+            shape_ahead=self.shape_ahead,
         )
 
     @functools.cached_property

@@ -62,6 +62,7 @@ class Incoming:
     progress: Progress = NO_PROGRESS  # a cycle run from a terminal shows its validation
     signing: CommitKey | None = None  # roots.*.signing.key: signs the merges made here
     admission: SignedAdmission | None = None  # roots.*.admission: signed (every commit)
+    shape_ahead: str | None = None  # the tree whose shape record `read_start_ahead` reads
 
     def admit(self, plan: Plan) -> SyncResult:
         # The collector is paused while the history and the candidate are checked and
@@ -154,17 +155,9 @@ class Incoming:
         shape is derived from it); None when nothing is to be read (the start's tree id is
         not known yet, the shape is kept, or no records are kept)."""
         tree = self.git.known_tree(start)
-        read = None if tree is None else shape_reader(tree, self.policy)
-        if read is None:
+        if tree is None or tree == self.shape_ahead:  # (read already: never twice)
             return None
-
-        def reading() -> None:
-            after.wait(AHEAD_WAIT)
-            read()
-
-        thread = threading.Thread(target=reading, name="memsync-shape-ahead", daemon=True)
-        thread.start()
-        return thread
+        return _shape_thread(tree, self.policy, after)
 
     def _repairable(self, plan: Plan, outcome: Outcome, verdict: SyncResult) -> bool:
         """A merge (never a replay) that conflicted or is invalid, with a repair role set.
@@ -351,6 +344,40 @@ class Incoming:
         )
 
     # -- outgoing ----------------------------------------------------------------------------
+
+
+def read_start_ahead(
+    git: Git, start: str, policy: SyncPolicy
+) -> tuple[str, threading.Thread | None] | None:
+    """In a fresh process whose fetch still runs: learn commit `start`'s tree through the
+    object session and start reading its listing and shape records on threads of their
+    own, which the fetch leaves the interpreter to (an incoming fast-forward's candidate
+    derives from them; the log that follows the fetch then starts with them read). The
+    tree and the shape's thread (None when no shape record is read), or None when nothing
+    was started (no listing records kept, or the session cannot say)."""
+    tree = git.read_ahead(start)
+    if tree is None:
+        return None
+    return tree, _shape_thread(tree, policy, None)
+
+
+def _shape_thread(
+    tree: str, policy: SyncPolicy, after: threading.Event | None
+) -> threading.Thread | None:
+    """Tree `tree`'s shape record read on a thread (once `after` is set, at most
+    `AHEAD_WAIT` seconds on), or None when nothing is to be read (`shape_reader`)."""
+    read = shape_reader(tree, policy)
+    if read is None:
+        return None
+
+    def reading() -> None:
+        if after is not None:
+            after.wait(AHEAD_WAIT)
+        read()
+
+    thread = threading.Thread(target=reading, name="memsync-shape-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 def _merge_refused(outcome: Outcome) -> bool:

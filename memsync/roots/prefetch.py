@@ -94,19 +94,57 @@ class Prefetch:
     """One fetch of `branch` into `into`, on a thread of its own."""
 
     def __init__(
-        self, git: Fetches, remote: str, branch: str, into: str, progress: Progress = NO_PROGRESS
+        self,
+        git: Fetches,
+        remote: str,
+        branch: str,
+        into: str,
+        progress: Progress = NO_PROGRESS,
+        *,
+        heard: bool = False,
     ) -> None:
         self.branch = branch
         self.into = into
         self.progress = progress
-        self._fetch = Beside(
-            lambda told: git.fetch(remote, branch, into, progress=progress, on_start=told),
-            "memsync-prefetch",
-        )
+        # With `heard`: set once git says objects come, or once the fetch is over.
+        self._heard: threading.Event | None = threading.Event() if heard else None
+        self._objects = False
+        self._fetch = Beside(self._fetching(git, remote, branch, into), "memsync-prefetch")
+
+    def _fetching(
+        self, git: Fetches, remote: str, branch: str, into: str
+    ) -> Callable[[Callable[[int], None]], tuple[FetchOutcome, str]]:
+        heard = self._heard
+        if heard is None:
+            return lambda told: git.fetch(
+                remote, branch, into, progress=self.progress, on_start=told
+            )
+
+        def objects() -> None:
+            self._objects = True
+            heard.set()
+
+        def call(told: Callable[[int], None]) -> tuple[FetchOutcome, str]:
+            try:
+                return git.fetch(
+                    remote, branch, into, progress=self.progress, on_start=told, on_objects=objects
+                )
+            finally:
+                heard.set()
+
+        return call
 
     def running(self) -> None:
         """Until the fetch runs (or is over)."""
         self._fetch.running()
+
+    def bringing(self) -> bool:
+        """For a prefetch made `heard`: waits until git says objects come or the fetch is
+        over; True when objects come and the fetch still runs (False for any other)."""
+        if self._heard is None:
+            return False
+        self._heard.wait()
+        return self._objects and self._fetch.thread.is_alive()
 
     def wait(self) -> None:
         """Until the fetch is over (its deadline bounds it: the box kills it when it runs out)."""

@@ -174,7 +174,7 @@ class GitCore:
             raise self._timeout(shown, limit, by_deadline=by_deadline)
         stdout = auth.scrub_bytes(done.stdout)
         stderr = redact(auth.scrub(done.stderr.decode("utf-8", errors="replace").strip()))
-        if on_stderr_line is not None:  # what is left of a streamed stderr says what failed
+        if on_stderr_line is not None and done.returncode != 0:  # what is left says what failed
             from memsync.gitprogress import without_progress  # noqa: PLC0415 - streamed only
 
             stderr = without_progress(stderr)

@@ -151,6 +151,18 @@ class TreeReads(GitCore):
         self._ahead[rev] = (thread, found)
         thread.start()
 
+    def read_ahead(self, rev: str) -> str | None:
+        """In a fresh process that keeps listing records, learn commit `rev`'s tree through
+        the object session and start reading its listing (`list_ahead`, at once): what a
+        one-shot cycle does while its fetch still runs, for the start of a fast-forward.
+        The tree id, or None when nothing was started."""
+        if _records() is None:
+            return None
+        tree = self.session_tree(rev)
+        if tree is not None:
+            self.list_ahead(rev)
+        return tree
+
     def _listed_ahead(self, rev: str) -> Listing | None:
         """The listing `list_ahead(rev)` started (waited for), or None when none was."""
         started = self._ahead.pop(rev, None) if self._ahead is not None else None
@@ -250,6 +262,21 @@ class TreeReads(GitCore):
     def known_tree(self, rev: str) -> str | None:
         """The tree id of commit `rev` when this process learnt it already (no git run)."""
         return gitmemo.TREES.get(rev) if OID.fullmatch(rev) else None
+
+    def session_tree(self, rev: str) -> str | None:
+        """The tree id of commit `rev`: known, or read through the object session (its
+        `cat-file --batch`, opened if need be); None outside a session, or when the session
+        cannot say (a caller that needs it then asks `tree_of`)."""
+        known = self.known_tree(rev)
+        if known is not None or not self._batching or self.resident or OID.fullmatch(rev) is None:
+            return known
+        try:
+            tree = _commit_tree(self._ask(rev, SESSION_COMMIT_MAX))
+        except _SessionFailed:
+            return None
+        if tree is not None:
+            gitmemo.TREES.put(rev, tree)
+        return tree
 
     def ls_tree(self, rev: str) -> GitListing:
         """Every leaf of a commit's (or tree's) tree with mode, size and object id.

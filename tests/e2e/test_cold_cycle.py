@@ -166,7 +166,10 @@ def hook(event, args):
             del argv[1:3]
         seen.append(("process", " ".join(argv[:2]), None))
     elif event == "open" and str(args[0]).endswith((".listing", ".shape")):
-        seen.append(("record", str(args[0]).rpartition(".")[2], None))
+        kind = str(args[0]).rpartition(".")[2]
+        seen.append(("record", kind, None))
+        if os.environ.get("ORDER_MARKS"):  # for a git that waits for them (test_cold_tenk)
+            open(os.path.join(os.environ["ORDER_MARKS"], kind), "a").close()
     elif event == "open" and "/journal/" in str(args[0]):
         seen.append(("journal", str(args[0]).rpartition("/")[2], None))
 

@@ -8,6 +8,7 @@ not used (the tree is listed by git, and the sync decides as it would without re
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -82,13 +83,16 @@ def test_a_cold_fast_forward_reads_its_records_once_the_log_has_started(
 ) -> None:
     """The start tree's listing and shape records are read in this interpreter, beside the
     incoming log: started before the log, they held the interpreter while the log was to
-    be started (its git started ~20 ms after the object session instead of ~4 ms)."""
+    be started (its git started ~20 ms after the object session instead of ~4 ms). Here
+    the fetch brings no object (they came before, under another ref), so nothing is read
+    while it runs (see the next test)."""
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
     for turn in (0, 1):  # the records of the tree the next sync starts from
         _one_incoming_commit(team, turn)
         _cold_sync(config, env)
     _one_incoming_commit(team, 2)
+    git(team.bob.path, "fetch", "-q", "origin", "main:refs/kept/objects")
     out, order = _cold_sync_order(config, env)
     seen = [f"{kind} {name}" for kind, name, _ in order if kind in ("process", "record")]
     assert out.split()[:2] == ["bob", "synced"], (out, seen)
@@ -97,3 +101,76 @@ def test_a_cold_fast_forward_reads_its_records_once_the_log_has_started(
     records = [i for i, what in enumerate(seen) if what.startswith("record ")]
     assert {"record listing", "record shape"} <= set(seen), seen
     assert min(records) > log, f"a record was read before the log started: {seen}"
+
+
+def _holding_git(tmp_path: Path, marks: Path, seconds: float) -> Path:
+    """A directory holding a `git` whose fetch, once done, is held until both records are
+    opened (`ORDER_MARKS`: the order probe marks each) or `seconds` pass: a fetch that runs
+    long, as a 10k-file root's or a far upstream's does; it says which in `marks/held`."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    folder = tmp_path / "holding"
+    folder.mkdir()
+    ticks = int(seconds * 100)
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = fetch ] && break; done\n'
+        f'[ "$arg" = fetch ] || exec {real_git} "$@"\n'
+        f'{real_git} "$@"; code=$?; i=0\n'
+        f"while [ $i -lt {ticks} ]; do\n"
+        f"  [ -e {marks}/listing ] && [ -e {marks}/shape ] && break\n"
+        "  sleep 0.01; i=$((i + 1))\n"
+        "done\n"
+        f'[ $i -lt {ticks} ] && echo read > {marks}/held || echo "not read" > {marks}/held\n'
+        "exit $code\n"
+    )
+    (folder / "git").chmod(0o755)
+    return folder
+
+
+def test_a_cold_fast_forward_reads_its_records_while_its_fetch_brings_objects(
+    team: Team, tmp_path: Path
+) -> None:
+    """While a one-shot sync's fetch still brings objects (git says so on its progress
+    lines), the start tree's listing and shape records are read beside it: at 10k files
+    they were read after it, on the critical path (~130M instructions), between the log
+    and the candidate's check. The records are read, and checked, as before."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in (0, 1):  # the records of the tree the next sync starts from
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    _one_incoming_commit(team, 2)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    folder = _holding_git(tmp_path, marks, 10.0)
+    held = {**env, "PATH": f"{folder}:{os.environ['PATH']}", "ORDER_MARKS": str(marks)}
+    out, order = _cold_sync_order(config, held)
+    seen = [f"{kind} {name}" for kind, name, _ in order if kind in ("process", "record")]
+    assert out.split()[:2] == ["bob", "synced"], (out, seen)
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    assert (marks / "held").read_text() == "read\n", f"not read while fetching: {seen}"
+    log = seen.index("process git log")
+    assert {"record listing", "record shape"} <= set(seen[:log]), seen  # read while fetching
+    assert "record listing" not in seen[log:], seen  # (a shape record is saved after)
+    assert "process git ls-tree" not in seen, seen
+
+
+def test_a_cold_sync_with_nothing_fetched_reads_no_record(team: Team, tmp_path: Path) -> None:
+    """A fetch that brings nothing (the root is current) reads no record and opens no
+    object session, however long it runs: only a fetch that says objects come does."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
+    for turn in (0, 1):
+        _one_incoming_commit(team, turn)
+        _cold_sync(config, env)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    folder = _holding_git(tmp_path, marks, 0.5)  # a fetch that runs 0.5 s more
+    held = {**env, "PATH": f"{folder}:{os.environ['PATH']}", "ORDER_MARKS": str(marks)}
+    out, order = _cold_sync_order(config, held)
+    seen = [f"{kind} {name}" for kind, name, _ in order if kind in ("process", "record")]
+    assert out.split()[:2] == ["bob", "current"], (out, seen)
+    assert (marks / "held").read_text() == "not read\n", seen
+    assert not [what for what in seen if what.startswith("record ")], seen
+    assert "process git cat-file" not in seen, seen
