@@ -14,7 +14,7 @@ from memsync.errors import GitError
 from memsync.roots import journal
 from memsync.roots.admit import Admission, Admitter
 from memsync.roots.checks import Checks
-from memsync.roots.layout import RootLayout, candidate_ref
+from memsync.roots.layout import RootLayout
 from memsync.roots.publish import FenceBroken, FenceLook, Target, publish
 from memsync.roots.refused import Fenced
 from memsync.roots.result import SyncStatus
@@ -22,27 +22,7 @@ from memsync.transports.git import Git
 from memsync.validators.policy import SyncPolicy
 from tests.conftest import Team
 from tests.helpers import commit, git
-
-OP = "op-look"
-
-
-def _scene(tmp_path: Path) -> tuple[Path, str, str]:
-    """A root at `start`, and a candidate that changes MEMORY_a.md and adds MEMORY_c.md."""
-    root = tmp_path / "root"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    start = commit(
-        root,
-        {
-            ".gitignore": "*\n!MEMORY*.md\n!.gitignore\n",
-            "MEMORY.md": "# M\n",
-            "MEMORY_a.md": "# A\n",
-            "MEMORY_b.md": "# B\n",
-        },
-    )
-    candidate = commit(root, {"MEMORY_a.md": "# A\n\nnew\n", "MEMORY_c.md": "# C\n"})
-    git(root, "reset", "-q", "--hard", start)
-    git(root, "update-ref", candidate_ref(OP), candidate)
-    return root, start, candidate
+from tests.integration.test_publish_fence import OP, _scene  # the same root and candidate
 
 
 def _looked(root: Path, start: str, candidate: str) -> FenceLook:

@@ -68,21 +68,21 @@ def make_commit(repo: Path, tree: dict[str, tuple[str, bytes]], parent: str | No
     if contents:
         blob_oids = git(repo, "hash-object", "-w", "--no-filters", "--", *map(str, scratch))
         oids = dict(zip(contents, blob_oids.split(), strict=True))
-    lines = []
-    for path, (mode, data) in tree.items():
-        oid = GITLINK if mode == "160000" else oids[data]
-        lines.append(f"{mode} {oid}\t{path}")
+    # NUL-separated (`-z`): a newline may be part of a name.
+    info = b"".join(
+        b"%s %s\t%s\0"
+        % (
+            mode.encode(),
+            (GITLINK if mode == "160000" else oids[data]).encode(),
+            path.encode("utf-8", "surrogateescape"),
+        )
+        for path, (mode, data) in tree.items()
+    )
     saved = dict(os.environ)
     os.environ.update(env_index)
     try:
-        if lines:
-            git(
-                repo,
-                "update-index",
-                "--add",
-                "--index-info",
-                input=("\n".join(lines) + "\n").encode(),
-            )
+        if info:
+            git(repo, "update-index", "-z", "--add", "--index-info", input=info)
         written = git(repo, "write-tree")
     finally:
         os.environ.clear()

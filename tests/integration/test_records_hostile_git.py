@@ -7,7 +7,6 @@ what it decides from git's own listing with no record at all (review of issue 18
 from __future__ import annotations
 
 import itertools
-import os
 import tempfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from memsync.validators.shapestore import ShapeStore
 from memsync.validators.tree import TreeView
 from tests.conftest import PROCESS_EXAMPLES
 from tests.helpers import git
-from tests.integration.test_git_trees import full_listing, well_formed
+from tests.integration.test_git_trees import full_listing, make_commit, well_formed
 
 NAMES = [
     "MEMORY.md",
@@ -53,35 +52,6 @@ files = st.dictionaries(
 )
 
 
-def _commit(repo: Path, tree: dict[str, tuple[str, bytes]], parent: str | None) -> str:
-    """A commit of `tree` (paths NUL-separated: a newline is part of a name)."""
-    index = repo.parent / "scratch-index"
-    index.unlink(missing_ok=True)
-    contents = sorted({data for _mode, data in tree.values()})
-    scratch = [repo.parent / f"scratch-blob-{i}" for i in range(len(contents))]
-    for file, data in zip(scratch, contents, strict=True):
-        file.write_bytes(data)
-    oids: dict[bytes, str] = {}
-    if contents:
-        blob_oids = git(repo, "hash-object", "-w", "--no-filters", "--", *map(str, scratch))
-        oids = dict(zip(contents, blob_oids.split(), strict=True))
-    info = b"".join(
-        b"%s %s\t%s\0"
-        % (mode.encode(), oids[data].encode(), path.encode("utf-8", "surrogateescape"))
-        for path, (mode, data) in tree.items()
-    )
-    saved = dict(os.environ)
-    os.environ["GIT_INDEX_FILE"] = str(index)
-    try:
-        if info:
-            git(repo, "update-index", "-z", "--add", "--index-info", input=info)
-        written = git(repo, "write-tree")
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return git(repo, "commit-tree", written, "-m", "t", *(["-p", parent] if parent else []))
-
-
 @PROCESS_EXAMPLES
 @given(st.lists(files, min_size=2, max_size=4))
 def test_fresh_processes_over_records_of_hostile_names_decide_as_without_records(
@@ -92,7 +62,7 @@ def test_fresh_processes_over_records_of_hostile_names_decide_as_without_records
         git(Path(tmp), "init", "-q", "-b", "main", str(repo))
         commits: list[str] = []
         for tree in trees:
-            commits.append(_commit(repo, well_formed(tree), commits[-1] if commits else None))
+            commits.append(make_commit(repo, well_formed(tree), commits[-1] if commits else None))
         policy, graph = SyncPolicy(), default_graph_validator()
         for turn, (old, new) in enumerate(itertools.pairwise(commits)):
             gitmemo.forget()
