@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from zlib import crc32
@@ -132,7 +133,7 @@ def prune(directory: Path, names: re.Pattern[str], keep: int, max_total: int) ->
                     (directory / name).unlink(missing_ok=True)
 
 
-class Store:
+class Store(ABC):
     """A directory of records of one kind (`listingstore`, `shapestore`): one file each,
     whose first line is `<FORMAT> <version> <length> <CRC-32>` (the version a digest of
     the code that writes and checks them: a record another version wrote is foreign). The
@@ -155,9 +156,9 @@ class Store:
         self.saves = 0  # records written (full or delta)
         self.deltas = 0  # of which deltas
 
+    @abstractmethod
     def version_digest(self) -> bytes:
         """Names the code that writes and checks a record."""
-        raise NotImplementedError
 
     @classmethod
     def open(cls, directory: Path) -> Self | None:

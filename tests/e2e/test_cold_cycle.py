@@ -217,14 +217,20 @@ def _warmed(team: Team, tmp_path: Path, env: dict[str, str]) -> Path:
     return config
 
 
+def _warmed_order(team: Team, tmp_path: Path) -> list[tuple[str, str, bool | None]]:
+    """What a cold `sync-now` of the third commit (after `_warmed`) imported and started, in
+    order; it synced, and bob is at the upstream's head."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out, seen = _cold_sync_order(_warmed(team, tmp_path, env), env)
+    assert out.split()[:2] == ["bob", "synced"], out
+    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    return seen
+
+
 def test_a_cold_cycle_starts_its_fetch_and_status_before_the_gate_loads(
     team: Team, tmp_path: Path
 ) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = _warmed(team, tmp_path, env)
-    out, seen = _cold_sync_order(config, env)
-    assert out.split()[:2] == ["bob", "synced"], out
-    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    seen = _warmed_order(team, tmp_path)
     gate = next(i for i, (kind, name, _) in enumerate(seen) if kind == "import" and name in GATE)
     started = [name for kind, name, _ in seen[:gate] if kind == "process"]
     assert {"git fetch", "git status"} <= set(started), (seen[gate], started)
@@ -324,10 +330,7 @@ NEVER_IMPORTED = ("dataclasses", "inspect", "ast", "dis")
 def test_a_cold_cycle_never_loads_dataclasses_or_inspect(team: Team, tmp_path: Path) -> None:
     """Issue 18: its values are `memsync.values` classes; `dataclasses` loads only for
     code that asks it about one (`dataclasses.replace`, `fields`, `asdict`)."""
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = _warmed(team, tmp_path, env)
-    out, seen = _cold_sync_order(config, env)
-    assert out.split()[:2] == ["bob", "synced"], out
+    seen = _warmed_order(team, tmp_path)
     imported = {name for kind, name, _ in seen if kind == "import"}
     assert "memsync.roots.incoming" in imported  # the probe sees what loads
     assert not imported & set(NEVER_IMPORTED), sorted(imported & set(NEVER_IMPORTED))
@@ -498,11 +501,7 @@ def test_a_cold_fast_forward_starts_the_fence_status_beside_the_checks(
     named them, beside the incoming history's checks (before the admission writes its
     journal record and opens its `update-ref` session), instead of after the candidate's
     verdict; the fence judges it after the verdict."""
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = _warmed(team, tmp_path, env)
-    out, seen = _cold_sync_order(config, env)
-    assert out.split()[:2] == ["bob", "synced"], out
-    assert git(team.bob.path, "rev-parse", "HEAD") == git(team.upstream, "rev-parse", "main")
+    seen = _warmed_order(team, tmp_path)
     order = [name if kind == "process" else kind for kind, name, _ in seen]
     statuses = [i for i, name in enumerate(order) if name == "git status"]
     assert len(statuses) == 2, order  # the preflight's, the fence's
@@ -524,10 +523,7 @@ AFTER_FIRST_GIT = (
 def test_a_cold_cycle_loads_nothing_before_its_first_git_that_git_does_not_need(
     team: Team, tmp_path: Path
 ) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = _warmed(team, tmp_path, env)
-    out, seen = _cold_sync_order(config, env)
-    assert out.split()[:2] == ["bob", "synced"], out
+    seen = _warmed_order(team, tmp_path)
     first = next(i for i, (kind, _, _) in enumerate(seen) if kind == "process")
     before = {name for kind, name, _ in seen[:first] if kind == "import"}
     assert "memsync.roots.cycle" in before  # the probe sees what loads
