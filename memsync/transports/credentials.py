@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 HELPER_SCRIPT = Path(credhelper.__file__).resolve()
 DEFAULT_USERNAME = "x-access-token"  # GitHub's word for "the token says who"; others accept any
 
-_LIMIT = credhelper.LIMIT  # a credential request or answer is a few lines
 _PEER_TIMEOUT = credhelper.PEER_TIMEOUT  # seconds one helper connection may take
 _REMOTE_HELPERS = frozenset({"git-remote-http", "git-remote-https"})
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+,:@-]*")
@@ -264,7 +263,7 @@ class CredentialServer:
             self._remote_helper = remote_helper  # one git call talks through one helper
         elif remote_helper != self._remote_helper:
             return
-        request = _read_all(conn)
+        request = credhelper.read_all(conn)
         fields = parse_request(request)
         origin = Origin.of_request(fields)
         if origin is None or origin not in self._origins:
@@ -339,18 +338,6 @@ def _parent_of(pid: int) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def _read_all(conn: socket.socket) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < _LIMIT:
-        chunk = conn.recv(_LIMIT - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def parse_request(raw: bytes) -> dict[str, str]:

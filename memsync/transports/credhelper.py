@@ -16,6 +16,19 @@ LIMIT = 64 * 1024  # a credential request or answer is a few lines
 PEER_TIMEOUT = 10.0  # seconds one helper connection may take
 
 
+def read_all(conn: socket) -> bytes:
+    """What the peer sends until it closes its side, at most LIMIT bytes (both ends use it)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < LIMIT:
+        chunk = conn.recv(LIMIT - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def main(argv: list[str]) -> int:
     """`credhelper.py SOCKET OPERATION`, git's request on stdin, the answer on stdout."""
     if len(argv) != 2:
@@ -31,20 +44,13 @@ def main(argv: list[str]) -> int:
         conn.connect(path)
         conn.sendall(request)
         conn.shutdown(SHUT_WR)
-        chunks: list[bytes] = []
-        size = 0
-        while size < LIMIT:
-            chunk = conn.recv(LIMIT - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        answer = read_all(conn)
     except OSError as exc:
         print(f"memsync credential helper: memsync did not answer: {exc}", file=sys.stderr)
         return 1
     finally:
         conn.close()
-    sys.stdout.buffer.write(b"".join(chunks))
+    sys.stdout.buffer.write(answer)
     sys.stdout.buffer.flush()
     return 0
 
