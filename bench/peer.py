@@ -125,7 +125,9 @@ def sync_now(base: Path, files: int, env: dict[str, str]) -> list[dict[str, Any]
         new = git(writer, "rev-parse", "HEAD")
         step = (old, new, "MEMORY_note00001.md")
         least = _ms(lambda step=step: _floor(floor_root, env, *step))  # type: ignore[misc]
-        for label, (argv, cli_env, _) in runs.items():
+        # This checkout's and the baseline's, in turn first (whichever runs first runs right
+        # after the writer's push and the floor: an order it would always pay).
+        for label, (argv, cli_env, _) in sorted(runs.items(), reverse=i % 2 == 1):
             took = _ms(lambda argv=argv, cli_env=cli_env: _run(argv, cli_env, cwd=base))  # type: ignore[misc]
             if i >= WARMUP:
                 ours[label].append(took)
