@@ -171,12 +171,19 @@ class Admitter:
         """Pin, validate and publish a staged candidate (the fence's reads, `look`, may run
         meanwhile: it judges them after the verdict)."""
         git = self.git
-        git.update_ref(candidate_ref(op.id), candidate, reason=publication_reason(op.id))
-        fault("after-merge")
+        # The candidate is pinned while it is checked: git starts and commits the pin
+        # (`update_ref_ahead`, in the admission's ref session) while the checks run, and
+        # its answer is waited for once they are done, before anything relies on the ref
+        # (should the checks raise, the session's `close` waits for it: no lock is left).
+        pinned = git.update_ref_ahead(
+            candidate_ref(op.id), candidate, reason=publication_reason(op.id)
+        )
         files = git.changed_paths(op.start, candidate)
         if checks.tree == "none":  # nothing is published without its tree checked
             checks = replace(checks, tree="changed")
         report = checks.check(git, self.policy, op.start, candidate, files)
+        pinned()
+        fault("after-merge")
         fault("after-validation")
         if not report.ok:
             self._settle(op, journal.FAILED, "the candidate failed validation", files=files)

@@ -181,16 +181,19 @@ class Journal:
         return found
 
     def _trim(self) -> None:
+        # Every settled operation lists the records and counts the keys (up to 200 and
+        # 2,000 names): by name (`scandir`), not a `Path` each, on a cold sync's last steps.
         try:  # `glob("*.json")`, as in `unsettled`
-            listed = list(self.directory.iterdir())
+            with os.scandir(self.directory) as listed:
+                names = sorted(entry.name for entry in listed if entry.name.endswith(".json"))
         except OSError:
             return
-        paths = sorted(path for path in listed if path.name.endswith(".json"))
-        for path in paths[:-KEEP_SETTLED] if len(paths) > KEEP_SETTLED else []:
-            path.unlink(missing_ok=True)
+        for name in names[:-KEEP_SETTLED] if len(names) > KEEP_SETTLED else []:
+            (self.directory / name).unlink(missing_ok=True)
         keys = self.directory / "keys"
         try:
-            count = sum(1 for _ in keys.iterdir())
+            with os.scandir(keys) as listed:
+                count = sum(1 for _ in listed)
         except OSError:
             return
         if count > KEEP_KEYS:  # oldest first; rare, so the sort is affordable

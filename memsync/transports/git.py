@@ -41,7 +41,7 @@ the status, the box a cycle starts with); `Git` here adds the rest. Nothing outs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memsync.errors import GitError
@@ -270,6 +270,27 @@ class Git(Writes, Facts, Fetches):
             return
         self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
 
+    def update_ref_ahead(
+        self, ref: str, new: str, old: str | None = None, reason: str = "memsync"
+    ) -> Callable[[], None]:
+        """`update_ref`, started: in the box's open `ref_session` (of this reflog message)
+        the transaction is handed to git and this returns at once; the callable it returns
+        waits for git's answer (when the session could not commit it: the update by a
+        process of its own, as `update_ref`, raising as it does) and is to be called before
+        anything relies on the ref or uses the session again. Without such a session the
+        update is made now, and the callable does nothing."""
+        line = f"update {ref} {new}" + (f" {old}" if old is not None else "")
+        session = self.ref_session
+        if session is None or session.reason != reason or not session.send([line]):
+            self.update_ref(ref, new, old, reason)
+            return _done
+
+        def answered() -> None:
+            if not session.answered():
+                self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
+
+        return answered
+
     def move_refs(
         self, updates: Sequence[tuple[str, str, str]], deletes: Sequence[str], reason: str
     ) -> None:
@@ -366,3 +387,7 @@ class Git(Writes, Facts, Fetches):
             input=b"".join(oid.encode("ascii") + b"\n" for oid in oids),
         ).stdout
         return gitparse.parse_batch(raw, kind=b"commit")
+
+
+def _done() -> None:
+    """What `update_ref_ahead` hands back for an update already made."""

@@ -29,24 +29,50 @@ _ANSWERS = (b"start: ok\n", b"prepare: ok\n", b"commit: ok\n")
 
 class RefSession:
     """The ref transactions of one box with one reflog message, in one git process (started
-    at the first one); `close` ends it (between transactions: it holds no lock)."""
+    at the first one); `close` ends it (between transactions: it holds no lock). A
+    transaction may be sent ahead (`send`) and its answer read later (`answered`), so
+    that the caller works while git starts and commits it."""
 
     def __init__(self, box: GitCore, reason: str) -> None:
         self.box = box
         self.reason = reason
         self._session: Session | None = None
         self._broken = False
+        self._sent = False  # a transaction is sent and its answers not read yet
 
     def commit(self, lines: Sequence[str]) -> bool:
         """Run one transaction of `update`/`delete` lines; True once git said `commit: ok`,
         False when the session could not (the caller runs it by a process of its own)."""
-        if self._broken or any("\n" in line for line in lines):
+        return self.send(lines) and self.answered()
+
+    def send(self, lines: Sequence[str]) -> bool:
+        """Hand git one transaction of `update`/`delete` lines and return at once (git
+        starts, reads and commits it meanwhile); `answered` then says whether it committed.
+        False when the session cannot take it (broken, or an answer still unread): nothing
+        was sent, and the caller runs it by a process of its own."""
+        if self._broken or self._sent or any("\n" in line for line in lines):
             return False
         try:
             if self._session is None:
                 self._session = self.box.session("update-ref", "-m", self.reason, "--stdin")
             body = "".join(f"{line}\n" for line in lines)
             self._session.ask(f"start\n{body}prepare\ncommit\n".encode())
+        except (EOFError, OSError):
+            self._broken = True
+            self.close()
+            return False
+        self._sent = True
+        return True
+
+    def answered(self) -> bool:
+        """Whether git said `commit: ok` to the transaction `send` handed it (waited for);
+        False when it did not or could not say so (the session is then ended, between
+        transactions or with git gone: the caller runs the transaction again by a process
+        of its own, which commits it or fails with git's own words)."""
+        sent, self._sent = self._sent, False
+        if not sent or self._session is None:
+            return False
+        try:
             for answer in _ANSWERS:
                 if self._session.read_line(len(answer)) != answer:
                     raise EOFError("not git's ok")
@@ -57,6 +83,10 @@ class RefSession:
         return True
 
     def close(self) -> None:
+        """End the session (its git killed and reaped) between transactions, where it
+        holds no lock: a transaction sent and not answered yet is waited for first."""
+        if self._sent:
+            self.answered()  # (ends the session itself when git said no)
         session, self._session = self._session, None
         if session is not None:
             session.close()

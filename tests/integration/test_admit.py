@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ from memsync.roots.checks import Checks
 from memsync.roots.layout import CANDIDATE_REFS, RootLayout
 from memsync.roots.refused import AlreadyDone, DryRun, Invalid
 from memsync.transports.git import Git
+from memsync.transports.gitrefsession import RefSession
 from memsync.validators.policy import SyncPolicy
+from memsync.validators.problems import Problem
 from tests.conftest import Team
 from tests.helpers import commit, git, snapshot
 from tests.integration.test_git_refs import _runs, _spy
@@ -189,3 +192,136 @@ def test_a_ref_session_that_is_gone_publishes_by_a_process_of_its_own(
     assert git(team.bob.path, "rev-parse", "HEAD") == candidate
     assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
     assert _runs(log).count("update-ref") == 2
+
+
+def _waiting_git(tmp_path: Path, mark: Path) -> tuple[Path, Path]:
+    """A directory holding a `git` whose `update-ref --stdin` (the admission's ref session)
+    starts only once `mark` exists (polled, for 20 s at most), and a log that says whether
+    it saw it (`seen`) or gave up (`late`); every other run is the real git's at once."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    folder = tmp_path / "waiting"
+    folder.mkdir()
+    log = tmp_path / "waited.log"
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" update-ref "*" --stdin "*)\n'
+        "  n=0\n"
+        f'  while [ ! -e "{mark}" ] && [ "$n" -lt 400 ]; do sleep 0.05; n=$((n + 1)); done\n'
+        f'  if [ -e "{mark}" ]; then echo seen >> "{log}"; else echo late >> "{log}"; fi\n'
+        "esac\n"
+        f'exec {real_git} "$@"\n'
+    )
+    (folder / "git").chmod(0o755)
+    return folder, log
+
+
+def test_the_candidate_is_checked_while_its_pin_commits(team: Team, tmp_path: Path) -> None:
+    """Issue 18: the candidate's pin (its candidate ref, the ref session's first transaction)
+    is handed to git, and the candidate is checked while git starts and commits it; its
+    answer is waited for before anything relies on the ref. A git that takes the pin only
+    once the checks ran is not waited for in vain, and the candidate is pinned when it is
+    published."""
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/p.md": "# P\n"})
+    mark = tmp_path / "checked"
+    folder, log = _waiting_git(tmp_path, mark)
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
+    admitter = Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy())
+    seen: list[str] = []
+
+    def checked(_start: str, _candidate: str) -> tuple[Problem, ...]:
+        mark.touch()  # the checks run (a rule of the caller's own is one of them)
+        return ()
+
+    def pinned() -> None:
+        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
+
+    outcome = admitter.admit(
+        Admission("insight", "main", start),
+        lambda op, wt: candidate,
+        Checks(grants="insight", also=checked),
+        before_publish=pinned,
+    )
+    assert isinstance(outcome, Published), outcome
+    assert log.read_text() == "seen\n"  # the pin's git ran while the candidate was checked
+    assert seen == [candidate]
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+
+
+def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
+    team: Team, tmp_path: Path
+) -> None:
+    """The session is ended only once git answered the pin it was handed (it holds a ref
+    lock until then): checks that raise meanwhile leave no candidate ref, no lock and an
+    open record settled."""
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/q.md": "# Q\n"})
+    admitter, records = _admitter(team)
+
+    def explode(_start: str, _candidate: str) -> tuple[Problem, ...]:
+        raise RuntimeError("a rule of the caller's own failed")
+
+    with pytest.raises(RuntimeError):
+        admitter.admit(
+            Admission("insight", "main", start),
+            lambda op, wt: candidate,
+            Checks(grants="insight", also=explode),
+        )
+    assert records.unsettled() == []
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+    assert not list((team.bob.path / ".git" / "refs").rglob("*.lock"))
+    assert git(team.bob.path, "rev-parse", "HEAD") == start
+
+
+def test_a_pin_the_session_cannot_commit_is_made_by_a_process_of_its_own(
+    team: Team, tmp_path: Path
+) -> None:
+    """A ref session whose git ends before it answers the pin (here: the session's git
+    exits at once): the pin is made by a process of its own, as before sessions, and the
+    candidate is published (the branch move too: the session is broken)."""
+    start, candidate = _made_aside(team.bob.path, {"insight_logs/r.md": "# R\n"})
+    real_git = shutil.which("git")
+    assert real_git is not None
+    folder = tmp_path / "quitting"
+    folder.mkdir()
+    quit_once = tmp_path / "quit"
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" update-ref "*" --stdin "*)\n'
+        f'  if [ ! -e "{quit_once}" ]; then touch "{quit_once}"; exit 97; fi ;;\n'
+        "esac\n"
+        f'exec {real_git} "$@"\n'
+    )
+    (folder / "git").chmod(0o755)
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
+    admitter = Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy())
+    seen: list[str] = []
+
+    def pinned() -> None:
+        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
+
+    outcome = admitter.admit(
+        Admission("insight", "main", start),
+        lambda op, wt: candidate,
+        Checks(grants="insight"),
+        before_publish=pinned,
+    )
+    assert isinstance(outcome, Published), outcome
+    assert seen == [candidate]
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+
+
+def test_a_ref_session_ends_only_once_git_answered_what_it_was_handed(team: Team) -> None:
+    """`close` with a transaction handed to git (`send`) and its answer not read yet waits
+    for the answer first: git is never killed inside a transaction (with a ref locked), and
+    the transaction is committed as git says."""
+    start = git(team.bob.path, "rev-parse", "HEAD")
+    session = RefSession(Git(team.bob.path), "memsync: a test")
+    assert session.send([f"update {CANDIDATES}/handed {start}"])
+    session.close()
+    assert git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES) == start
+    assert not list((team.bob.path / ".git" / "refs").rglob("*.lock"))
+    assert not session.answered()  # (nothing is left to answer)
