@@ -22,9 +22,11 @@ demo: $(STAMP)
 NOCACHE_OFF := PYTHONDONTWRITEBYTECODE=
 
 # The whole suite, as CI runs it: property tests take the thorough, derandomized `ci`
-# profile (tests/conftest.py) unless MEMSYNC_HYPOTHESIS names another.
+# profile (tests/conftest.py) unless MEMSYNC_HYPOTHESIS names another. Where its CPU goes,
+# test by test: `MEMSYNC_CPUPROF=/tmp/cpu make test PYTEST_ARGS="-p tests.cpuprof"`, then
+# `.venv/bin/python -m tests.cpuprof /tmp/cpu` (tests/cpuprof.py).
 test: $(STAMP)
-	$(NOCACHE_OFF) MEMSYNC_HYPOTHESIS=$${MEMSYNC_HYPOTHESIS:-ci} $(BIN)/pytest -n 3 --dist worksteal -q
+	$(NOCACHE_OFF) MEMSYNC_HYPOTHESIS=$${MEMSYNC_HYPOTHESIS:-ci} $(BIN)/pytest -n 3 --dist worksteal -q $(PYTEST_ARGS)
 
 # The inner loop: everything but the long fault suites marked `slow` (make test runs them),
 # property tests on the small `dev` profile unless MEMSYNC_HYPOTHESIS names another.

@@ -342,38 +342,40 @@ def test_a_refused_cycle_backs_off_instead_of_asking_again_at_once(
     assert "Rewritten." not in (team.bob.path / "MEMORY.md").read_text()
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "status", "code"),
-    [
-        ("/v1/sync", {"roots": ["nope"]}, 400, "usage"),
-        ("/v1/sync", {"roots": "not a list"}, 400, "bad-request"),
-        ("/v1/views/pull", {"views": ["nope"]}, 400, "usage"),
-        ("/v1/cycles/insight", {"root": "nope", "force": False}, 400, "usage"),
-        ("/v1/cycles/bogus", {"root": "bob"}, 404, "not-found"),
-        ("/v1/pause", {"name": "nope"}, 400, "usage"),
-        ("/v1/resume", {"name": "nope"}, 400, "usage"),
-    ],
-)
+# Each request the controller refuses, and how: one daemon answers them all in turn (a
+# refusal changes nothing, and after the last the daemon must still run).
+REFUSED = [
+    ("/v1/sync", {"roots": ["nope"]}, 400, "usage"),
+    ("/v1/sync", {"roots": "not a list"}, 400, "bad-request"),
+    ("/v1/views/pull", {"views": ["nope"]}, 400, "usage"),
+    ("/v1/cycles/insight", {"root": "nope", "force": False}, 400, "usage"),
+    ("/v1/cycles/bogus", {"root": "bob"}, 404, "not-found"),
+    ("/v1/pause", {"name": "nope"}, 400, "usage"),
+    ("/v1/resume", {"name": "nope"}, 400, "usage"),
+]
+
+
 def test_each_request_the_controller_refuses_is_an_error_with_its_words(
-    team: Team, tmp_path: Path, start: object, path: str, body: object, status: int, code: str
+    team: Team, tmp_path: Path, start: Callable[..., Daemon]
 ) -> None:
     config = write_config(tmp_path, {"bob": {"path": team.bob.path}})
-    daemon = start(config)  # type: ignore[operator]
-    payload = json.dumps(body).encode()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-        client.settimeout(30)
-        client.connect(str(daemon.socket))
-        client.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: memsync\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-            + payload
-        )
-        answer = b""
-        while chunk := client.recv(65536):
-            answer += chunk
-    head, _, rest = answer.partition(b"\r\n\r\n")
-    got = int(head.split()[1])
-    error = json.loads(rest)["error"]
-    assert (got, error["code"]) == (status, code), answer
-    assert error["message"], answer
-    assert daemon.status().daemon.running
+    daemon = start(config)
+    for path, body, status, code in REFUSED:
+        payload = json.dumps(body).encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(30)
+            client.connect(str(daemon.socket))
+            client.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: memsync\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                + payload
+            )
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+        head, _, rest = answer.partition(b"\r\n\r\n")
+        got = int(head.split()[1])
+        error = json.loads(rest)["error"]
+        assert (got, error["code"]) == (status, code), (path, answer)
+        assert error["message"], (path, answer)
+        assert daemon.status().daemon.running, path
