@@ -258,6 +258,19 @@ def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Pat
     assert "memsync.daemon.pausegauge" not in modules
 
 
+def test_a_daemon_keeps_its_schedule_without_a_scheduler_package(
+    team: Team, tmp_path: Path
+) -> None:
+    # Its interval jobs are `daemon.schedule`'s: APScheduler's import (the entry points of
+    # every installed package through importlib.metadata, tzlocal and zoneinfo, the process
+    # pool's multiprocessing and pickle) was a fifth of a daemon's start (issue 18).
+    modules = daemon_modules(team, tmp_path)
+    assert "memsync.daemon.schedule" in modules
+    heavy = ("apscheduler", "tzlocal", "zoneinfo", "multiprocessing", "pickle", "email")
+    assert [m for m in modules if m.split(".")[0] in heavy] == []
+    assert "importlib.metadata" not in modules
+
+
 def test_a_daemon_whose_roots_do_not_watch_loads_no_watchdog_until_one_does(
     team: Team, tmp_path: Path
 ) -> None:
