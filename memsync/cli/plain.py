@@ -1,6 +1,7 @@
 """The plain forms of the commands a timer, a hook or a shell runs most (`status`,
-`sync-now`), read and run without click: `__main__` runs them here, so that those processes
-never import click and the command group.
+`sync-now`) and of the daemon systemd starts (`run`), read and run without click:
+`__main__` runs them here, so that those processes never import click and the command
+group.
 
 Only the plainest forms are taken: `--config PATH` or `--config=PATH` (once, and a PATH
 that does not look like an option), then the command, then its own flags (each at most
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[frozenset[str], bool]] = {
     "status": (frozenset({"--json"}), False),
     "sync-now": (frozenset({"--json", "--accept-rewrite", "--no-push", "--dry-run"}), True),
+    "run": (frozenset(), False),
 }
 
 
@@ -79,6 +81,11 @@ def run(plain: Plain) -> NoReturn:
 
         code = fail_unparsed(exc, app, as_json=as_json)
     sys.stdout.flush()
+    if plain.command == "run":  # the daemon ends as under click: its exit tears it down
+        import gc  # noqa: PLC0415 - built in
+
+        gc.freeze()  # the exit's collections would walk all the daemon loaded (~50 ms)
+        sys.exit(code)
     with contextlib.suppress(OSError, ValueError):  # as the interpreter's own exit would
         sys.stderr.flush()
     # The command is done: the process ends here. Tearing down what it loaded (every module,
@@ -93,6 +100,10 @@ def _dispatch(app: App, plain: Plain, as_json: bool) -> int:
         from memsync.cli.statusrun import report  # noqa: PLC0415
 
         return report(app, as_json)
+    if plain.command == "run":
+        from memsync.cli.daemonrun import serve  # noqa: PLC0415
+
+        return serve(app)
     from memsync.cli.syncrun import sync_now  # noqa: PLC0415
 
     flags = plain.flags

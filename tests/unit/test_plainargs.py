@@ -1,4 +1,4 @@
-"""The plain forms of `memsync status` and `sync-now` (`cli.plain.parse`): whatever it
+"""The plain forms of `memsync status`, `sync-now` and `run` (`cli.plain.parse`): whatever it
 takes, click parses to the same command and values; whatever else it leaves to click."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ TOKENS = st.sampled_from(
     [
         "status",
         "sync-now",
+        "run",
         "--json",
         "--config",
         "--config=",
@@ -50,8 +51,8 @@ TOKENS = st.sampled_from(
 
 
 def clicks_reading(args: list[str]) -> Plain | None:
-    """What click makes of `args`, as a `Plain`; None when it is not a run of `status` or
-    `sync-now` with the group's other options at their defaults (an error, help, another
+    """What click makes of `args`, as a `Plain`; None when it is not a run of `status`,
+    `sync-now` or `run` with the group's other options at their defaults (an error, help, another
     command, `--debug`...)."""
     try:
         ctx = cli.make_context("memsync", list(args), obj=None)
@@ -73,6 +74,7 @@ def test_every_short_argument_list_is_taken_only_as_click_reads_it() -> None:
     alphabet = [
         "status",
         "sync-now",
+        "run",
         "--json",
         "--config",
         "--config=c",
@@ -91,6 +93,7 @@ def test_every_short_argument_list_is_taken_only_as_click_reads_it() -> None:
                 taken += 1
                 assert clicks_reading(list(args)) == plain, args
     assert taken > 250  # status and sync-now, their flags and names, after each --config
+    assert parse(["run"]) == clicks_reading(["run"]) == Plain("run", None, frozenset(), ())
 
 
 @given(st.lists(TOKENS, max_size=7))
@@ -108,6 +111,7 @@ def test_the_plain_forms() -> None:
     assert parse(["--config", "c", "sync-now", "a", "--dry-run", "b"]) == Plain(
         "sync-now", "c", frozenset({"--dry-run"}), ("a", "b")
     )
+    assert parse(["--config", "c", "run"]) == Plain("run", "c", frozenset(), ())
     for other in (
         ["status", "--json", "--json"],
         ["sync-now", "--no-push", "--no-push"],
@@ -123,5 +127,10 @@ def test_the_plain_forms() -> None:
         ["sync-now", "--dry"],
         ["sync-now", "-"],
         ["validate", "."],
+        ["run", "--json"],
+        ["run", "root"],
+        ["--debug", "run"],
+        ["--log-format", "json", "run"],
+        ["run", "-h"],
     ):
         assert parse(other) is None, other
