@@ -467,3 +467,24 @@ def test_a_pull_over_http_loads_no_git_box(scene: Scene) -> None:  # noqa: F811 
     code, heavy, out, err = probe(*pull, env=scene.env, heavy=git_box)
     assert (code, heavy) == (0, []), err
     assert json.loads(out)["results"][0]["status"] == "pulled", out
+
+
+def test_a_pull_of_git_shares_loads_no_http_client(team: Team, tmp_path: Path) -> None:
+    # The HTTP box (aiohttp, yarl) is a view over HTTP's: views from Git shares need none,
+    # in `views pull` as in a daemon (issue 18). Here the share is not there: the pull ends
+    # `unavailable` after its git fetch fails, as it would over HTTP.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(
+        tmp_path,
+        {"bob": {"path": team.bob.path}},
+        "views:\n  notes:\n    root: bob\n    view_id: notes\n"
+        f"    source: {{kind: git, url: {tmp_path / 'no-share.git'}, path: shares/notes}}\n"
+        "    trust: {allow_unsigned: true}\n",
+    )
+    http = ("aiohttp", "yarl", "multidict", "memsync.transports.http", "memsync.views.httpsource")
+    code, heavy, out, err = probe(
+        "--config", str(config), "views", "pull", "--json", env=env, heavy=http
+    )
+    assert (code, heavy) == (1, []), err + out
+    [result] = json.loads(out)["results"]
+    assert (result["view"], result["status"]) == ("notes", "unavailable"), out
