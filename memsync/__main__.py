@@ -2,8 +2,8 @@
 
 `memsync --version` is answered here, before click and the commands load (the systemd timer
 and people's shells start the CLI often), and so is `--help` when click printed that very
-help before under the same conditions (`cli.helpmemo`), and `memsync status`, `sync-now` and
-`run` in their plain forms (`cli.plain`, without click); everything else is
+help before under the same conditions (`cli.helpmemo`), and `memsync status`, `sync-now`,
+`cycle` and `run` in their plain forms (`cli.plain`, without click); everything else is
 `memsync.cli.group.main`.
 """
 
@@ -29,7 +29,7 @@ def main() -> NoReturn:
         out = helpmemo.recall(args) if helpmemo.wanted(args) else None
         if out is not None:
             sys.exit(helpmemo.write(out))
-    if "status" in args or "sync-now" in args or "run" in args:
+    if any(command in args for command in ("status", "sync-now", "run", "cycle")):
         import gc  # noqa: PLC0415 - built in
 
         # Loading a command makes tens of thousands of objects (modules, functions, classes)
