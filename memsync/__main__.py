@@ -2,8 +2,9 @@
 
 `memsync --version` is answered here, before click and the commands load (the systemd timer
 and people's shells start the CLI often), and so is `--help` when click printed that very
-help before under the same conditions (`cli.helpmemo`), and `memsync status` and `sync-now` in their
-plain forms (`cli.plain`, without click); everything else is `memsync.cli.group.main`.
+help before under the same conditions (`cli.helpmemo`), and `memsync status`, `sync-now`,
+`cycle` and `run` in their plain forms (`cli.plain`, without click); everything else is
+`memsync.cli.group.main`.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ def main() -> NoReturn:
         out = helpmemo.recall(args) if helpmemo.wanted(args) else None
         if out is not None:
             sys.exit(helpmemo.write(out))
-    if "status" in args or "sync-now" in args:
+    if any(command in args for command in ("status", "sync-now", "run", "cycle")):
         import gc  # noqa: PLC0415 - built in
 
         # Loading a command makes tens of thousands of objects (modules, functions, classes)
         # and no garbage cycles worth collecting: the collector, run every few hundred of
         # them, would walk them all again and again. It is off until the command's code is
         # loaded (`status` ends first; `cli.syncrun` turns it back on once a cycle has loaded
-        # the gate, beside its first git processes).
+        # the gate, beside its first git processes; `cli.daemonrun` once the daemon loaded).
         gc.disable()
         from memsync.cli import plain  # noqa: PLC0415 - no click
 

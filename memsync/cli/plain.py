@@ -1,10 +1,12 @@
 """The plain forms of the commands a timer, a hook or a shell runs most (`status`,
-`sync-now`), read and run without click: `__main__` runs them here, so that those processes
-never import click and the command group.
+`sync-now`, `cycle`) and of the daemon systemd starts (`run`), read and run without click:
+`__main__` runs them here, so that those processes never import click and the command
+group.
 
 Only the plainest forms are taken: `--config PATH` or `--config=PATH` (once, and a PATH
 that does not look like an option), then the command, then its own flags (each at most
-once) and, for `sync-now`, root names (anything not starting with `-`), in any order.
+once) and, for `sync-now`, root names (anything not starting with `-`), in any order; for
+`cycle`, its two arguments: the kind (`prune` or `insight`), then the root.
 Anything else (another global option, `--debug`, `--`, `-h`, a repeated flag) goes to
 click, which parses it as always; a test holds every short argument list this takes to
 what click reads from it. What runs is the same function the click command runs, errors
@@ -29,7 +31,10 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[frozenset[str], bool]] = {
     "status": (frozenset({"--json"}), False),
     "sync-now": (frozenset({"--json", "--accept-rewrite", "--no-push", "--dry-run"}), True),
+    "run": (frozenset(), False),
+    "cycle": (frozenset({"--force", "--json"}), True),  # and KIND ROOT (`KINDS`)
 }
+KINDS = ("prune", "insight")  # `cycle`'s first argument, as click's choice takes it
 
 
 @value
@@ -64,13 +69,17 @@ def parse(args: list[str]) -> Plain | None:
         return None
     if names and not takes_names:
         return None
+    if command == "cycle" and (len(names) != 2 or names[0] not in KINDS):
+        return None
     return Plain(command, config, frozenset(flags), names)
 
 
 def run(plain: Plain) -> NoReturn:
     """What `memsync ARGS` does through click for these plain ARGS, without click."""
     setup_logging(False, "text")  # the group's callback, as click runs it
-    app = App(config_path=plain.config, command=plain.command)
+    # The command's name as click's context gives it (`cycle insight`: it writes state).
+    name = " ".join((plain.command, *plain.names[:1])) if plain.command == "cycle" else None
+    app = App(config_path=plain.config, command=name or plain.command)
     as_json = "--json" in plain.flags
     try:
         code = _dispatch(app, plain, as_json)
@@ -79,6 +88,11 @@ def run(plain: Plain) -> NoReturn:
 
         code = fail_unparsed(exc, app, as_json=as_json)
     sys.stdout.flush()
+    if plain.command in ("run", "cycle"):  # these end as under click: the exit tears down
+        import gc  # noqa: PLC0415 - built in
+
+        gc.freeze()  # the exit's collections would walk all the command loaded (~50 ms)
+        sys.exit(code)
     with contextlib.suppress(OSError, ValueError):  # as the interpreter's own exit would
         sys.stderr.flush()
     # The command is done: the process ends here. Tearing down what it loaded (every module,
@@ -93,6 +107,15 @@ def _dispatch(app: App, plain: Plain, as_json: bool) -> int:
         from memsync.cli.statusrun import report  # noqa: PLC0415
 
         return report(app, as_json)
+    if plain.command == "run":
+        from memsync.cli.daemonrun import serve  # noqa: PLC0415
+
+        return serve(app)
+    if plain.command == "cycle":
+        from memsync.cli.cyclerun import turn  # noqa: PLC0415
+
+        kind, root = plain.names
+        return turn(app, kind, root, "--force" in plain.flags, as_json)
     from memsync.cli.syncrun import sync_now  # noqa: PLC0415
 
     flags = plain.flags

@@ -1,14 +1,11 @@
-"""`memsync run`: the daemon in the foreground (what systemd starts), loaded lazily."""
+"""`memsync run`: the daemon in the foreground (what systemd starts), loaded lazily; the
+plain `memsync [--config PATH] run` runs `daemonrun.serve` without click."""
 
 from __future__ import annotations
-
-import logging
-import sys
 
 import click
 
 from memsync.cli.kit import App
-from memsync.logsetup import use_format
 
 
 @click.command()
@@ -21,12 +18,6 @@ def run(app: App) -> int:
     running cycles finish; SIGHUP reloads the configuration (an invalid one is refused and
     the running one kept).
     """
-    from memsync.daemon.app import run_daemon  # noqa: PLC0415 - the daemon stack loads here only
-    from memsync.daemon.configcheck import daemon_settings  # noqa: PLC0415
+    from memsync.cli.daemonrun import serve  # noqa: PLC0415 - the daemon stack loads there
 
-    settings = daemon_settings(app)  # the schema in a child: no pydantic held at rest
-    use_format(app.log_format or settings.log_format, daemon=True)
-    if not app.debug:
-        logging.getLogger("memsync").setLevel(logging.INFO)
-    sys.stdout.flush()
-    return run_daemon(settings, lambda: daemon_settings(app))
+    return serve(app)

@@ -115,10 +115,8 @@ def views_pull(app: App, names: tuple[str, ...], as_json: bool) -> int:
     chosen = [known[n] for n in names] if names else list(known.values())
     report = _pull_through_daemon(settings.control_socket, settings.config_path, names)
     if report is None:  # no daemon: pull in this process
-        from memsync.tlstrust import no_trust_store  # noqa: PLC0415
-
-        with no_trust_store():  # (aiohttp's context for ssl=False: see tlstrust.py)
-            from memsync.views.pull import pull_views  # noqa: PLC0415
+        # (the HTTP box loads aiohttp, without its CA bundle loads, for a view over HTTP only)
+        from memsync.views.pull import pull_views  # noqa: PLC0415
 
         with for_terminal(as_json) as progress:  # on a terminal: bytes and files
             results = asyncio.run(pull_views(chosen, settings.state_dir, progress=progress))

@@ -12,11 +12,11 @@ it never blocks a root.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from memsync import lazylog, timefmt
 from memsync.atomicfile import read_json, write_json
+from memsync.values import as_dict, field, replace, value
 
 TYPE_CHECKING = False  # `typing` is not loaded by a cold status (issue 18)
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = lazylog.logger("memsync.cycles.pressure")  # the name its warnings always had
 
 
-@dataclass(frozen=True)
+@value
 class Pressure:
     points: int = 0
     counted_head: str | None = None  # commits up to here have been counted
@@ -55,7 +55,7 @@ class Pressure:
             return cls()
 
     def save(self, path: Path) -> None:
-        data = asdict(self)
+        data = as_dict(self)
         data["history"] = list(self.history[-20:])
         write_json(path, data)
 
@@ -91,7 +91,7 @@ class Pressure:
         )
 
 
-@dataclass(frozen=True)
+@value
 class PruneState:
     """What `status` shows of pruning, in `<state_dir>/roots/<root>/prune.json`: the
     generation count at the last check (memory commits since the boundary) and the last
@@ -117,7 +117,7 @@ class PruneState:
         )
 
     def save(self, path: Path) -> None:
-        write_json(path, asdict(self))
+        write_json(path, as_dict(self))
 
     def counted(self, due: PruneDue) -> PruneState:
         return replace(self, commits=due.count, boundary=due.boundary)

@@ -39,7 +39,6 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
@@ -52,6 +51,7 @@ from yarl import URL
 
 from memsync.atomicfile import fsync_dir
 from memsync.errors import InternalError, MemsyncError
+from memsync.transports.httpkind import ErrorKind
 from memsync.transports.hubrule import url_problem
 
 TYPE_CHECKING = False
@@ -69,21 +69,6 @@ BACKOFF_BASE = 0.2
 BACKOFF_CAP = 5.0
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _RANDOM = secrets.SystemRandom()
-
-
-class ErrorKind(StrEnum):
-    REFUSED = "refused"  # a URL or redirect we will not follow (scheme, host, loop)
-    TOO_LARGE = "too-large"
-    TRUNCATED = "truncated"
-    TIMEOUT = "timeout"
-    NOT_FOUND = "not-found"
-    UNAUTHORIZED = "unauthorized"
-    FORBIDDEN = "forbidden"
-    RATE_LIMITED = "rate-limited"
-    SERVER = "server"
-    CONNECTION = "connection"  # refused, reset, DNS: nothing usable came back
-    PROTOCOL = "protocol"  # an answer we cannot use (odd status, malformed response)
-    STORAGE = "storage"  # the body could not be written locally
 
 
 _TRANSIENT = frozenset({"timeout", "truncated", "rate-limited", "server", "connection"})

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync import timefmt
 from memsync.atomicfile import private_dir, write_bytes
@@ -28,13 +29,11 @@ from memsync.errors import MemsyncError, ProblemError, require
 from memsync.progress import NO_PROGRESS, Progress
 from memsync.roots import pause
 from memsync.roots.lock import RootLock
-from memsync.transports.http import HttpClient
 from memsync.transports.process import Deadline
 from memsync.validators.cache import STATE_CACHE_DIR, ParseCache, open_persistent
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits
 from memsync.views.consumer import Checked, check_package
-from memsync.views.httpsource import HttpSource
 from memsync.views.layout import view_state_dir
 from memsync.views.manifest import ManifestError, Verdict, parse_manifest, verify_manifest
 from memsync.views.previous import KEPT_PACKAGE, Previous
@@ -43,6 +42,9 @@ from memsync.views.store import ImportStore
 from memsync.views.trust import PULLED, STALE, UNAVAILABLE, TrustState
 from memsync.wire.cli import ProblemModel, ViewPullResult
 from memsync.wire.manifest import Manifest
+
+if TYPE_CHECKING:
+    from memsync.transports.http import HttpClient
 
 PAUSED = "paused"  # `memsync pause` holds the view (CONTRACT §8)
 
@@ -88,15 +90,22 @@ class Refused(ProblemError):
 
 
 def open_source(
-    view: ViewSettings, client: HttpClient, state_dir: Path, progress: Progress = NO_PROGRESS
+    view: ViewSettings,
+    client: HttpClient | None,
+    state_dir: Path,
+    progress: Progress = NO_PROGRESS,
 ) -> ViewSource:
-    """The source a configured view is fetched from (showing its download to `progress`)."""
+    """The source a configured view is fetched from (showing its download to `progress`);
+    `client` is the HTTP box's session, which a view over HTTP needs (a Git share not)."""
     source = view.source
     if isinstance(source, GitSourceSettings):
         from memsync.views.gitsource import GitSource  # noqa: PLC0415 - the git box: a share only
 
         cache = view_state_dir(state_dir, view.name) / "git-cache"
         return GitSource(source.url, source.branch, source.path, cache, progress)
+    from memsync.views.httpsource import HttpSource  # noqa: PLC0415 - the HTTP box: aiohttp
+
+    client = require(client, "the HTTP client of a view over HTTP")
     where = f"views.{view.name}.source.token"
     phase = f"{view.name}: Downloading package"
     return HttpSource(
@@ -118,8 +127,14 @@ async def pull_views(
     # changes one file parses one file, in the daemon and across CLI runs alike.
     cache = await asyncio.to_thread(open_persistent, state_dir / STATE_CACHE_DIR)
     try:
-        # One session for every view; each view's source applies its own `allow_http`.
-        async with HttpClient() as client:
+        async with contextlib.AsyncExitStack() as stack:
+            client: HttpClient | None = None
+            if any(not isinstance(v.source, GitSourceSettings) for v in views):
+                # One session for every view over HTTP; each view's source applies its own
+                # `allow_http`. Git shares alone load no HTTP client (aiohttp, issue 18).
+                from memsync.transports.http import HttpClient  # noqa: PLC0415
+
+                client = await stack.enter_async_context(HttpClient())
             pulls = (_locked(v, state_dir, client, now, cache, progress) for v in views)
             return list(await asyncio.gather(*pulls))
     finally:
@@ -129,7 +144,7 @@ async def pull_views(
 async def _locked(
     view: ViewSettings,
     state_dir: Path,
-    client: HttpClient,
+    client: HttpClient | None,
     now: datetime | None,
     cache: ParseCache | None = None,
     progress: Progress = NO_PROGRESS,

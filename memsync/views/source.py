@@ -35,7 +35,7 @@ from typing import IO, Protocol
 
 from memsync.atomicfile import fsync_dir
 from memsync.errors import ProblemError
-from memsync.transports.http import ErrorKind
+from memsync.transports.httpkind import ErrorKind
 from memsync.transports.process import Deadline
 from memsync.validators.problems import Problem
 from memsync.views.archive import ArchiveLimits

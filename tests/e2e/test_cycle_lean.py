@@ -30,6 +30,8 @@ HEAVY = (
     "memsync.cycles.chat",
     "memsync.cycles.answers",
     "memsync.transports.http",
+    "click",  # `cycle KIND ROOT` is a plain form (`cli.plain`): no click, no command group
+    "memsync.cli.group",
 )
 
 

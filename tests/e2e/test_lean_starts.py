@@ -258,6 +258,21 @@ def test_a_daemon_without_http_listen_keeps_no_metrics(team: Team, tmp_path: Pat
     assert "memsync.daemon.pausegauge" not in modules
 
 
+def test_a_daemon_loads_neither_a_scheduler_package_nor_click(team: Team, tmp_path: Path) -> None:
+    # Its interval jobs are `daemon.schedule`'s: APScheduler's import (the entry points of
+    # every installed package through importlib.metadata, tzlocal and zoneinfo, the process
+    # pool's multiprocessing and pickle) was a fifth of a daemon's start (issue 18). And
+    # `memsync --config PATH run`, as systemd and the tests start it, is a plain form
+    # (`cli.plain`): no click, no command group, no command module.
+    modules = daemon_modules(team, tmp_path)
+    assert {"memsync.daemon.schedule", "memsync.cli.daemonrun"} <= set(modules)
+    heavy = ("apscheduler", "tzlocal", "zoneinfo", "multiprocessing", "pickle", "email")
+    heavy += ("click",)
+    assert [m for m in modules if m.split(".")[0] in heavy] == []
+    assert [m for m in modules if m in ("importlib.metadata", "memsync.cli.group")] == []
+    assert "memsync.cli.run" not in modules and "memsync.cli.kit" not in modules
+
+
 def test_a_daemon_whose_roots_do_not_watch_loads_no_watchdog_until_one_does(
     team: Team, tmp_path: Path
 ) -> None:
@@ -452,3 +467,24 @@ def test_a_pull_over_http_loads_no_git_box(scene: Scene) -> None:  # noqa: F811 
     code, heavy, out, err = probe(*pull, env=scene.env, heavy=git_box)
     assert (code, heavy) == (0, []), err
     assert json.loads(out)["results"][0]["status"] == "pulled", out
+
+
+def test_a_pull_of_git_shares_loads_no_http_client(team: Team, tmp_path: Path) -> None:
+    # The HTTP box (aiohttp, yarl) is a view over HTTP's: views from Git shares need none,
+    # in `views pull` as in a daemon (issue 18). Here the share is not there: the pull ends
+    # `unavailable` after its git fetch fails, as it would over HTTP.
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    config = write_config(
+        tmp_path,
+        {"bob": {"path": team.bob.path}},
+        "views:\n  notes:\n    root: bob\n    view_id: notes\n"
+        f"    source: {{kind: git, url: {tmp_path / 'no-share.git'}, path: shares/notes}}\n"
+        "    trust: {allow_unsigned: true}\n",
+    )
+    http = ("aiohttp", "yarl", "multidict", "memsync.transports.http", "memsync.views.httpsource")
+    code, heavy, out, err = probe(
+        "--config", str(config), "views", "pull", "--json", env=env, heavy=http
+    )
+    assert (code, heavy) == (1, []), err + out
+    [result] = json.loads(out)["results"]
+    assert (result["view"], result["status"]) == ("notes", "unavailable"), out

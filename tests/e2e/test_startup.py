@@ -135,10 +135,13 @@ COLD_SYNC_HEAVY = (
 # `cycles.records`), a cycle's result (its status words are `roots.syncstatus`), the path
 # rules (no untracked file to check here), the signer, the views (none configured here),
 # live progress or base64 (a root with inline signers only); nor `typing` (the modules on
-# its path import it for the type checker only: `TYPE_CHECKING = False`).
+# its path import it for the type checker only: `TYPE_CHECKING = False`); nor `dataclasses`
+# with `inspect` (the maintenance cycles' records are `values.value`s).
 STATUS_HEAVY = (
     *(h for h in COLD_SYNC_HEAVY if h != "memsync.wire"),
     "typing",
+    "dataclasses",
+    "inspect",
     "memsync.wire.cli",
     "memsync.wire.hub",
     "memsync.wire.manifest",

@@ -1,5 +1,6 @@
-"""The plain forms of `memsync status` and `sync-now` (`cli.plain.parse`): whatever it
-takes, click parses to the same command and values; whatever else it leaves to click."""
+"""The plain forms of `memsync status`, `sync-now`, `run` and `cycle` (`cli.plain.parse`):
+whatever it takes, click parses to the same command and values; whatever else it leaves to
+click."""
 
 from __future__ import annotations
 
@@ -16,11 +17,18 @@ from memsync.cli.plain import COMMANDS, Plain, parse
 # What each command's click parameters are called, by the flag that sets them.
 PARAMS = {"--json": "as_json", "--accept-rewrite": "accept_rewrite", "--no-push": "no_push"}
 PARAMS["--dry-run"] = "dry_run"
+PARAMS["--force"] = "force"
 
 TOKENS = st.sampled_from(
     [
         "status",
         "sync-now",
+        "run",
+        "cycle",
+        "insight",
+        "prune",
+        "Prune",
+        "--force",
         "--json",
         "--config",
         "--config=",
@@ -50,9 +58,9 @@ TOKENS = st.sampled_from(
 
 
 def clicks_reading(args: list[str]) -> Plain | None:
-    """What click makes of `args`, as a `Plain`; None when it is not a run of `status` or
-    `sync-now` with the group's other options at their defaults (an error, help, another
-    command, `--debug`...)."""
+    """What click makes of `args`, as a `Plain`; None when it is not a run of `status`,
+    `sync-now`, `run` or `cycle` with the group's other options at their defaults (an error,
+    help, another command, `--debug`...)."""
     try:
         ctx = cli.make_context("memsync", list(args), obj=None)
         if any(v not in (None, False) for k, v in ctx.params.items() if k != "config_path"):
@@ -66,13 +74,15 @@ def clicks_reading(args: list[str]) -> Plain | None:
         return None
     params: dict[str, Any] = sub.params
     flags = frozenset(f for f, p in PARAMS.items() if params.get(p))
-    return Plain(name, ctx.params["config_path"], flags, tuple(params.get("roots", ())))
+    names = (params["kind"], params["root"]) if name == "cycle" else params.get("roots", ())
+    return Plain(name, ctx.params["config_path"], flags, tuple(names))
 
 
 def test_every_short_argument_list_is_taken_only_as_click_reads_it() -> None:
     alphabet = [
         "status",
         "sync-now",
+        "run",
         "--json",
         "--config",
         "--config=c",
@@ -91,6 +101,18 @@ def test_every_short_argument_list_is_taken_only_as_click_reads_it() -> None:
                 taken += 1
                 assert clicks_reading(list(args)) == plain, args
     assert taken > 250  # status and sync-now, their flags and names, after each --config
+    assert parse(["run"]) == clicks_reading(["run"]) == Plain("run", None, frozenset(), ())
+    # `cycle KIND ROOT`: its own arguments, with and after --config.
+    alphabet = ["cycle", "insight", "prune", "Prune", "r", "--force", "--json", "-x", "--"]
+    cycles = 0
+    for size in range(5):
+        for args in itertools.product(alphabet, repeat=size):
+            for line in (list(args), ["--config", "c", *args]):
+                plain = parse(line)
+                if plain is not None:
+                    cycles += 1
+                    assert clicks_reading(line) == plain, line
+    assert cycles > 100
 
 
 @given(st.lists(TOKENS, max_size=7))
@@ -108,6 +130,10 @@ def test_the_plain_forms() -> None:
     assert parse(["--config", "c", "sync-now", "a", "--dry-run", "b"]) == Plain(
         "sync-now", "c", frozenset({"--dry-run"}), ("a", "b")
     )
+    assert parse(["--config", "c", "run"]) == Plain("run", "c", frozenset(), ())
+    assert parse(["cycle", "--json", "insight", "bob", "--force"]) == Plain(
+        "cycle", None, frozenset({"--json", "--force"}), ("insight", "bob")
+    )
     for other in (
         ["status", "--json", "--json"],
         ["sync-now", "--no-push", "--no-push"],
@@ -123,5 +149,15 @@ def test_the_plain_forms() -> None:
         ["sync-now", "--dry"],
         ["sync-now", "-"],
         ["validate", "."],
+        ["run", "--json"],
+        ["run", "root"],
+        ["--debug", "run"],
+        ["--log-format", "json", "run"],
+        ["run", "-h"],
+        ["cycle", "insight"],
+        ["cycle", "Insight", "bob"],
+        ["cycle", "prune", "bob", "extra"],
+        ["cycle", "prune", "bob", "--dry-run"],
+        ["cycle", "prune", "bob", "--force", "--force"],
     ):
         assert parse(other) is None, other
