@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 from memsync import __version__, timefmt
 from memsync.config.model import RootSettings, Settings
 from memsync.config.sections import HttpSourceSettings, ViewSettings
@@ -46,7 +48,6 @@ from memsync.daemon.listen import listen_error
 from memsync.daemon.metrics import Metrics, health_app
 from memsync.daemon.notify import Notifier
 from memsync.daemon.pause import PauseDesk
-from memsync.daemon.schedule import Scheduler
 from memsync.daemon.transitions import Transitions
 from memsync.daemon.triggers import Trigger
 from memsync.daemon.workers import (
@@ -113,7 +114,7 @@ class Daemon:
         self._tasks: asyncio.TaskGroup | None = None
         self._followers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._connected: dict[str, bool] = {}
-        self._scheduler: Scheduler | None = None
+        self._scheduler: AsyncIOScheduler | None = None
         self._context: WorkerContext | None = None  # what the workers see of us, in run()
         self._observer: Watches | None = None  # the first watched root starts it
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -146,7 +147,7 @@ class Daemon:
             (signal.SIGHUP, self.hangup),
         ):
             loop.add_signal_handler(sig, action)
-        self._scheduler = Scheduler(loop)
+        self._scheduler = AsyncIOScheduler(event_loop=loop)
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
@@ -162,6 +163,7 @@ class Daemon:
                 )
                 self._apply(self.settings)
                 self.pauses.start()
+                self._scheduler.start()
                 keepalive = tasks.create_task(self._keepalive())
                 hooks = tasks.create_task(self.hooks.serve(), name="hooks")
                 self.notifier.ready(self._summary())
@@ -184,7 +186,7 @@ class Daemon:
                     self._drop(root)
                 for view in self.views.values():
                     self._drop(view)
-                self._scheduler.shutdown()
+                self._scheduler.shutdown(wait=False)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)

@@ -14,12 +14,15 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from apscheduler.triggers.interval import IntervalTrigger
+
 if TYPE_CHECKING:
     import asyncio
 
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
     from memsync.config.model import Settings
     from memsync.daemon.metrics import Metrics
-    from memsync.daemon.schedule import Scheduler
     from memsync.daemon.triggers import Trigger
     from memsync.daemon.watch import Watches
     from memsync.roots.result import SyncResult
@@ -36,7 +39,7 @@ class WorkerContext:
     synced: Callable[[SyncResult], None]  # every root result: transitions, hooks
     pulled: Callable[[ViewResult], None]  # every view result
     spawn: Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]]  # in the group
-    scheduler: Scheduler
+    scheduler: AsyncIOScheduler
     watches: Callable[[], Watches]  # made when a root first watches (watchdog loads then)
 
 
@@ -45,7 +48,7 @@ class Jobs:
     feeding a trigger. A job is added again only when it is new or its interval changed,
     so a reload that leaves it alone keeps its next run."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: AsyncIOScheduler) -> None:
         self._scheduler = scheduler
         self._seconds: dict[str, float] = {}  # the jobs this worker has, by id
 
@@ -59,8 +62,18 @@ class Jobs:
         seconds = max(seconds, 1.0)
         if self._seconds.get(job_id) == seconds:
             return
+
+        async def tick() -> None:
+            trigger.request(options)
+
         self._scheduler.add_job(
-            job_id, seconds, lambda: trigger.request(options), jitter=seconds / 10
+            tick,
+            IntervalTrigger(seconds=seconds, jitter=seconds / 10),
+            id=job_id,
+            coalesce=True,
+            max_instances=1,
+            replace_existing=True,
+            misfire_grace_time=int(seconds),
         )
         self._seconds[job_id] = seconds
 

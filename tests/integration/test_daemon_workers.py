@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from memsync.config import load_config_text
 from memsync.config.model import Settings, settings_from
 from memsync.daemon.context import WorkerContext
 from memsync.daemon.metrics import Metrics
-from memsync.daemon.schedule import Scheduler
 from memsync.daemon.watch import new_observer
 from memsync.daemon.workers import AUTOMATIC, PULL, RootWorker, ViewWorker
 from memsync.roots.result import SyncResult
@@ -58,7 +58,8 @@ async def context(settings: Settings) -> AsyncIterator[tuple[WorkerContext, Seen
     every task it spawns is ended at the end."""
     seen = Seen([], [])
     spawned: list[asyncio.Task[None]] = []
-    scheduler = Scheduler(asyncio.get_running_loop())
+    scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop())
+    scheduler.start()
     watches = new_observer()
     watches.start()
 
@@ -84,7 +85,7 @@ async def context(settings: Settings) -> AsyncIterator[tuple[WorkerContext, Seen
         for task in spawned:
             task.cancel()
         await asyncio.gather(*spawned, return_exceptions=True)
-        scheduler.shutdown()
+        scheduler.shutdown(wait=False)
         watches.stop()
 
 
