@@ -138,11 +138,14 @@ class App:
 
 
 def _command_name() -> str:
-    """`sync-now`, `views pull`: the running command below `memsync`, from click's context
-    (none when click is not loaded)."""
+    """`sync-now`, `views pull`, `cycle insight`: the running command below `memsync`, from
+    click's context (none when click is not loaded). A cycle's kind is an argument, not a
+    subcommand, but names what it runs, as the plain form (`cli.plain`) names it."""
     click = sys.modules.get("click")
     ctx = click.get_current_context(silent=True) if click is not None else None
     names: list[str] = []
+    if ctx is not None and ctx.info_name == "cycle" and isinstance(ctx.params.get("kind"), str):
+        names.append(ctx.params["kind"])
     while ctx is not None and ctx.parent is not None:
         names.append(ctx.info_name or "")
         ctx = ctx.parent
