@@ -26,7 +26,7 @@ def _config(tmp_path: Path, state: Path) -> Path:
     return config
 
 
-FORMS = ([], ["--log-format", "text"])  # the plain form, then click's
+FORMS: tuple[list[str], ...] = ([], ["--log-format", "text"])  # the plain form, then click's
 
 
 def _memsync(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
