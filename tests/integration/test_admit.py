@@ -255,11 +255,18 @@ def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
 ) -> None:
     """The session is ended only once git answered the pin it was handed (it holds a ref
     lock until then): checks that raise meanwhile leave no candidate ref, no lock and an
-    open record settled."""
+    open record settled. The session's git takes the pin only once the checks ran (and
+    raised): killed instead of waited for, it would never say it saw them."""
     start, candidate = _made_aside(team.bob.path, {"insight_logs/q.md": "# Q\n"})
-    admitter, records = _admitter(team)
+    mark = tmp_path / "checked"
+    folder, log = _waiting_git(tmp_path, mark)
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    records = journal.Journal(layout.journal_dir)
+    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
+    admitter = Admitter(box, records, layout, SyncPolicy())
 
     def explode(_start: str, _candidate: str) -> tuple[Problem, ...]:
+        mark.touch()
         raise RuntimeError("a rule of the caller's own failed")
 
     with pytest.raises(RuntimeError):
@@ -268,6 +275,7 @@ def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
             lambda op, wt: candidate,
             Checks(grants="insight", also=explode),
         )
+    assert log.read_text() == "seen\n"  # git ran to its answer: waited for, not killed
     assert records.unsettled() == []
     assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
     assert not list((team.bob.path / ".git" / "refs").rglob("*.lock"))
