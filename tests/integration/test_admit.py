@@ -131,12 +131,55 @@ def test_the_transaction_always_checks_the_candidates_tree(team: Team) -> None:
     assert snapshot(team.bob.path) == before
 
 
+def _admitter_running(team: Team, folder: Path) -> tuple[Admitter, journal.Journal]:
+    """An admitter (and its journal) whose box finds its `git` in `folder` first."""
+    layout = RootLayout.for_root(team.bob.state_dir, "bob")
+    records = journal.Journal(layout.journal_dir)
+    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
+    return Admitter(box, records, layout, SyncPolicy()), records
+
+
 def _spied(team: Team, tmp_path: Path) -> tuple[Admitter, Path]:
     """An admitter whose box runs a `git` that logs each run (`test_git_refs._spy`)."""
     folder, log = _spy(tmp_path / "spy")
-    layout = RootLayout.for_root(team.bob.state_dir, "bob")
-    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
-    return Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy()), log
+    return _admitter_running(team, folder)[0], log
+
+
+def _published_pinned(
+    team: Team, admitter: Admitter, start: str, candidate: str, checks: Checks
+) -> tuple[Published, list[str]]:
+    """Admit `candidate` on `start`: it must be published. Returns the publication and the
+    candidate refs just before it (what the publication relies on)."""
+    seen: list[str] = []
+
+    def pinned() -> None:
+        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
+
+    outcome = admitter.admit(
+        Admission("insight", "main", start), lambda op, wt: candidate, checks, before_publish=pinned
+    )
+    assert isinstance(outcome, Published), outcome
+    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
+    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+    return outcome, seen
+
+
+def _git_wrapper(folder: Path, before_ref_session: str) -> Path:
+    """`folder`, holding a `git` that runs the shell lines `before_ref_session` before the
+    admission's ref session (`update-ref ... --stdin`) and then the real git; every other
+    run is the real git's at once."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    folder.mkdir()
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" update-ref "*" --stdin "*)\n'
+        f"{before_ref_session}"
+        "esac\n"
+        f'exec {real_git} "$@"\n'
+    )
+    (folder / "git").chmod(0o755)
+    return folder
 
 
 def test_the_candidate_ref_and_the_branch_move_share_one_update_ref(
@@ -148,21 +191,9 @@ def test_the_candidate_ref_and_the_branch_move_share_one_update_ref(
     candidate ref is gone with it."""
     start, candidate = _made_aside(team.bob.path, {"insight_logs/s.md": "# S\n"})
     admitter, log = _spied(team, tmp_path)
-    seen: list[str] = []
-
-    def pinned() -> None:
-        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
-
-    outcome = admitter.admit(
-        Admission("insight", "main", start),
-        lambda op, wt: candidate,
-        Checks(grants="insight"),
-        before_publish=pinned,
-    )
-    assert isinstance(outcome, Published), outcome
+    checks = Checks(grants="insight")
+    outcome, seen = _published_pinned(team, admitter, start, candidate, checks)
     assert seen == [candidate]
-    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
-    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
     message = git(team.bob.path, "reflog", "-1", "--format=%gs", "main")
     assert message == f"memsync: publish {outcome.operation_id}"
     assert _runs(log).count("update-ref") == 1
@@ -198,22 +229,13 @@ def _waiting_git(tmp_path: Path, mark: Path) -> tuple[Path, Path]:
     """A directory holding a `git` whose `update-ref --stdin` (the admission's ref session)
     starts only once `mark` exists (polled, for 20 s at most), and a log that says whether
     it saw it (`seen`) or gave up (`late`); every other run is the real git's at once."""
-    real_git = shutil.which("git")
-    assert real_git is not None
-    folder = tmp_path / "waiting"
-    folder.mkdir()
     log = tmp_path / "waited.log"
-    (folder / "git").write_text(
-        "#!/bin/sh\n"
-        'case " $* " in *" update-ref "*" --stdin "*)\n'
+    wait = (
         "  n=0\n"
         f'  while [ ! -e "{mark}" ] && [ "$n" -lt 400 ]; do sleep 0.05; n=$((n + 1)); done\n'
         f'  if [ -e "{mark}" ]; then echo seen >> "{log}"; else echo late >> "{log}"; fi\n'
-        "esac\n"
-        f'exec {real_git} "$@"\n'
     )
-    (folder / "git").chmod(0o755)
-    return folder, log
+    return _git_wrapper(tmp_path / "waiting", wait), log
 
 
 def test_the_candidate_is_checked_while_its_pin_commits(team: Team, tmp_path: Path) -> None:
@@ -225,29 +247,15 @@ def test_the_candidate_is_checked_while_its_pin_commits(team: Team, tmp_path: Pa
     start, candidate = _made_aside(team.bob.path, {"insight_logs/p.md": "# P\n"})
     mark = tmp_path / "checked"
     folder, log = _waiting_git(tmp_path, mark)
-    layout = RootLayout.for_root(team.bob.state_dir, "bob")
-    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
-    admitter = Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy())
-    seen: list[str] = []
+    admitter, _records = _admitter_running(team, folder)
 
     def checked(_start: str, _candidate: str) -> tuple[Problem, ...]:
         mark.touch()  # the checks run (a rule of the caller's own is one of them)
         return ()
 
-    def pinned() -> None:
-        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
-
-    outcome = admitter.admit(
-        Admission("insight", "main", start),
-        lambda op, wt: candidate,
-        Checks(grants="insight", also=checked),
-        before_publish=pinned,
-    )
-    assert isinstance(outcome, Published), outcome
+    checks = Checks(grants="insight", also=checked)
+    assert _published_pinned(team, admitter, start, candidate, checks)[1] == [candidate]
     assert log.read_text() == "seen\n"  # the pin's git ran while the candidate was checked
-    assert seen == [candidate]
-    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
-    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
 
 
 def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
@@ -260,10 +268,7 @@ def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
     start, candidate = _made_aside(team.bob.path, {"insight_logs/q.md": "# Q\n"})
     mark = tmp_path / "checked"
     folder, log = _waiting_git(tmp_path, mark)
-    layout = RootLayout.for_root(team.bob.state_dir, "bob")
-    records = journal.Journal(layout.journal_dir)
-    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
-    admitter = Admitter(box, records, layout, SyncPolicy())
+    admitter, records = _admitter_running(team, folder)
 
     def explode(_start: str, _candidate: str) -> tuple[Problem, ...]:
         mark.touch()
@@ -289,37 +294,11 @@ def test_a_pin_the_session_cannot_commit_is_made_by_a_process_of_its_own(
     exits at once): the pin is made by a process of its own, as before sessions, and the
     candidate is published (the branch move too: the session is broken)."""
     start, candidate = _made_aside(team.bob.path, {"insight_logs/r.md": "# R\n"})
-    real_git = shutil.which("git")
-    assert real_git is not None
-    folder = tmp_path / "quitting"
-    folder.mkdir()
     quit_once = tmp_path / "quit"
-    (folder / "git").write_text(
-        "#!/bin/sh\n"
-        'case " $* " in *" update-ref "*" --stdin "*)\n'
-        f'  if [ ! -e "{quit_once}" ]; then touch "{quit_once}"; exit 97; fi ;;\n'
-        "esac\n"
-        f'exec {real_git} "$@"\n'
-    )
-    (folder / "git").chmod(0o755)
-    layout = RootLayout.for_root(team.bob.state_dir, "bob")
-    box = Git(team.bob.path, env={"PATH": f"{folder}:{os.environ['PATH']}"})
-    admitter = Admitter(box, journal.Journal(layout.journal_dir), layout, SyncPolicy())
-    seen: list[str] = []
-
-    def pinned() -> None:
-        seen.append(git(team.bob.path, "for-each-ref", "--format=%(objectname)", CANDIDATES))
-
-    outcome = admitter.admit(
-        Admission("insight", "main", start),
-        lambda op, wt: candidate,
-        Checks(grants="insight"),
-        before_publish=pinned,
-    )
-    assert isinstance(outcome, Published), outcome
-    assert seen == [candidate]
-    assert git(team.bob.path, "rev-parse", "HEAD") == candidate
-    assert git(team.bob.path, "for-each-ref", CANDIDATES) == ""
+    quits = f'  if [ ! -e "{quit_once}" ]; then touch "{quit_once}"; exit 97; fi ;;\n'
+    admitter, _records = _admitter_running(team, _git_wrapper(tmp_path / "quitting", quits))
+    checks = Checks(grants="insight")
+    assert _published_pinned(team, admitter, start, candidate, checks)[1] == [candidate]
 
 
 def test_a_ref_session_ends_only_once_git_answered_what_it_was_handed(team: Team) -> None:
