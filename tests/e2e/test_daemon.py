@@ -187,8 +187,16 @@ def test_a_killed_daemon_restarts_and_converges(team: Team, tmp_path: Path, star
     second = start(config)  # type: ignore[operator]
     upstream = git(team.upstream, "rev-parse", "main")
     wait_for(lambda: head(team.bob.path) == upstream, 20, "bob to converge after a restart")
+    # The branch moves before the publication's record is settled: wait for the cycle that
+    # moved it to end, then nothing may be left pending (the killed daemon's record
+    # included: the restarted one recovered it).
+    wait_for(
+        lambda: second.status().roots[0].pending_operations == 0,
+        20,
+        "the restarted daemon to settle every operation",
+    )
     assert git(team.bob.path, "status", "--porcelain") == ""
-    assert second.status().roots[0].pending_operations == 0
+    assert head(team.bob.path) == upstream
 
 
 def test_a_reload_moves_only_the_jobs_whose_interval_changed(
