@@ -265,10 +265,9 @@ class Git(Writes, Facts, Fetches):
     ) -> None:
         """Move `ref` to `new`, only if it still points at `old` (compare-and-swap); in the
         box's open `ref_session` when its message is `reason`."""
-        line = f"update {ref} {new}" + (f" {old}" if old is not None else "")
-        if self._in_ref_session(reason, [line]):
+        if self._in_ref_session(reason, [_update_line(ref, new, old)]):
             return
-        self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
+        self._update_ref_alone(ref, new, old, reason)
 
     def update_ref_ahead(
         self, ref: str, new: str, old: str | None = None, reason: str = "memsync"
@@ -279,17 +278,21 @@ class Git(Writes, Facts, Fetches):
         process of its own, as `update_ref`, raising as it does) and is to be called before
         anything relies on the ref or uses the session again. Without such a session the
         update is made now, and the callable does nothing."""
-        line = f"update {ref} {new}" + (f" {old}" if old is not None else "")
         session = self.ref_session
+        line = _update_line(ref, new, old)
         if session is None or session.reason != reason or not session.send([line]):
-            self.update_ref(ref, new, old, reason)
+            self._update_ref_alone(ref, new, old, reason)
             return _done
 
         def answered() -> None:
             if not session.answered():
-                self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
+                self._update_ref_alone(ref, new, old, reason)
 
         return answered
+
+    def _update_ref_alone(self, ref: str, new: str, old: str | None, reason: str) -> None:
+        """`update_ref` by a git process of its own (no session, or one that could not)."""
+        self.run("update-ref", "-m", reason, ref, new, *([old] if old is not None else []))
 
     def move_refs(
         self, updates: Sequence[tuple[str, str, str]], deletes: Sequence[str], reason: str
@@ -387,6 +390,11 @@ class Git(Writes, Facts, Fetches):
             input=b"".join(oid.encode("ascii") + b"\n" for oid in oids),
         ).stdout
         return gitparse.parse_batch(raw, kind=b"commit")
+
+
+def _update_line(ref: str, new: str, old: str | None) -> str:
+    """The `update-ref --stdin` line of a compare-and-swap update (`old` None: any value)."""
+    return f"update {ref} {new}" + (f" {old}" if old is not None else "")
 
 
 def _done() -> None:
