@@ -290,12 +290,18 @@ def test_checks_that_raise_while_the_pin_commits_leave_no_candidate_ref(
 def test_a_pin_the_session_cannot_commit_is_made_by_a_process_of_its_own(
     team: Team, tmp_path: Path
 ) -> None:
-    """A ref session whose git ends before it answers the pin (here: the session's git
-    exits at once): the pin is made by a process of its own, as before sessions, and the
-    candidate is published (the branch move too: the session is broken)."""
+    """A ref session whose git takes the pin and ends before it answers (here: the
+    session's first git reads the transaction's first line, then exits): the pin is made
+    by a process of its own, as before sessions, and the candidate is published (the
+    branch move too: the session is broken). Reading first makes the hand-over succeed, so
+    it is the answer's fallback that is tested, not the hand-over's."""
     start, candidate = _made_aside(team.bob.path, {"insight_logs/r.md": "# R\n"})
     quit_once = tmp_path / "quit"
-    quits = f'  if [ ! -e "{quit_once}" ]; then touch "{quit_once}"; exit 97; fi ;;\n'
+    quits = (
+        f'  if [ ! -e "{quit_once}" ]; then\n'
+        f'    touch "{quit_once}"; read -r _line; exit 97\n'
+        "  fi ;;\n"
+    )
     admitter, _records = _admitter_running(team, _git_wrapper(tmp_path / "quitting", quits))
     checks = Checks(grants="insight")
     assert _published_pinned(team, admitter, start, candidate, checks)[1] == [candidate]
